@@ -1,0 +1,263 @@
+//! The one error body of the API: RFC 9457 problem details with a stable,
+//! machine-readable `code`.
+//!
+//! Every 4xx and 5xx the server sends has this shape, including the ones
+//! axum and tower produce themselves (unknown route, wrong method, body too
+//! large): [`normalize`] rewrites those on the way out.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A field that failed validation.
+#[derive(Clone, Debug, Serialize, ToSchema, PartialEq, Eq)]
+pub struct FieldError {
+    /// JSON path of the field: `name`, `scopes[1]`.
+    pub field: String,
+    pub message: String,
+}
+
+/// Every error the API answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{detail}")]
+    BadRequest { code: &'static str, detail: String },
+    #[error("the request has invalid fields")]
+    Validation(Vec<FieldError>),
+    #[error("{detail}")]
+    Unauthenticated { code: &'static str, detail: String },
+    #[error("this endpoint needs the scope {0}; use a token that carries it")]
+    MissingScope(String),
+    #[error("{detail}")]
+    Forbidden { code: &'static str, detail: String },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{detail}")]
+    Conflict { code: &'static str, detail: String },
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{detail}")]
+    Unprocessable { code: &'static str, detail: String },
+    #[error("{detail}")]
+    TooManyRequests {
+        detail: String,
+        retry_after_secs: u64,
+    },
+    /// Details are logged, never sent.
+    #[error("internal error")]
+    Internal(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::Validation(vec![FieldError {
+            field: field.into(),
+            message: message.into(),
+        }])
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        ApiError::NotFound(what.into())
+    }
+
+    pub fn conflict(code: &'static str, detail: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn forbidden(code: &'static str, detail: impl Into<String>) -> Self {
+        ApiError::Forbidden {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn unauthenticated(code: &'static str, detail: impl Into<String>) -> Self {
+        ApiError::Unauthenticated {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } | ApiError::Validation(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthenticated { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::MissingScope(_) | ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest { code, .. }
+            | ApiError::Unauthenticated { code, .. }
+            | ApiError::Forbidden { code, .. }
+            | ApiError::Conflict { code, .. }
+            | ApiError::Unprocessable { code, .. } => code,
+            ApiError::Validation(_) => "validation_failed",
+            ApiError::MissingScope(_) => "missing_scope",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::TooManyRequests { .. } => "rate_limited",
+            ApiError::Internal(_) => "internal",
+            ApiError::Unavailable(_) => "unavailable",
+        }
+    }
+
+    pub fn problem(&self) -> Problem {
+        let status = self.status();
+        let detail = match self {
+            ApiError::Validation(errors) => {
+                let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+                format!("fix the invalid fields: {}", fields.join(", "))
+            }
+            other => other.to_string(),
+        };
+        Problem {
+            kind: format!("https://plateau.dev/problems/{}", self.code()),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            code: self.code().to_owned(),
+            detail,
+            errors: match self {
+                ApiError::Validation(errors) => Some(errors.clone()),
+                _ => None,
+            },
+            scope: match self {
+                ApiError::MissingScope(scope) => Some(scope.clone()),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl From<plateau_store::Error> for ApiError {
+    fn from(e: plateau_store::Error) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+/// RFC 9457 problem details, with Plateau's `code`.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The HTTP reason phrase.
+    pub title: String,
+    pub status: u16,
+    /// Stable and machine-readable: `missing_scope`, `validation_failed`, ...
+    pub code: String,
+    /// What went wrong and what to do about it.
+    pub detail: String,
+    /// The invalid fields, on `validation_failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<FieldError>>,
+    /// The scope the token lacks, on `missing_scope`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(%detail, "internal error");
+        }
+        let mut response = problem_response(&self.problem());
+        if let ApiError::TooManyRequests {
+            retry_after_secs, ..
+        } = &self
+        {
+            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        response
+    }
+}
+
+fn problem_response(problem: &Problem) -> Response {
+    let body = serde_json::to_vec(problem).unwrap_or_default();
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    response
+}
+
+/// Middleware: gives every error response that is not already a problem
+/// document the problem shape, keeping headers such as `Allow`.
+pub async fn normalize(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if is_problem {
+        return response;
+    }
+    let error = match status {
+        StatusCode::NOT_FOUND => {
+            ApiError::not_found("no such endpoint: check the method and the path")
+        }
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed(
+            "this path does not accept that method: see the Allow header".to_owned(),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::PayloadTooLarge("the request body is too large".to_owned())
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType(
+            "send the body as JSON with Content-Type: application/json".to_owned(),
+        ),
+        s if s.is_server_error() => ApiError::Internal(format!("unhandled {s}")),
+        _ => ApiError::bad_request("bad_request", "the request is malformed"),
+    };
+    let (mut parts, _) = response.into_parts();
+    let mut problem = error.problem();
+    problem.status = status.as_u16();
+    problem.title = status.canonical_reason().unwrap_or("Error").to_owned();
+    let fresh = problem_response(&problem);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let (_, body) = fresh.into_parts();
+    Response::from_parts(parts, Body::new(body))
+}

@@ -1,0 +1,176 @@
+//! JSON request bodies: the [`Body`] extractor, whose failures are problem
+//! documents that name the field, and a small validator for the rules
+//! serde cannot express.
+
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use serde::de::DeserializeOwned;
+
+use crate::error::{ApiError, FieldError};
+use crate::state::AppState;
+
+/// A JSON body. An absent body reads as `{}`, so endpoints whose fields are
+/// all optional accept a bare POST.
+pub struct Body<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let limit = state.config().max_body_bytes;
+        let bytes = axum::body::to_bytes(req.into_body(), limit)
+            .await
+            .map_err(|_| {
+                ApiError::PayloadTooLarge(format!("the request body is over {limit} bytes"))
+            })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return parse(b"{}").map(Body);
+        }
+        match content_type {
+            Some(ct) if is_json(&ct) => {}
+            Some(ct) => {
+                return Err(ApiError::UnsupportedMediaType(format!(
+                    "the body is {ct}; send JSON with Content-Type: application/json"
+                )));
+            }
+            None => {
+                return Err(ApiError::UnsupportedMediaType(
+                    "send the body as JSON with Content-Type: application/json".to_owned(),
+                ));
+            }
+        }
+        parse(&bytes).map(Body)
+    }
+}
+
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence.to_ascii_lowercase().ends_with("+json")
+}
+
+/// Parses JSON, naming the failing field in the error.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::bad_request(
+                "invalid_json",
+                format!("the body is not valid JSON: {inner}"),
+            );
+        }
+        let message = inner.to_string();
+        let path = e.path().to_string();
+        let field = match named_field(&message) {
+            Some(name) if path == "." => name.to_owned(),
+            Some(name) => format!("{path}.{name}"),
+            None if path == "." => "body".to_owned(),
+            None => path,
+        };
+        let message = strip_position(&message);
+        ApiError::Validation(vec![FieldError { field, message }])
+    })
+}
+
+/// The field a "missing field `x`" or "unknown field `x`" message names.
+fn named_field(message: &str) -> Option<&str> {
+    let rest = message
+        .strip_prefix("missing field `")
+        .or_else(|| message.strip_prefix("unknown field `"))?;
+    rest.split('`').next()
+}
+
+/// serde_json appends ` at line 1 column 17`; the field name says more.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Collects field errors so one response can name all of them.
+#[derive(Default)]
+pub struct Validator {
+    errors: Vec<FieldError>,
+}
+
+impl Validator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn check(&mut self, ok: bool, field: &str, message: impl Into<String>) -> &mut Self {
+        if !ok {
+            self.errors.push(FieldError {
+                field: field.to_owned(),
+                message: message.into(),
+            });
+        }
+        self
+    }
+
+    /// A name: 1 to 100 characters, not only spaces, no control characters.
+    pub fn name(&mut self, field: &str, value: &str) -> &mut Self {
+        let trimmed = value.trim();
+        self.check(!trimmed.is_empty(), field, "must not be empty")
+            .check(
+                value.chars().count() <= 100,
+                field,
+                "must be at most 100 characters",
+            )
+            .check(
+                !value.chars().any(char::is_control),
+                field,
+                "must not contain control characters",
+            )
+    }
+
+    pub fn finish(&mut self) -> Result<(), ApiError> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Validation(std::mem::take(&mut self.errors)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Input {
+        name: String,
+        scopes: Option<Vec<String>>,
+    }
+
+    fn field_of(body: &str) -> String {
+        match parse::<Input>(body.as_bytes()) {
+            Err(ApiError::Validation(errors)) => errors[0].field.clone(),
+            Err(other) => other.code().to_owned(),
+            Ok(_) => "ok".to_owned(),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(field_of(r#"{"name": "a"}"#), "ok");
+        assert_eq!(field_of(r#"{}"#), "name");
+        assert_eq!(field_of(r#"{"name": 3}"#), "name");
+        assert_eq!(
+            field_of(r#"{"name": "a", "scopes": ["x", 2]}"#),
+            "scopes[1]"
+        );
+        assert_eq!(field_of(r#"{"name": "a", "bogus": 1}"#), "bogus");
+        assert_eq!(field_of(r#"[1]"#), "body");
+        assert_eq!(field_of(r#"{"name": "#), "invalid_json");
+    }
+}

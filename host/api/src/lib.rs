@@ -1,0 +1,109 @@
+//! Plateau's HTTP API: the axum router with authentication,
+//! idempotency, pagination, the one error body, and the core endpoints.
+//!
+//! Only this crate knows about HTTP and JSON; the store below it knows
+//! about SQL, and the binary above it about processes and signals.
+
+pub mod auth;
+pub mod error;
+pub mod idempotency;
+pub mod json;
+pub mod openapi;
+pub mod pagination;
+pub mod routes;
+pub mod state;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderName, Method, header};
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::response::IntoResponse;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use state::{ApiConfig, AppState};
+
+use crate::auth::{Requirement, RouteTable};
+use crate::routes::{account, admin, changelog, connect, events, notifications, projects, tokens};
+
+/// Where the API is served.
+pub const API_PREFIX: &str = "/api/v1";
+
+/// Liveness: answers without touching the database.
+#[utoipa::path(get, path = "/health", tag = "meta",
+    security(()),
+    responses((status = 200, description = "the server is up", body = String)))]
+pub async fn health() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ok"}"#,
+    )
+}
+
+/// The whole application: the API under [`API_PREFIX`], with request ids,
+/// tracing and problem-shaped errors everywhere.
+pub fn app(state: AppState) -> Result<Router, String> {
+    let (api, mut doc) = OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(health))
+        .routes(routes!(account::me))
+        .routes(routes!(account::usage))
+        .routes(routes!(tokens::list, tokens::create))
+        .routes(routes!(tokens::revoke))
+        .routes(routes!(notifications::get, notifications::put))
+        .routes(routes!(connect::list, connect::create))
+        .routes(routes!(connect::update, connect::delete))
+        .routes(routes!(connect::token))
+        .routes(routes!(projects::list, projects::create))
+        .routes(routes!(projects::get, projects::delete))
+        .routes(routes!(events::timeline))
+        .routes(routes!(events::audit))
+        .routes(routes!(events::export))
+        .routes(routes!(changelog::list))
+        .routes(routes!(admin::login))
+        .routes(routes!(admin::logout))
+        .routes(routes!(admin::list_orgs, admin::create_org))
+        .routes(routes!(admin::add_member))
+        .split_for_parts();
+    openapi::add_error_responses(&mut doc);
+    let mut table = RouteTable::from_openapi(&doc)?;
+    table.insert(Method::GET, "/openapi.json".to_owned(), Requirement::Public);
+    let doc_json: Arc<str> = serde_json::to_string(&doc)
+        .map_err(|e| e.to_string())?
+        .into();
+    let api = api
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                let doc = doc_json.clone();
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        doc.to_string(),
+                    )
+                }
+            }),
+        )
+        .route_layer(from_fn_with_state(state.clone(), idempotency::middleware))
+        .route_layer(from_fn_with_state(
+            (state.clone(), Arc::new(table)),
+            auth::authenticate,
+        ))
+        .with_state(state);
+    let request_id = HeaderName::from_static("x-request-id");
+    Ok(Router::new()
+        .nest(API_PREFIX, api)
+        .layer(from_fn(error::normalize))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::extract::Request| {
+            let id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+        }))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid)))
+}

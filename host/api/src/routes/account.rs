@@ -1,0 +1,154 @@
+//! `GET /me` and `GET /usage` (spec section 4.1).
+
+use axum::Json;
+use axum::extract::State;
+use plateau_core::time;
+use plateau_store::{grants, orgs, plans, projects, tokens};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    pub user: MeUser,
+    pub organization: MeOrganization,
+    pub token: MeToken,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MeUser {
+    pub id: String,
+    pub name: String,
+    pub email: Option<String>,
+    /// owner, admin or member.
+    pub role: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MeOrganization {
+    pub id: String,
+    pub name: String,
+    pub plan: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MeToken {
+    pub id: String,
+    pub scopes: Vec<String>,
+    pub project_id: Option<String>,
+    pub expires_at: Option<String>,
+    pub max_cost_cents: Option<i64>,
+    pub spent_cents: i64,
+}
+
+/// The current user, organisation and token.
+#[utoipa::path(get, path = "/me", tag = "account",
+    security(("bearer" = [])),
+    responses((status = 200, description = "the caller", body = Me)))]
+pub async fn me(State(app): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
+    let user = orgs::get_user(app.db(), &caller.user_id)
+        .await?
+        .ok_or_else(|| ApiError::Internal("token without user".to_owned()))?;
+    Ok(Json(Me {
+        user: MeUser {
+            id: user.id,
+            name: user.name,
+            email: user.email,
+            role: caller.role.to_string(),
+        },
+        organization: MeOrganization {
+            id: caller.org_id.clone(),
+            name: caller.org_name.clone(),
+            plan: caller.plan.clone(),
+        },
+        token: MeToken {
+            id: caller.token_id.clone(),
+            scopes: caller.scopes.names(),
+            project_id: caller.project_id.clone(),
+            expires_at: caller.expires_at.map(time::to_rfc3339),
+            max_cost_cents: caller.max_cost_cents,
+            spent_cents: caller.spent_cents,
+        },
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub plan: String,
+    /// The plan's limits (spec section 8); storage, disk and bandwidth in GB.
+    #[schema(value_type = Object)]
+    pub limits: plans::PlanLimits,
+    pub period: Period,
+    /// What the organisation has now.
+    pub counts: Counts,
+    pub cost: Cost,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Period {
+    pub start: String,
+    pub end: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub projects: i64,
+    pub active_tokens: i64,
+    pub connect_grants: i64,
+    pub members: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// The flat plan price for the period.
+    pub plan_cents: i64,
+    /// Metered spend recorded against the organisation's tokens.
+    pub metered_cents: i64,
+    pub total_cents: i64,
+    pub currency: String,
+}
+
+/// The plan, its limits, current counts and the cost of the current period.
+#[utoipa::path(get, path = "/usage", tag = "account",
+    security(("bearer" = ["usage:read"])),
+    responses((status = 200, description = "usage of the current period", body = Usage)))]
+pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<Usage>, ApiError> {
+    let db = app.db();
+    let now = time::now_ms();
+    let limits = plans::get(db, &caller.plan)
+        .await?
+        .ok_or_else(|| ApiError::Internal(format!("plan {} has no limits row", caller.plan)))?;
+    let (start, end) = time::month_bounds(now);
+    let metered = tokens::spent_in_org(db, &caller.org_id).await?;
+    Ok(Json(Usage {
+        plan: caller.plan.clone(),
+        period: Period {
+            start: time::to_rfc3339(start),
+            end: time::to_rfc3339(end),
+        },
+        counts: Counts {
+            projects: projects::count(db, &caller.org_id).await?,
+            active_tokens: tokens::count_active(db, &caller.org_id, now).await?,
+            connect_grants: grants::count_live(db, &caller.org_id).await?,
+            members: orgs::count_members(db, &caller.org_id).await?,
+        },
+        cost: Cost {
+            plan_cents: limits.price_cents,
+            metered_cents: metered,
+            total_cents: limits.price_cents + metered,
+            currency: "USD".to_owned(),
+        },
+        limits,
+    }))
+}

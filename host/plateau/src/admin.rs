@@ -1,0 +1,78 @@
+//! `plateau admin ...`: operator commands that work on the database
+//! directly, so they also work before the first server start.
+
+use anyhow::Context;
+use clap::Subcommand;
+use plateau_core::{Plan, Role};
+use plateau_store::events::Actor;
+use plateau_store::{orgs, provision};
+
+use crate::config::StoreArgs;
+
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// Create an organisation and print its owner token once.
+    CreateOrg {
+        name: String,
+        /// free, starter, pro or scale.
+        #[arg(long, default_value = "free")]
+        plan: String,
+    },
+    /// Add a member to an organisation and print their token once.
+    AddMember {
+        /// The organisation id (org_...).
+        #[arg(long)]
+        org: String,
+        name: String,
+        /// owner, admin or member.
+        #[arg(long, default_value = "member")]
+        role: String,
+        #[arg(long)]
+        email: Option<String>,
+    },
+}
+
+pub async fn run(store: StoreArgs, command: AdminCommand) -> anyhow::Result<()> {
+    let db = store.open().await?;
+    let actor = Actor {
+        kind: "admin".to_owned(),
+        id: Some("cli".to_owned()),
+        ..Actor::default()
+    };
+    match command {
+        AdminCommand::CreateOrg { name, plan } => {
+            let plan: Plan = plan.parse()?;
+            anyhow::ensure!(
+                !name.trim().is_empty(),
+                "the organisation name must not be empty"
+            );
+            let created =
+                provision::create_organization(&db, name.trim(), plan, None, &actor).await?;
+            println!(
+                "organization: {} ({}, plan {})",
+                created.org.id, created.org.name, created.org.plan
+            );
+            println!("default project: {}", created.default_project.id);
+            println!("owner token (shown once): {}", created.owner.secret);
+        }
+        AdminCommand::AddMember {
+            org,
+            name,
+            role,
+            email,
+        } => {
+            let role: Role = role.parse()?;
+            orgs::get(&db, &org)
+                .await?
+                .with_context(|| format!("organization {org} does not exist"))?;
+            let member = provision::add_member(&db, &org, &name, email, role, &actor).await?;
+            println!(
+                "user: {} ({}, {})",
+                member.user.id, member.user.name, member.role
+            );
+            println!("token (shown once): {}", member.secret);
+        }
+    }
+    db.close().await;
+    Ok(())
+}

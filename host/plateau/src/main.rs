@@ -1,0 +1,46 @@
+//! `plateau`: the server and its command line.
+
+mod admin;
+mod config;
+mod logging;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::StoreArgs;
+
+#[derive(Parser)]
+#[command(
+    name = "plateau",
+    version,
+    about = "Plateau: a self-hostable, flat-rate cloud platform"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server.
+    Serve(serve::ServeArgs),
+    /// Operator commands that work on the database directly.
+    Admin {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(subcommand)]
+        command: admin::AdminCommand,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve::run(args).await,
+        Command::Admin { store, command } => {
+            logging::init(config::LogFormat::Text);
+            admin::run(store, command).await
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! `plateau serve`: open the store, bootstrap the first organisation, and
+//! serve the API until SIGTERM or Ctrl-C, letting requests in flight finish.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use plateau_api::{ApiConfig, AppState};
+use plateau_core::secret::{self, TOKEN_PREFIX};
+use plateau_core::time;
+use plateau_store::{Db, idempotency, provision, sessions, settings};
+
+use crate::config::{LogFormat, StoreArgs};
+use crate::logging;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, env = "PLATEAU_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// On first start with an empty store, the owner token's secret (plt_ and 40 letters or digits).
+    #[arg(long, env = "PLATEAU_BOOTSTRAP_TOKEN", hide_env_values = true)]
+    bootstrap_token: Option<String>,
+    /// The platform operator's password for the admin API; admin login is off without it.
+    #[arg(long, env = "PLATEAU_ADMIN_PASSWORD", hide_env_values = true)]
+    admin_password: Option<String>,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "PLATEAU_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Log format.
+    #[arg(long, env = "PLATEAU_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    logging::init(args.log_format);
+    if let Some(token) = &args.bootstrap_token {
+        anyhow::ensure!(
+            secret::is_well_formed(token, TOKEN_PREFIX),
+            "PLATEAU_BOOTSTRAP_TOKEN must be plt_ followed by 40 letters or digits"
+        );
+    }
+    let db = args.store.open().await?;
+    bootstrap(&db, args.bootstrap_token.clone()).await?;
+    let cursor_key = settings::get_or_init(&db, "cursor_key", || secret::generate("")).await?;
+    let config = ApiConfig {
+        admin_password: args.admin_password.clone(),
+        max_body_bytes: args.max_body_bytes,
+        ..ApiConfig::default()
+    };
+    let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
+    let app = plateau_api::app(state).map_err(anyhow::Error::msg)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, backend = ?db.backend(), "plateau is serving");
+    println!("listening on http://{addr}");
+    let maintenance = tokio::spawn(maintain(db.clone()));
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+    maintenance.abort();
+    db.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Creates the first organisation on an empty store and prints its owner
+/// token once (unless the operator chose it with PLATEAU_BOOTSTRAP_TOKEN).
+async fn bootstrap(db: &Db, token: Option<String>) -> anyhow::Result<()> {
+    let chosen = token.is_some();
+    if let Some(created) = provision::bootstrap(db, token).await? {
+        tracing::info!(org = %created.org.id, "created the first organization");
+        if !chosen {
+            println!(
+                "first start: created organization {} with owner token (shown once):",
+                created.org.id
+            );
+            println!("{}", created.owner.secret);
+        }
+    }
+    Ok(())
+}
+
+/// Purges expired idempotency records and sessions every ten minutes.
+async fn maintain(db: Db) {
+    let mut every = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        every.tick().await;
+        let now = time::now_ms();
+        if let Err(e) = idempotency::purge_expired(&db, now).await {
+            tracing::warn!(error = %e, "purging idempotency records");
+        }
+        if let Err(e) = sessions::purge_expired(&db, now).await {
+            tracing::warn!(error = %e, "purging admin sessions");
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

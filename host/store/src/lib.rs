@@ -1,0 +1,27 @@
+//! Plateau's persistence.
+//!
+//! One schema, kept as two sets of migrations (`migrations/sqlite` and
+//! `migrations/postgres`), reached through sqlx's `Any` driver so that every
+//! query is written once with `$1`-style placeholders and runs on both.
+//! SQLite is the embedded default; PostgreSQL lets several hosts act as one.
+//!
+//! Everything the API promises (tokens, idempotency records, cursor keys,
+//! events, sessions) lives here, never only in a process's memory.
+
+pub mod db;
+pub mod error;
+pub mod events;
+pub mod grants;
+pub mod idempotency;
+pub mod orgs;
+pub mod plans;
+pub mod prefs;
+pub mod projects;
+pub mod provision;
+pub mod query;
+pub mod sessions;
+pub mod settings;
+pub mod tokens;
+
+pub use db::{Backend, Db, Tx};
+pub use error::{Error, Result};

@@ -1,0 +1,39 @@
+//! Plan limits (spec section 8), kept as data in the `plans` table.
+
+use serde::Serialize;
+use sqlx::FromRow;
+
+use crate::{Db, Result};
+
+#[derive(Clone, Debug, FromRow, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanLimits {
+    pub name: String,
+    #[serde(skip)]
+    pub position: i64,
+    pub price_cents: i64,
+    pub apps: i64,
+    pub databases: i64,
+    pub cache_instances: i64,
+    pub cron_jobs: i64,
+    pub storage_gb: i64,
+    pub db_disk_gb: i64,
+    pub bandwidth_gb: i64,
+    pub check_min_interval_seconds: i64,
+}
+
+const COLUMNS: &str = "name, position, price_cents, apps, databases, cache_instances, cron_jobs, \
+                       storage_gb, db_disk_gb, bandwidth_gb, check_min_interval_seconds";
+
+pub async fn get(db: &Db, name: &str) -> Result<Option<PlanLimits>> {
+    let sql = format!("SELECT {COLUMNS} FROM plans WHERE name = $1");
+    Ok(sqlx::query_as(&sql)
+        .bind(name)
+        .fetch_optional(db.pool())
+        .await?)
+}
+
+pub async fn list(db: &Db) -> Result<Vec<PlanLimits>> {
+    let sql = format!("SELECT {COLUMNS} FROM plans ORDER BY position");
+    Ok(sqlx::query_as(&sql).fetch_all(db.pool()).await?)
+}
