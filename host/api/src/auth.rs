@@ -77,6 +77,10 @@ impl RouteTable {
         self.routes.get(&(method.clone(), path.to_owned()))
     }
 
+    pub fn has_path(&self, path: &str) -> bool {
+        self.routes.keys().any(|(_, p)| p == path)
+    }
+
     pub fn insert(&mut self, method: Method, path: String, requirement: Requirement) {
         self.routes.insert((method, path), requirement);
     }
@@ -223,8 +227,20 @@ pub async fn authenticate(
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().trim_start_matches(crate::API_PREFIX).to_owned());
-    let requirement = path.and_then(|p| table.get(req.method(), &p).cloned());
-    let Some(requirement) = requirement else {
+    let Some(path) = path else {
+        return next.run(req).await;
+    };
+    // HEAD is served by the GET handler, under the GET rule.
+    let method = if req.method() == Method::HEAD {
+        Method::GET
+    } else {
+        req.method().clone()
+    };
+    let Some(requirement) = table.get(&method, &path).cloned() else {
+        if table.has_path(&path) {
+            // A method the path does not serve: the router answers 405.
+            return next.run(req).await;
+        }
         // Every route is in the table; a miss is a bug, and fails closed.
         return ApiError::Internal(format!(
             "no security requirement for {} {}",

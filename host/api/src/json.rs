@@ -69,6 +69,7 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let path = e.path().to_string();
         let field = match named_field(&message) {
             Some(name) if path == "." => name.to_owned(),
+            Some(name) if path == name || path.ends_with(&format!(".{name}")) => path,
             Some(name) => format!("{path}.{name}"),
             None if path == "." => "body".to_owned(),
             None => path,
@@ -170,7 +171,7 @@ mod tests {
             "scopes[1]"
         );
         assert_eq!(field_of(r#"{"name": "a", "bogus": 1}"#), "bogus");
-        assert_eq!(field_of(r#"[1]"#), "body");
+        assert_eq!(field_of(r#""a string""#), "body");
         assert_eq!(field_of(r#"{"name": "#), "invalid_json");
     }
 }

@@ -210,7 +210,7 @@ pub async fn export(
         .into_response())
 }
 
-const CSV_HEADER: [&str; 12] = [
+const CSV_HEADER: [&str; 13] = [
     "id",
     "createdAt",
     "type",
@@ -222,6 +222,7 @@ const CSV_HEADER: [&str; 12] = [
     "actorIp",
     "resourceType",
     "resourceId",
+    "resourceName",
     "data",
 ];
 
@@ -233,6 +234,10 @@ fn to_csv(rows: Vec<Event>) -> Result<Vec<u8>, csv::Error> {
     out.write_record(CSV_HEADER)?;
     for e in rows {
         let opt = |v: Option<String>| v.unwrap_or_default();
+        let resource_name = serde_json::from_str::<serde_json::Value>(&e.data)
+            .ok()
+            .and_then(|d| d["name"].as_str().map(str::to_owned))
+            .unwrap_or_default();
         let record = [
             e.id,
             time::to_rfc3339(e.created_at),
@@ -245,6 +250,7 @@ fn to_csv(rows: Vec<Event>) -> Result<Vec<u8>, csv::Error> {
             opt(e.actor_ip),
             opt(e.resource_type),
             opt(e.resource_id),
+            resource_name,
             e.data,
         ];
         out.write_record(record.iter().map(|cell| defuse(cell)))?;

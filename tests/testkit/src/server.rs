@@ -1,0 +1,161 @@
+//! The real `plateau` binary, started for one test on a fresh store.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::client::Client;
+use crate::postgres::PgCluster;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// How to start the server.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    pub backend: Backend,
+    /// Extra `PLATEAU_*` (or other) environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+impl ServerOptions {
+    pub fn new(backend: Backend) -> Self {
+        ServerOptions {
+            backend,
+            env: BTreeMap::new(),
+        }
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.insert(key.to_owned(), value.to_owned());
+        self
+    }
+}
+
+/// A running server with its own data directory (and, on PostgreSQL, its
+/// own database). Killed when dropped.
+pub struct Server {
+    bin: PathBuf,
+    child: Option<Child>,
+    pub url: String,
+    /// The owner token of the first organisation (PLATEAU_BOOTSTRAP_TOKEN).
+    pub token: String,
+    /// The operator password (PLATEAU_ADMIN_PASSWORD).
+    pub admin_password: String,
+    pub data_dir: tempfile::TempDir,
+    pub database_url: Option<String>,
+    pub options: ServerOptions,
+}
+
+impl Server {
+    /// Starts `bin` (the test's `env!("CARGO_BIN_EXE_plateau")`).
+    pub async fn start(bin: &str, options: ServerOptions) -> Server {
+        let database_url = match options.backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(PgCluster::get().create_database()),
+        };
+        let mut server = Server {
+            bin: PathBuf::from(bin),
+            child: None,
+            url: String::new(),
+            token: crate::random_token(),
+            admin_password: "operator-password-for-tests".to_owned(),
+            data_dir: tempfile::tempdir().expect("a temporary directory"),
+            database_url,
+            options,
+        };
+        server.spawn().await;
+        server
+    }
+
+    async fn spawn(&mut self) {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("serve")
+            .env("PLATEAU_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_DATA_DIR", self.data_dir.path())
+            .env("PLATEAU_BOOTSTRAP_TOKEN", &self.token)
+            .env("PLATEAU_ADMIN_PASSWORD", &self.admin_password)
+            .env("PLATEAU_LOG", "warn")
+            .envs(&self.options.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(url) = &self.database_url {
+            cmd.env("PLATEAU_DATABASE_URL", url);
+        }
+        let mut child = cmd.spawn().expect("the plateau binary starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("plateau exited before listening");
+        })
+        .await
+        .expect("plateau listens within 60 s");
+        // Keep draining stdout so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        self.url = url;
+        self.child = Some(child);
+    }
+
+    /// A client for the API with the owner token.
+    pub fn client(&self) -> Client {
+        Client::new(&self.url).with_token(&self.token)
+    }
+
+    /// A client without credentials.
+    pub fn anonymous(&self) -> Client {
+        Client::new(&self.url)
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns the exit code.
+    pub async fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        if let Some(pid) = child.id() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("plateau stops within 30 s after SIGTERM")
+            .expect("waiting for plateau");
+        status.code()
+    }
+
+    /// Stops the server and starts it again on the same data.
+    pub async fn restart(&mut self) {
+        self.stop().await;
+        self.spawn().await;
+    }
+
+    /// Runs another `plateau` command against this server's store.
+    pub async fn command(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args)
+            .env("PLATEAU_DATA_DIR", self.data_dir.path())
+            .env("PLATEAU_LOG", "warn");
+        if let Some(url) = &self.database_url {
+            cmd.env("PLATEAU_DATABASE_URL", url);
+        }
+        cmd.output().await.expect("the plateau command runs")
+    }
+
+    /// The process id, for signals.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+}
