@@ -5,6 +5,12 @@
 //! async runtime, so it compiles unchanged to `wasm32-wasip2`; the current time is a parameter
 //! of [`evaluate()`]. The WIT glue and the HTTP handlers live elsewhere and call in here.
 //!
+//! Where we are stricter than flagd, on purpose (flagd accepts these and fails at evaluation):
+//! - an unknown operator or a `$ref` to an undefined evaluator rejects the definition, naming
+//!   the field; flagd loads it and answers `PARSE_ERROR` on every evaluation;
+//! - a flag with an unknown field (`defaultvariant`) is rejected rather than ignored;
+//! - an OFREP `context` that is not an object is `INVALID_CONTEXT`; flagd ignores it.
+//!
 //! ```
 //! use plateau_plugin_flags::{FlagSet, Reason};
 //! use serde_json::json;

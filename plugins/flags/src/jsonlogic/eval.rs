@@ -266,16 +266,17 @@ fn substr(source: &Value, start: &Value, length: Option<&Value>) -> Value {
     let len = chars.len() as i64;
     let start = to_number(start);
     let start = if start.is_nan() { 0 } else { start as i64 };
+    // `as` saturates, and so do the additions: huge arguments cannot overflow.
     let from = if start < 0 {
-        (len + start).max(0)
+        len.saturating_add(start).max(0)
     } else {
         start.min(len)
     };
     let to = match length.map(to_number) {
         None => len,
         Some(n) if n.is_nan() => from,
-        Some(n) if n < 0.0 => (len + n as i64).max(from),
-        Some(n) => (from + n as i64).min(len),
+        Some(n) if n < 0.0 => len.saturating_add(n as i64).max(from),
+        Some(n) => from.saturating_add(n as i64).min(len),
     };
     // Both bounds are within 0..=len here.
     Value::String(chars[from as usize..to as usize].iter().collect())

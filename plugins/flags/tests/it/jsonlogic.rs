@@ -97,8 +97,9 @@ fn conditionals_and_logic() {
         (r#"{"!!": ["0"]}"#, "{}", "true"),
         (r#"{"!!": [[]]}"#, "{}", "false"),
         (r#"{"!!": [{}]}"#, "{}", "true"),
-        // Lazy: the untaken branch is not evaluated (it would divide by zero into null anyway).
+        // `or` and `and` return the value that decided, not a boolean.
         (r#"{"or": [true, {"var": "never"}]}"#, "{}", "true"),
+        (r#"{"and": [0, {"var": "never"}]}"#, "{}", "0"),
     ]);
 }
 
@@ -247,6 +248,8 @@ fn string_operations() {
         (r#"{"substr": ["jsonlogic", 1, 3]}"#, "{}", r#""son""#),
         (r#"{"substr": ["jsonlogic", 4, -2]}"#, "{}", r#""log""#),
         (r#"{"substr": ["héllo", 1, 1]}"#, "{}", r#""é""#),
+        (r#"{"substr": ["abc", -1e300, 1e300]}"#, "{}", r#""abc""#),
+        (r#"{"substr": ["abc", 1e300, -1e300]}"#, "{}", r#""""#),
         (
             r#"{"starts_with": ["192.168.0.1", "192.168"]}"#,
             "{}",
