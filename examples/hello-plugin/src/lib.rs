@@ -27,7 +27,12 @@ impl Plugin for Notes {
             .prefix("/notes")
             .scope("notes:read", "Read the organisation's notes")
             .scope("notes:write", "Create and delete the organisation's notes")
-            .capabilities(&[Capability::Kv, Capability::Events, Capability::Clock, Capability::Log])
+            .capabilities(&[
+                Capability::Kv,
+                Capability::Events,
+                Capability::Clock,
+                Capability::Log,
+            ])
     }
 
     fn router() -> Router {

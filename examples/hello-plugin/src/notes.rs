@@ -82,7 +82,9 @@ pub fn create(req: &Request, _: &Params) -> Result<Response, ApiError> {
         created_by: req.caller.actor.clone(),
     };
     if !Bucket::caller()?.insert_new(&note_key(&id), &note)? {
-        return Err(ApiError::conflict(format!("note {id} already exists: retry the request")));
+        return Err(ApiError::conflict(format!(
+            "note {id} already exists: retry the request"
+        )));
     }
     if note.public {
         Bucket::global()?.set(&public_key(&id), &organization)?;
@@ -105,7 +107,9 @@ pub fn list(req: &Request, _: &Params) -> Result<Response, ApiError> {
 /// `GET /notes/{id}`
 pub fn get(_: &Request, params: &Params) -> Result<Response, ApiError> {
     let id = &params["id"];
-    let note: Note = Bucket::caller()?.get(&note_key(id))?.ok_or_else(|| not_found(id))?;
+    let note: Note = Bucket::caller()?
+        .get(&note_key(id))?
+        .ok_or_else(|| not_found(id))?;
     Ok(Response::ok(&note))
 }
 
@@ -131,7 +135,9 @@ pub fn delete(_: &Request, params: &Params) -> Result<Response, ApiError> {
 /// that does not exist, so ids cannot be probed.
 pub fn get_public(_: &Request, params: &Params) -> Result<Response, ApiError> {
     let id = &params["id"];
-    let organization: String = Bucket::global()?.get(&public_key(id))?.ok_or_else(|| not_found(id))?;
+    let organization: String = Bucket::global()?
+        .get(&public_key(id))?
+        .ok_or_else(|| not_found(id))?;
     let note: Note = Bucket::organization(organization)?
         .get(&note_key(id))?
         .filter(|n: &Note| n.public)

@@ -16,7 +16,11 @@ fn send(req: Request) -> Response {
 }
 
 fn create(caller: Caller, body: Value) -> Response {
-    send(Request::new(Method::Post, "/notes").with_caller(caller).with_json(&body))
+    send(
+        Request::new(Method::Post, "/notes")
+            .with_caller(caller)
+            .with_json(&body),
+    )
 }
 
 fn created_id(res: &Response) -> String {
@@ -36,11 +40,17 @@ fn create_then_get_and_audit() {
     testing::set_now(1_700_000_000_000);
     let res = create(writer(), json!({"title": "  Groceries ", "body": "milk"}));
     let id = created_id(&res);
-    assert_eq!(res.header("location"), Some(format!("/notes/{id}").as_str()));
+    assert_eq!(
+        res.header("location"),
+        Some(format!("/notes/{id}").as_str())
+    );
 
     let got = send(Request::new(Method::Get, &format!("/notes/{id}")).with_caller(writer()));
     let note: Note = got.json_body().unwrap();
-    assert_eq!((note.title.as_str(), note.body.as_str()), ("Groceries", "milk"));
+    assert_eq!(
+        (note.title.as_str(), note.body.as_str()),
+        ("Groceries", "milk")
+    );
     assert_eq!(note.created_at, "2023-11-14T22:13:20.000Z");
 
     let events = testing::events();
@@ -87,17 +97,29 @@ fn list_pages_through_notes() {
     for i in 0..5 {
         created_id(&create(writer(), json!({"title": format!("note {i}")})));
     }
-    let all: Page<Note> = send(Request::new(Method::Get, "/notes").with_caller(writer())).json_body().unwrap();
-    assert_eq!((all.items.len(), all.total, all.next_cursor.as_deref()), (5, 5, None));
+    let all: Page<Note> = send(Request::new(Method::Get, "/notes").with_caller(writer()))
+        .json_body()
+        .unwrap();
+    assert_eq!(
+        (all.items.len(), all.total, all.next_cursor.as_deref()),
+        (5, 5, None)
+    );
 
     let mut titles = Vec::new();
     let mut target = "/notes?limit=2".to_owned();
     loop {
-        let page: Page<Note> = send(Request::new(Method::Get, &target).with_caller(writer())).json_body().unwrap();
+        let page: Page<Note> = send(Request::new(Method::Get, &target).with_caller(writer()))
+            .json_body()
+            .unwrap();
         assert_eq!(page.total, 5);
         titles.extend(page.items.into_iter().map(|n| n.title));
         match page.next_cursor {
-            Some(cursor) => target = format!("/notes?limit=2&cursor={}", plateau_sdk::percent_encode(&cursor)),
+            Some(cursor) => {
+                target = format!(
+                    "/notes?limit=2&cursor={}",
+                    plateau_sdk::percent_encode(&cursor)
+                )
+            }
             None => break,
         }
     }
@@ -120,18 +142,37 @@ fn public_notes_are_readable_without_a_token() {
     let public = created_id(&create(writer(), json!({"title": "hello", "public": true})));
     let private = created_id(&create(writer(), json!({"title": "secret"})));
 
-    let res = send(Request::new(Method::Get, &format!("/notes/public/{public}")));
+    let res = send(Request::new(
+        Method::Get,
+        &format!("/notes/public/{public}"),
+    ));
     assert_eq!(res.status, 200);
     assert_eq!(res.json_body::<Value>().unwrap()["title"], "hello");
-    let res = send(Request::new(Method::Get, &format!("/notes/public/{private}")));
+    let res = send(Request::new(
+        Method::Get,
+        &format!("/notes/public/{private}"),
+    ));
     assert_eq!(res.status, 404);
 
     let res = send(Request::new(Method::Delete, &format!("/notes/{public}")).with_caller(writer()));
     assert_eq!(res.status, 204);
-    let res = send(Request::new(Method::Get, &format!("/notes/public/{public}")));
+    let res = send(Request::new(
+        Method::Get,
+        &format!("/notes/public/{public}"),
+    ));
     assert_eq!(res.status, 404);
-    let kinds: Vec<String> = testing::events().into_iter().map(|e| e.event_type).collect();
-    assert_eq!(kinds, ["notes.note.created", "notes.note.created", "notes.note.deleted"]);
+    let kinds: Vec<String> = testing::events()
+        .into_iter()
+        .map(|e| e.event_type)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "notes.note.created",
+            "notes.note.created",
+            "notes.note.deleted"
+        ]
+    );
 }
 
 #[test]

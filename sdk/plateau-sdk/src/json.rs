@@ -46,7 +46,7 @@ impl Request {
     ///
     /// ```
     /// # use plateau_sdk::{Method, Request};
-    /// #[derive(serde::Deserialize)]
+    /// #[derive(Debug, serde::Deserialize)]
     /// struct NewNote { title: String }
     ///
     /// let req = Request::new(Method::Post, "/notes").with_json(&serde_json::json!({"title": "hi"}));

@@ -76,6 +76,11 @@ impl OutgoingRequest {
         self
     }
 
+    /// The first value of header `name` (case-insensitive).
+    pub fn header_value(&self, name: &str) -> Option<&str> {
+        find_header(&self.headers, name)
+    }
+
     pub fn send(&self) -> Result<IncomingResponse, HttpError> {
         sys::http_send(self)
     }

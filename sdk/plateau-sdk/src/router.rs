@@ -139,6 +139,18 @@ impl Pattern {
         (path.len() == self.segments.len()).then_some(Params { pairs })
     }
 
+    /// The pattern with parameter names erased: two patterns of the same
+    /// shape match the same paths.
+    fn shape(&self) -> Vec<(u8, &str)> {
+        self.segments
+            .iter()
+            .map(|s| match s {
+                Segment::Literal(lit) => (s.rank(), lit.as_str()),
+                Segment::Param(_) | Segment::Rest(_) => (s.rank(), ""),
+            })
+            .collect()
+    }
+
     fn ranks(&self) -> Vec<u8> {
         self.segments.iter().map(Segment::rank).collect()
     }
@@ -193,7 +205,7 @@ impl Router {
         let duplicate = self
             .entries
             .iter()
-            .any(|e| e.method == method && e.pattern.segments == pattern.segments);
+            .any(|e| e.method == method && e.pattern.shape() == pattern.shape());
         assert!(
             !duplicate,
             "route {method} {} is declared twice",
