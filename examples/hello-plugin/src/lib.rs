@@ -57,5 +57,6 @@ impl Plugin for Notes {
 
 plateau_sdk::export_plugin!(Notes);
 
-#[cfg(test)]
+// Native only: the tests use the SDK's in-memory host (`plateau_sdk::testing`).
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -37,13 +37,20 @@ fn post(content_type: Option<&str>, body: &str) -> Request {
     }
 }
 
+/// Content type, body, and the flag or the (status, code, detail part).
+type BodyCase<'a> = (
+    Option<&'a str>,
+    &'a str,
+    Result<&'a Flag, (u16, &'a str, &'a str)>,
+);
+
 #[test]
 fn bodies_parse_or_explain_why_not() {
     let ok = Flag {
         key: "a".into(),
         enabled: true,
     };
-    let cases: &[(Option<&str>, &str, Result<&Flag, (u16, &str, &str)>)] = &[
+    let cases: &[BodyCase] = &[
         (
             Some("application/json"),
             r#"{"key":"a","enabled":true}"#,

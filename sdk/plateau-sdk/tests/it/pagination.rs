@@ -4,9 +4,12 @@ use std::cmp::Reverse;
 
 use plateau_sdk::{Bucket, Page, PageQuery, Query, paginate_kv, paginate_sorted, testing};
 
+/// A query string and the (limit, cursor) read, or the error code.
+type QueryCase<'a> = (&'a str, Result<(Option<u32>, Option<&'a str>), &'a str>);
+
 #[test]
 fn limit_and_cursor_parse_like_core_lists() {
-    let cases: &[(&str, Result<(Option<u32>, Option<&str>), &str>)] = &[
+    let cases: &[QueryCase] = &[
         ("", Ok((None, None))),
         ("other=1", Ok((None, None))),
         ("limit=1", Ok((Some(1), None))),

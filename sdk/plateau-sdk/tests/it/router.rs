@@ -31,10 +31,13 @@ fn router() -> Router {
         .public()
 }
 
+/// Method, path, the pattern that must match, and its parameters.
+type MatchCase<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
+
 #[test]
 fn paths_match_the_most_specific_pattern() {
     let router = router();
-    let cases: &[(&str, &str, &str, &[(&str, &str)])] = &[
+    let cases: &[MatchCase] = &[
         ("GET", "/flags", "/flags", &[]),
         ("POST", "/flags", "/flags", &[]),
         (
