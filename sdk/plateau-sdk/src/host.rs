@@ -1,7 +1,7 @@
 //! Small host capabilities: configuration, clock, logging and signed cursors.
 //!
 //! In a component these call the host's imports; in a native build they use
-//! the stand-ins of [`crate::testing`].
+//! the stand-ins of `crate::testing`.
 
 /// Configuration values the operator set for the plugin.
 pub mod config {

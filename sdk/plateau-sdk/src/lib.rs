@@ -60,7 +60,7 @@
 //! with plain `cargo test`. Every host call goes through one private module
 //! (`sys`): in a `wasm32` build it calls the WIT imports; in a native build
 //! it uses in-memory stand-ins that follow the same contracts, set up and
-//! inspected through [`testing`]. [`export_plugin!`] only checks the type in
+//! inspected through `testing`. [`export_plugin!`] only checks the type in
 //! a native build. `testing::handle::<P>(&request)` serves a request like the
 //! host, rollback of a 5xx answer included.
 //!

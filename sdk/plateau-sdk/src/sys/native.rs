@@ -2,7 +2,7 @@
 //! the WIT contracts (key rules, byte order, cursors bound to their prefix or
 //! list), so plugin logic can be unit-tested with `cargo test`.
 //!
-//! Each test thread has its own state; [`crate::testing`] reads and sets it.
+//! Each test thread has its own state; `crate::testing` reads and sets it.
 //! The cursors made here are not signed: only the host signs cursors, and a
 //! native build never serves real clients.
 
