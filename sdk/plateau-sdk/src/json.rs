@@ -4,11 +4,11 @@
 //! 415 `unsupported_media_type` when a `content-type` is sent and is not
 //! JSON, and 400 `invalid_json` carrying serde's message when the body does
 //! not parse into the type. Field-level rules then belong to a
-//! [`crate::Validator`].
+//! [`Validator`], which reports every invalid field at once.
 
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::http::Request;
 
 /// Whether `content_type` names JSON: `application/json` or any
@@ -65,6 +65,61 @@ impl Request {
             )));
         }
         parse_json(&self.body)
+    }
+}
+
+/// Collects invalid fields, then fails once with all of them.
+///
+/// ```
+/// # use plateau_sdk::Validator;
+/// let title = "";
+/// let mut v = Validator::new();
+/// v.check(!title.is_empty(), "title", "must not be empty");
+/// let err = v.finish().unwrap_err();
+/// assert_eq!(err.detail(), "title must not be empty");
+/// ```
+#[derive(Debug, Default)]
+pub struct Validator {
+    errors: Vec<FieldError>,
+}
+
+impl Validator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `message` for `field` unless `ok`.
+    pub fn check(
+        &mut self,
+        ok: bool,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> &mut Self {
+        if !ok {
+            self.error(field, message);
+        }
+        self
+    }
+
+    pub fn error(&mut self, field: impl Into<String>, message: impl Into<String>) -> &mut Self {
+        self.errors.push(FieldError {
+            field: field.into(),
+            message: message.into(),
+        });
+        self
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// `Ok` when nothing was recorded, else one `validation_failed` error.
+    pub fn finish(self) -> Result<(), ApiError> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::validation_errors(self.errors))
+        }
     }
 }
 

@@ -98,12 +98,12 @@ pub use description::{
     Access, Capability, Description, Event, RouteInfo, Schedule, ScopeInfo, Tick,
 };
 pub use error::{
-    ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Problem, Validator,
+    ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Problem,
 };
 pub use events::{EventError, NewEvent};
 pub use host::{clock, config, cursors, log};
 pub use http::{Caller, Method, Request, Response};
-pub use json::{is_json_content_type, parse_json};
+pub use json::{Validator, is_json_content_type, parse_json};
 pub use kv::{Bucket, Entry, KvError, KvPage, Namespace};
 pub use pagination::{
     DEFAULT_LIMIT, MAX_LIMIT, Page, PageQuery, paginate_kv, paginate_kv_with, paginate_sorted,
