@@ -1,0 +1,111 @@
+//! Events into the organisation's timeline and, when audited, its audit log.
+//!
+//! Events are committed with the request's key-value writes: an answer of
+//! 500 or more discards both.
+
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::sys;
+
+/// An event to record.
+///
+/// ```no_run
+/// # use plateau_sdk::NewEvent;
+/// # fn run() -> Result<(), plateau_sdk::ApiError> {
+/// NewEvent::new("notes.note.created", "create")
+///     .resource("note", "n1")
+///     .data(&serde_json::json!({"title": "Groceries"}))
+///     .audit()
+///     .emit()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// None: the caller's organisation.
+    pub organization_id: Option<String>,
+    /// `area.resource.verb`, for example `notes.note.created`.
+    pub event_type: String,
+    /// create, update, delete, ...
+    pub action: String,
+    pub resource_type: Option<String>,
+    pub resource_id: Option<String>,
+    /// A JSON object; never put secrets here.
+    pub data: String,
+    /// Also record it in the audit log.
+    pub audit: bool,
+    invalid_data: Option<String>,
+}
+
+impl NewEvent {
+    pub fn new(event_type: impl Into<String>, action: impl Into<String>) -> Self {
+        NewEvent {
+            organization_id: None,
+            event_type: event_type.into(),
+            action: action.into(),
+            resource_type: None,
+            resource_id: None,
+            data: "{}".to_owned(),
+            audit: false,
+            invalid_data: None,
+        }
+    }
+
+    /// The resource the event is about.
+    pub fn resource(
+        mut self,
+        resource_type: impl Into<String>,
+        resource_id: impl Into<String>,
+    ) -> Self {
+        self.resource_type = Some(resource_type.into());
+        self.resource_id = Some(resource_id.into());
+        self
+    }
+
+    /// Records the event for `organization_id` instead of the caller's
+    /// organisation (from ticks, events and public routes).
+    pub fn organization(mut self, organization_id: impl Into<String>) -> Self {
+        self.organization_id = Some(organization_id.into());
+        self
+    }
+
+    /// The event's data; it must serialize to a JSON object, which
+    /// [`NewEvent::emit`] checks.
+    pub fn data<T: Serialize + ?Sized>(mut self, data: &T) -> Self {
+        match serde_json::to_value(data) {
+            Ok(value @ serde_json::Value::Object(_)) => {
+                self.data = value.to_string();
+                self.invalid_data = None;
+            }
+            Ok(_) => self.invalid_data = Some("event data must be a json object".to_owned()),
+            Err(e) => self.invalid_data = Some(format!("event data does not serialize: {e}")),
+        }
+        self
+    }
+
+    /// Also records the event in the audit log.
+    pub fn audit(mut self) -> Self {
+        self.audit = true;
+        self
+    }
+
+    /// Records the event.
+    pub fn emit(self) -> Result<(), EventError> {
+        if let Some(why) = &self.invalid_data {
+            return Err(EventError(why.clone()));
+        }
+        sys::emit(&self).map_err(EventError)
+    }
+}
+
+/// The host refused or failed to record an event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("could not record the event: {0}")]
+pub struct EventError(pub String);
+
+impl From<EventError> for ApiError {
+    /// A 500, so the request's writes roll back with the missing event.
+    fn from(error: EventError) -> ApiError {
+        ApiError::internal(error.to_string())
+    }
+}

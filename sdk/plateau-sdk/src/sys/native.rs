@@ -1,0 +1,290 @@
+//! Host calls of a native build: in-memory, per-thread stand-ins that follow
+//! the WIT contracts (key rules, byte order, cursors bound to their prefix or
+//! list), so plugin logic can be unit-tested with `cargo test`.
+//!
+//! Each test thread has its own state; `crate::testing` reads and sets it.
+//! The cursors made here are not signed: only the host signs cursors, and a
+//! native build never serves real clients.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::events::NewEvent;
+use crate::host::log::Level;
+use crate::kv::{Entry, KvError, KvPage, Namespace};
+use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+
+pub(crate) type HttpMock = Rc<dyn Fn(&OutgoingRequest) -> Result<IncomingResponse, HttpError>>;
+
+/// What a request may commit or roll back.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Committed {
+    pub(crate) kv: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+    pub(crate) events: Vec<NewEvent>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) data: Committed,
+    pub(crate) config: BTreeMap<String, String>,
+    pub(crate) now: Option<u64>,
+    pub(crate) logs: Vec<(Level, String)>,
+    /// The organisation `Namespace::Caller` resolves to.
+    pub(crate) organization: Option<String>,
+    pub(crate) http: Option<HttpMock>,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with(|state| f(&mut state.borrow_mut()))
+}
+
+const MAX_KEY_BYTES: usize = 512;
+const MAX_VALUE_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug)]
+pub(crate) struct RawBucket {
+    namespace: String,
+}
+
+impl RawBucket {
+    pub(crate) fn open(namespace: &Namespace) -> Result<Self, KvError> {
+        let current = with_state(|s| s.organization.clone());
+        let namespace = match (namespace, current) {
+            (Namespace::Global, _) => "global".to_owned(),
+            (Namespace::Caller, Some(org)) => format!("org:{org}"),
+            (Namespace::Caller, None) => {
+                return Err(KvError::AccessDenied(
+                    "there is no caller organisation here".to_owned(),
+                ));
+            }
+            (Namespace::Organization(id), Some(org)) if *id != org => {
+                return Err(KvError::AccessDenied(format!(
+                    "organisation {id} is not the caller's"
+                )));
+            }
+            (Namespace::Organization(id), _) => format!("org:{id}"),
+        };
+        Ok(RawBucket { namespace })
+    }
+
+    fn read<R>(&self, f: impl FnOnce(&BTreeMap<String, Vec<u8>>) -> R) -> R {
+        with_state(|s| f(s.data.kv.entry(self.namespace.clone()).or_default()))
+    }
+
+    fn write<R>(&self, f: impl FnOnce(&mut BTreeMap<String, Vec<u8>>) -> R) -> R {
+        with_state(|s| f(s.data.kv.entry(self.namespace.clone()).or_default()))
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        check_key(key)?;
+        Ok(self.read(|m| m.get(key).cloned()))
+    }
+
+    pub(crate) fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
+        check_key(key)?;
+        check_value(value)?;
+        self.write(|m| m.insert(key.to_owned(), value.to_vec()));
+        Ok(())
+    }
+
+    pub(crate) fn delete(&self, key: &str) -> Result<bool, KvError> {
+        check_key(key)?;
+        Ok(self.write(|m| m.remove(key).is_some()))
+    }
+
+    pub(crate) fn list(
+        &self,
+        prefix: &str,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<KvPage, KvError> {
+        let after = match cursor {
+            None => None,
+            Some(cursor) => Some(decode_pair("kv", cursor, prefix).ok_or(KvError::InvalidCursor)?),
+        };
+        Ok(self.read(|m| {
+            let mut keys = m
+                .range(after.clone().unwrap_or_else(|| prefix.to_owned())..)
+                .filter(|(k, _)| after.as_ref() != Some(*k))
+                .take_while(|(k, _)| k.starts_with(prefix));
+            let entries: Vec<Entry> = keys
+                .by_ref()
+                .take(limit as usize)
+                .map(|(k, v)| Entry {
+                    key: k.clone(),
+                    value: v.clone(),
+                })
+                .collect();
+            let more = keys.next().is_some();
+            let next_cursor = match entries.last() {
+                Some(last) if more => Some(encode_pair("kv", prefix, &last.key)),
+                _ => None,
+            };
+            KvPage {
+                entries,
+                next_cursor,
+            }
+        }))
+    }
+
+    pub(crate) fn count(&self, prefix: &str) -> Result<u64, KvError> {
+        Ok(self.read(|m| {
+            m.range(prefix.to_owned()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .count() as u64
+        }))
+    }
+
+    pub(crate) fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<bool, KvError> {
+        check_key(key)?;
+        if let Some(value) = new {
+            check_value(value)?;
+        }
+        Ok(self.write(|m| {
+            if m.get(key).map(Vec::as_slice) != expected {
+                return false;
+            }
+            match new {
+                Some(value) => m.insert(key.to_owned(), value.to_vec()),
+                None => m.remove(key),
+            };
+            true
+        }))
+    }
+
+    /// Counters are stored as decimal text, which is also a JSON number.
+    pub(crate) fn increment(&self, key: &str, delta: i64) -> Result<i64, KvError> {
+        check_key(key)?;
+        self.write(|m| {
+            let current = match m.get(key) {
+                None => 0,
+                Some(bytes) => std::str::from_utf8(bytes)
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .ok_or_else(|| KvError::InvalidKey(format!("{key} does not hold a counter")))?,
+            };
+            let next = current.checked_add(delta).ok_or_else(|| {
+                KvError::InvalidKey(format!("the counter at {key} would overflow"))
+            })?;
+            m.insert(key.to_owned(), next.to_string().into_bytes());
+            Ok(next)
+        })
+    }
+}
+
+fn check_key(key: &str) -> Result<(), KvError> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES {
+        return Err(KvError::InvalidKey(format!(
+            "keys are 1 to {MAX_KEY_BYTES} bytes"
+        )));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(KvError::InvalidKey(
+            "keys may not contain control characters".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_value(value: &[u8]) -> Result<(), KvError> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(KvError::TooLarge(format!(
+            "{} bytes, the limit is {MAX_VALUE_BYTES}",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `<kind>.<hex scope>.<hex position>`: a readable stand-in for the host's
+/// signed cursors, bound to its prefix or list name all the same.
+fn encode_pair(kind: &str, scope: &str, position: &str) -> String {
+    format!("{kind}.{}.{}", hex(scope), hex(position))
+}
+
+fn decode_pair(kind: &str, cursor: &str, scope: &str) -> Option<String> {
+    let mut parts = cursor.split('.');
+    let (k, s, p) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || k != kind || unhex(s)? != scope {
+        return None;
+    }
+    unhex(p)
+}
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<String> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+pub(crate) fn config_get(key: &str) -> Option<String> {
+    with_state(|s| s.config.get(key).cloned())
+}
+
+pub(crate) fn config_get_all() -> Vec<(String, String)> {
+    with_state(|s| {
+        s.config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    })
+}
+
+pub(crate) fn now_millis() -> u64 {
+    with_state(|s| s.now).unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    })
+}
+
+pub(crate) fn log(level: Level, message: &str) {
+    eprintln!("[plugin {level:?}] {message}");
+    with_state(|s| s.logs.push((level, message.to_owned())));
+}
+
+pub(crate) fn cursor_encode(list: &str, position: &str) -> String {
+    encode_pair("list", list, position)
+}
+
+pub(crate) fn cursor_decode(list: &str, cursor: &str) -> Result<String, String> {
+    decode_pair("list", cursor, list)
+        .ok_or_else(|| format!("cursor was not issued for the list {list}"))
+}
+
+pub(crate) fn emit(event: &NewEvent) -> Result<(), String> {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&event.data)
+        .map_err(|e| format!("event data is not a json object: {e}"))?;
+    with_state(|s| s.data.events.push(event.clone()));
+    Ok(())
+}
+
+pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpError> {
+    match with_state(|s| s.http.clone()) {
+        Some(mock) => mock(req),
+        None => Err(HttpError::ConnectionFailed(
+            "a native build has no outbound http: install a mock with testing::mock_http"
+                .to_owned(),
+        )),
+    }
+}

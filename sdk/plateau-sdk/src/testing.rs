@@ -1,0 +1,120 @@
+//! Native test support: drive a plugin like the host would, with in-memory
+//! key-value storage, recorded events and logs, a settable clock and config,
+//! and mocked outbound HTTP. Only in native builds.
+//!
+//! State is per thread, so `cargo test`'s parallel tests do not see each
+//! other's data; call [`reset`] to start over inside one test.
+//!
+//! ```
+//! use plateau_sdk::{testing, Bucket};
+//!
+//! testing::set_organization(Some("org_1"));
+//! Bucket::caller().unwrap().set("greeting", "hello").unwrap();
+//! let value: Option<String> = Bucket::caller().unwrap().get("greeting").unwrap();
+//! assert_eq!(value.as_deref(), Some("hello"));
+//! ```
+
+use crate::description::{Event, Tick};
+use crate::events::NewEvent;
+use crate::host::log::Level;
+use crate::http::{Request, Response};
+use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+use crate::sys::native::{State, with_state};
+use crate::{Plugin, Router};
+
+/// Forgets all data, events, logs, config, the fixed clock and the mock.
+pub fn reset() {
+    with_state(|s| *s = State::default());
+}
+
+/// Serves `req` the way the host does: `Namespace::Caller` is the request's
+/// organisation, and an answer of 500 or more rolls back the request's
+/// key-value writes and events.
+pub fn handle<P: Plugin>(req: &Request) -> Response {
+    handle_with(&P::router(), req, P::handle)
+}
+
+/// [`handle`] with a router built once by the test.
+pub fn handle_with(
+    router: &Router,
+    req: &Request,
+    handler: fn(&Router, &Request) -> Response,
+) -> Response {
+    let before = with_state(|s| {
+        let saved = (s.data.clone(), s.organization.clone());
+        s.organization = req.caller.organization_id.clone();
+        saved
+    });
+    let response = handler(router, req);
+    with_state(|s| {
+        if response.status >= 500 {
+            s.data = before.0;
+        }
+        s.organization = before.1;
+    });
+    response
+}
+
+/// Delivers a tick; there is no caller organisation, as in the host.
+pub fn tick<P: Plugin>(schedule: &str) -> Result<(), String> {
+    let at = crate::host::clock::now_millis();
+    without_caller(|| {
+        P::on_tick(&Tick {
+            schedule: schedule.to_owned(),
+            at,
+        })
+    })
+}
+
+/// Delivers an event; there is no caller organisation, as in the host.
+pub fn deliver<P: Plugin>(event: &Event) -> Result<(), String> {
+    without_caller(|| P::on_event(event))
+}
+
+fn without_caller<R>(f: impl FnOnce() -> R) -> R {
+    let saved = with_state(|s| s.organization.take());
+    let result = f();
+    with_state(|s| s.organization = saved);
+    result
+}
+
+/// Sets the organisation `Namespace::Caller` resolves to outside [`handle`].
+pub fn set_organization(organization_id: Option<&str>) {
+    with_state(|s| s.organization = organization_id.map(str::to_owned));
+}
+
+/// Sets a configuration value, as the operator would.
+pub fn set_config(key: &str, value: &str) {
+    with_state(|s| s.config.insert(key.to_owned(), value.to_owned()));
+}
+
+/// Freezes the clock at `millis` since the Unix epoch.
+pub fn set_now(millis: u64) {
+    with_state(|s| s.now = Some(millis));
+}
+
+/// Events recorded so far (committed ones only after a rolled-back request).
+pub fn events() -> Vec<NewEvent> {
+    with_state(|s| s.data.events.clone())
+}
+
+/// Log lines written so far.
+pub fn logs() -> Vec<(Level, String)> {
+    with_state(|s| s.logs.clone())
+}
+
+/// Answers outbound requests with `mock` instead of failing them.
+pub fn mock_http(mock: impl Fn(&OutgoingRequest) -> Result<IncomingResponse, HttpError> + 'static) {
+    with_state(|s| s.http = Some(std::rc::Rc::new(mock)));
+}
+
+/// A 200 outbound response with a JSON body, for [`mock_http`].
+pub fn json_response(value: &serde_json::Value) -> IncomingResponse {
+    IncomingResponse {
+        status: 200,
+        headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+        body: value.to_string().into_bytes(),
+        connect_ms: 1,
+        total_ms: 2,
+    }
+}
