@@ -1,0 +1,169 @@
+//! A closed-loop HTTP load generator: N keep-alive connections, each
+//! sending its next request when the previous answer arrived, for a fixed
+//! time after a warm-up. Reports throughput and latency percentiles.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+pub struct Options {
+    pub seconds: u64,
+    pub connections: usize,
+}
+
+impl Options {
+    pub fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        let mut opts = Options {
+            seconds: 5,
+            connections: 32,
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+            match *flag {
+                "--seconds" => opts.seconds = value.parse()?,
+                "--connections" => opts.connections = value.parse()?,
+                other => bail!("unknown option {other}"),
+            }
+        }
+        Ok(opts)
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum Keys {
+    /// A new Idempotency-Key (and project name) on every request.
+    Fresh,
+    /// The same key and body every time: served from the idempotency store.
+    Replay,
+}
+
+/// What each request of a scenario looks like.
+pub struct Scenario {
+    method: hyper::Method,
+    url: String,
+    token: Option<String>,
+    body: Option<Keys>,
+}
+
+impl Scenario {
+    pub fn get(base: &str, path: &str, token: Option<&str>) -> Scenario {
+        Scenario {
+            method: hyper::Method::GET,
+            url: format!("{base}{path}"),
+            token: token.map(str::to_owned),
+            body: None,
+        }
+    }
+
+    pub fn post_projects(base: &str, token: &str, keys: Keys) -> Scenario {
+        Scenario {
+            method: hyper::Method::POST,
+            url: format!("{base}/api/v1/projects"),
+            token: Some(token.to_owned()),
+            body: Some(keys),
+        }
+    }
+
+    fn request(&self, n: u64) -> Request<Full<Bytes>> {
+        let mut builder = Request::builder().method(self.method.clone()).uri(&self.url);
+        if let Some(token) = &self.token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        let body = match self.body {
+            None => Bytes::new(),
+            Some(keys) => {
+                let (key, name) = match keys {
+                    Keys::Fresh => (format!("bench-{n}"), format!("bench-{n}")),
+                    Keys::Replay => ("bench-replay".to_owned(), "bench-replay".to_owned()),
+                };
+                builder = builder
+                    .header("content-type", "application/json")
+                    .header("idempotency-key", key);
+                Bytes::from(format!(r#"{{"name":"{name}"}}"#))
+            }
+        };
+        builder.body(Full::new(body)).expect("a valid request")
+    }
+}
+
+pub struct Outcome {
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub errors: u64,
+}
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome> {
+    let scenario = Arc::new(Scenario {
+        method: scenario.method.clone(),
+        url: scenario.url.clone(),
+        token: scenario.token.clone(),
+        body: scenario.body,
+    });
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(opts.connections)
+        .build(connector);
+    // Warm up (and, for replays, store the first response).
+    let warmup_until = Instant::now() + Duration::from_secs(1);
+    let measure_until = warmup_until + Duration::from_secs(opts.seconds);
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..opts.connections {
+        let client = client.clone();
+        let scenario = scenario.clone();
+        let errors = errors.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(64 * 1024);
+            loop {
+                let started = Instant::now();
+                if started >= measure_until {
+                    break;
+                }
+                let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+                let ok = match client.request(scenario.request(n)).await {
+                    Ok(response) => {
+                        let ok = response.status().is_success();
+                        let _ = response.into_body().collect().await;
+                        ok
+                    }
+                    Err(_) => false,
+                };
+                if started >= warmup_until {
+                    if !ok {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    latencies.push(started.elapsed().as_micros() as u32);
+                }
+            }
+            latencies
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await?);
+    }
+    all.sort_unstable();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .map_or(0.0, |us| f64::from(*us) / 1000.0)
+    };
+    Ok(Outcome {
+        rps: all.len() as f64 / opts.seconds as f64,
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+        errors: errors.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,72 @@
+//! `cargo xtask`: the project's automation, in Rust.
+//!
+//! - `cargo xtask bench core [--seconds N] [--connections N]`: the core API
+//!   benchmark (issue 2): requests per second and p50/p99 latency of
+//!   authenticated and idempotent requests, each as a ratio to an
+//!   unauthenticated static endpoint measured in the same run.
+
+mod load;
+mod server;
+
+use anyhow::{Context, bail};
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["bench", "core", rest @ ..] => {
+            let opts = load::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(bench_core(opts))
+        }
+        _ => bail!("usage: cargo xtask bench core [--seconds N] [--connections N]"),
+    }
+}
+
+async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
+    let server = server::Server::start_release().await?;
+    let token = server.token.clone();
+    let base = server.base.clone();
+    println!(
+        "core API benchmark: {} connections, {} s per scenario, SQLite, release build\n",
+        opts.connections, opts.seconds
+    );
+    let scenarios: Vec<(&str, load::Scenario)> = vec![
+        ("GET /health (static, no auth)", load::Scenario::get(&base, "/api/v1/health", None)),
+        ("GET /me (authenticated)", load::Scenario::get(&base, "/api/v1/me", Some(&token))),
+        (
+            "POST /projects, fresh Idempotency-Key",
+            load::Scenario::post_projects(&base, &token, load::Keys::Fresh),
+        ),
+        (
+            "POST /projects, replayed key",
+            load::Scenario::post_projects(&base, &token, load::Keys::Replay),
+        ),
+    ];
+    let mut results = Vec::new();
+    for (name, scenario) in scenarios {
+        let r = load::run(&scenario, &opts).await?;
+        results.push((name, r));
+    }
+    let baseline = results[0].1.rps;
+    println!(
+        "{:<40} {:>10} {:>10} {:>10} {:>9} {:>8}",
+        "scenario", "req/s", "p50 ms", "p99 ms", "vs static", "errors"
+    );
+    for (name, r) in &results {
+        println!(
+            "{:<40} {:>10.0} {:>10.3} {:>10.3} {:>8.0}% {:>8}",
+            name,
+            r.rps,
+            r.p50_ms,
+            r.p99_ms,
+            100.0 * r.rps / baseline,
+            r.errors
+        );
+    }
+    println!("\ntargets: GET /me >= 60% of static; fresh idempotent POST >= 3000 req/s");
+    drop(server);
+    Ok(())
+}
