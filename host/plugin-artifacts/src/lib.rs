@@ -1,0 +1,1 @@
+//! Guest components built for wasm32-wasip2.

@@ -1,0 +1,1 @@
+//! Plateau's plugin runtime.
