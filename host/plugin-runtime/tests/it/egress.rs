@@ -1,0 +1,93 @@
+//! Outbound HTTP through the egress guard, against a local server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use plateau_plugin_artifacts::fixtures;
+use plateau_plugin_runtime::egress::parse_allow_list;
+use plateau_plugin_runtime::{Capability, PluginSettings};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::{Harness, granting, harness, harness_with, request, text, with_body};
+
+/// A local HTTP server answering `hello` to a bounded number of
+/// connections; counts the connections it accepted.
+async fn server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        for _ in 0..16 {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            count.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello")
+                .await;
+        }
+    });
+    (port, accepted)
+}
+
+fn settings(hosts: &[String]) -> PluginSettings {
+    PluginSettings {
+        outbound_hosts: hosts.to_vec(),
+        ..granting(&[Capability::Http])
+    }
+}
+
+async fn fetch(h: &Harness, hosts: &[String], url: &str) -> (u16, String, Vec<(String, String)>) {
+    let egress = h.load(fixtures::EGRESS, settings(hosts)).await.version;
+    let req = with_body(request("POST", "/egress/fetch", "/egress/fetch", "", Some("org1")), url);
+    let response = egress.handle(req).await.expect("the guest answers").response;
+    (response.status, text(&response.body), response.headers)
+}
+
+#[tokio::test]
+async fn loopback_is_refused_unless_exempted() {
+    let (port, accepted) = server().await;
+    let url = format!("http://127.0.0.1:{port}/hello");
+    let hosts = [format!("127.0.0.1:{port}")];
+
+    let (status, body, _) = fetch(&harness(), &hosts, &url).await;
+    assert_eq!(status, 502);
+    assert!(body.starts_with("AddressRefused") && body.contains("loopback"), "{body}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 0, "refused before connecting");
+
+    let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8,::1/128").unwrap());
+    let (status, body, headers) = fetch(&exempted, &hosts, &url).await;
+    assert_eq!((status, body.as_str()), (200, "hello"));
+    assert!(headers.iter().any(|(k, v)| k == "x-upstream-status" && v == "200"));
+    assert!(headers.iter().any(|(k, _)| k == "x-connect-ms"));
+    assert!(headers.iter().any(|(k, _)| k == "x-total-ms"));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn cloud_metadata_is_refused_even_when_granted() {
+    let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
+    let hosts = ["169.254.169.254".to_string(), "[fd00:ec2::254]".into()];
+    for url in ["http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/meta-data/"] {
+        let (status, body, _) = fetch(&exempted, &hosts, url).await;
+        assert_eq!(status, 502);
+        assert!(body.starts_with("AddressRefused"), "{url}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn only_granted_hosts_are_reachable() {
+    let (port, accepted) = server().await;
+    let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
+    let (status, body, _) = fetch(&exempted, &["example.com".into()], &format!("http://127.0.0.1:{port}/")).await;
+    assert_eq!(status, 502);
+    assert!(body.starts_with("HostNotAllowed"), "{body}");
+    // The grant is per port too.
+    let (_, body, _) = fetch(&exempted, &["127.0.0.1:1".into()], &format!("http://127.0.0.1:{port}/")).await;
+    assert!(body.starts_with("HostNotAllowed"), "{body}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+}
