@@ -56,7 +56,7 @@ async fn loopback_is_refused_unless_exempted() {
 
     let (status, body, _) = fetch(&harness(), &hosts, &url).await;
     assert_eq!(status, 502);
-    assert!(body.starts_with("AddressRefused") && body.contains("loopback"), "{body}");
+    assert!(body.starts_with("HttpError::AddressRefused") && body.contains("loopback"), "{body}");
     assert_eq!(accepted.load(Ordering::SeqCst), 0, "refused before connecting");
 
     let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8,::1/128").unwrap());
@@ -75,7 +75,7 @@ async fn cloud_metadata_is_refused_even_when_granted() {
     for url in ["http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/meta-data/"] {
         let (status, body, _) = fetch(&exempted, &hosts, url).await;
         assert_eq!(status, 502);
-        assert!(body.starts_with("AddressRefused"), "{url}: {body}");
+        assert!(body.starts_with("HttpError::AddressRefused"), "{url}: {body}");
     }
 }
 
@@ -85,9 +85,9 @@ async fn only_granted_hosts_are_reachable() {
     let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
     let (status, body, _) = fetch(&exempted, &["example.com".into()], &format!("http://127.0.0.1:{port}/")).await;
     assert_eq!(status, 502);
-    assert!(body.starts_with("HostNotAllowed"), "{body}");
+    assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
     // The grant is per port too.
     let (_, body, _) = fetch(&exempted, &["127.0.0.1:1".into()], &format!("http://127.0.0.1:{port}/")).await;
-    assert!(body.starts_with("HostNotAllowed"), "{body}");
+    assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
 }

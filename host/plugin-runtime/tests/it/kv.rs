@@ -212,7 +212,7 @@ async fn concurrent_increments_all_count() {
     let req = request("POST", "/echo/incr/{key}", "/echo/incr/word", "", Some("org1"));
     let refused = echo.handle(req).await.unwrap();
     assert_eq!(refused.response.status, 400);
-    assert!(text(&refused.response.body).contains("InvalidKey"));
+    assert!(text(&refused.response.body).starts_with("Error::InvalidKey"));
 }
 
 #[tokio::test]
@@ -253,7 +253,7 @@ async fn lists_page_with_cursors_and_counts_by_prefix() {
 
     // A cursor that this host did not issue is an error value.
     let forged = echo.handle(list("prefix=a&cursor=zz".into())).await.unwrap();
-    assert_eq!((forged.response.status, text(&forged.response.body)), (400, "InvalidCursor".into()));
+    assert_eq!((forged.response.status, text(&forged.response.body)), (400, "Error::InvalidCursor".into()));
     // A cursor for another prefix too.
     let first = echo.handle(list("prefix=a&limit=1".into())).await.unwrap().response;
     let (_, c) = first.headers.iter().find(|(k, _)| k == "x-next-cursor").unwrap();
@@ -272,13 +272,13 @@ async fn namespaces_follow_the_caller() {
     // Another organisation is denied to a request that has one.
     let denied = echo.handle(get("k", "ns=org:org2")).await.unwrap();
     assert_eq!(denied.response.status, 400);
-    assert!(text(&denied.response.body).starts_with("AccessDenied"));
+    assert!(text(&denied.response.body).starts_with("Error::AccessDenied"));
 
     // A public request has no caller organisation: `caller` is denied, a
     // named organisation and the global bucket are open.
     let public = |query: &str| request("GET", "/echo/kv/{key}", "/echo/kv/k", query, None);
     let denied = echo.handle(public("")).await.unwrap();
-    assert!(text(&denied.response.body).starts_with("AccessDenied"));
+    assert!(text(&denied.response.body).starts_with("Error::AccessDenied"));
     let named = echo.handle(public("ns=org:org1")).await.unwrap();
     assert_eq!(text(&named.response.body), "mine");
     echo.handle(put("g", "ns=global", "shared")).await.unwrap();
