@@ -94,7 +94,10 @@ fn main() {
     fs::write(out_dir.join("artifacts.rs"), code).expect("write artifacts.rs");
 
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
     for dep in deps {
         println!("cargo:rerun-if-changed={}", dep.display());
     }
@@ -129,7 +132,11 @@ fn build(root: &Path, target_dir: &Path, package: &Package) {
     }
     eprintln!("running: {cmd:?}");
     let status = cmd.status().expect("run cargo for the guest components");
-    assert!(status.success(), "building {} for {TARGET} failed", package.name);
+    assert!(
+        status.success(),
+        "building {} for {TARGET} failed",
+        package.name
+    );
 }
 
 /// The component files one package produced, by component name.

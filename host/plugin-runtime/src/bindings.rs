@@ -80,10 +80,18 @@ impl WorldInstance {
             WorldInstance::V0_1(plugin) => {
                 let handler = plugin.plateau_plugin_handler();
                 Ok(match call {
-                    Call::Describe => Returned::Description(handler.call_describe(store).await?.into()),
-                    Call::Handle(req) => Returned::Response(handler.call_handle(store, &req.into()).await?.into()),
-                    Call::Tick(tick) => Returned::Hook(handler.call_on_tick(store, &tick.into()).await?),
-                    Call::Event(event) => Returned::Hook(handler.call_on_event(store, &event.into()).await?),
+                    Call::Describe => {
+                        Returned::Description(handler.call_describe(store).await?.into())
+                    }
+                    Call::Handle(req) => {
+                        Returned::Response(handler.call_handle(store, &req.into()).await?.into())
+                    }
+                    Call::Tick(tick) => {
+                        Returned::Hook(handler.call_on_tick(store, &tick.into()).await?)
+                    }
+                    Call::Event(event) => {
+                        Returned::Hook(handler.call_on_event(store, &event.into()).await?)
+                    }
                 })
             }
         }

@@ -46,7 +46,12 @@ impl ComponentCache {
 
     /// The component of `wasm`, from the cache or compiled and cached.
     /// Blocking: compilation takes a while, call it off the executor.
-    pub fn load(&self, engine: &Engine, digest: &str, wasm: &[u8]) -> Result<(Component, CacheOutcome)> {
+    pub fn load(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        wasm: &[u8],
+    ) -> Result<(Component, CacheOutcome)> {
         let path = self.path(digest);
         if path.exists() {
             match deserialize(engine, &path) {

@@ -81,7 +81,9 @@ impl FromStr for Capability {
             .into_iter()
             .find(|c| c.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown capability `{s}`; use kv, events, http, log, config, clock or cursors")
+                format!(
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock or cursors"
+                )
             })
     }
 }
@@ -115,8 +117,20 @@ impl RuntimeConfig {
             epoch_tick: Duration::from_millis(10),
             egress_allow: Vec::new(),
             reserved_prefixes: [
-                "/auth", "/orgs", "/organizations", "/projects", "/tokens", "/users", "/plugins",
-                "/events", "/audit", "/health", "/metrics", "/openapi", "/docs", "/admin",
+                "/auth",
+                "/orgs",
+                "/organizations",
+                "/projects",
+                "/tokens",
+                "/users",
+                "/plugins",
+                "/events",
+                "/audit",
+                "/health",
+                "/metrics",
+                "/openapi",
+                "/docs",
+                "/admin",
             ]
             .map(String::from)
             .to_vec(),

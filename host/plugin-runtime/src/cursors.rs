@@ -46,7 +46,7 @@ impl CursorCodec for PlainCursorCodec {
     }
 
     fn decode(&self, scope: &CursorScope, list: &str, cursor: &str) -> Result<String, CursorError> {
-        if cursor.len() % 2 != 0 {
+        if !cursor.len().is_multiple_of(2) {
             return Err(CursorError::Invalid);
         }
         let bytes = (0..cursor.len())
@@ -82,9 +82,23 @@ mod tests {
     fn round_trips_and_refuses_other_lists() {
         let codec = PlainCursorCodec;
         let cursor = codec.encode(&scope(Some("org1")), "flags", "key/41");
-        assert_eq!(codec.decode(&scope(Some("org1")), "flags", &cursor).as_deref(), Ok("key/41"));
-        assert_eq!(codec.decode(&scope(Some("org1")), "other", &cursor), Err(CursorError::WrongList));
-        assert_eq!(codec.decode(&scope(Some("org2")), "flags", &cursor), Err(CursorError::WrongList));
-        assert_eq!(codec.decode(&scope(None), "flags", "zz"), Err(CursorError::Invalid));
+        assert_eq!(
+            codec
+                .decode(&scope(Some("org1")), "flags", &cursor)
+                .as_deref(),
+            Ok("key/41")
+        );
+        assert_eq!(
+            codec.decode(&scope(Some("org1")), "other", &cursor),
+            Err(CursorError::WrongList)
+        );
+        assert_eq!(
+            codec.decode(&scope(Some("org2")), "flags", &cursor),
+            Err(CursorError::WrongList)
+        );
+        assert_eq!(
+            codec.decode(&scope(None), "flags", "zz"),
+            Err(CursorError::Invalid)
+        );
     }
 }

@@ -211,13 +211,20 @@ impl EgressGuard {
                     "https is not supported by this host yet; use http".into(),
                 ));
             }
-            _ => return Err(HttpError::InvalidRequest("the url must start with http://".into())),
+            _ => {
+                return Err(HttpError::InvalidRequest(
+                    "the url must start with http://".into(),
+                ));
+            }
         };
         let authority = uri
             .authority()
             .ok_or_else(|| HttpError::InvalidRequest("the url has no host".into()))?
             .clone();
-        let host = authority.host().trim_matches(|c| c == '[' || c == ']').to_string();
+        let host = authority
+            .host()
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_string();
         if !host_granted(&host, port, granted) {
             return Err(HttpError::HostNotAllowed(host));
         }
@@ -226,9 +233,10 @@ impl EgressGuard {
 
         let (stream, connect) = connect(&addrs, deadline).await?;
         let request = build_request(&req, &uri, &authority)?;
-        let response = tokio::time::timeout_at(deadline.into(), exchange(stream, request, max_body))
-            .await
-            .map_err(|_| HttpError::Timeout)??;
+        let response =
+            tokio::time::timeout_at(deadline.into(), exchange(stream, request, max_body))
+                .await
+                .map_err(|_| HttpError::Timeout)??;
         Ok(IncomingResponse {
             status: response.0,
             headers: response.1,
@@ -304,7 +312,10 @@ fn build_request(
         .header(http::header::HOST, authority.as_str());
     for (name, value) in &req.headers {
         let lower = name.to_ascii_lowercase();
-        if matches!(lower.as_str(), "host" | "connection" | "transfer-encoding" | "content-length") {
+        if matches!(
+            lower.as_str(),
+            "host" | "connection" | "transfer-encoding" | "content-length"
+        ) {
             continue;
         }
         builder = builder.header(name.as_str(), value.as_str());
@@ -331,7 +342,11 @@ async fn exchange(
         let response = sender.send_request(request).await.map_err(failed)?;
         let (parts, mut body) = response.into_parts();
         if let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH)
-            && length.to_str().ok().and_then(|l| l.parse::<usize>().ok()).is_some_and(|l| l > max_body)
+            && length
+                .to_str()
+                .ok()
+                .and_then(|l| l.parse::<usize>().ok())
+                .is_some_and(|l| l > max_body)
         {
             return Err(HttpError::ResponseTooLarge);
         }
@@ -347,7 +362,12 @@ async fn exchange(
         let headers = parts
             .headers
             .iter()
-            .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect();
         Ok((parts.status.as_u16(), headers, bytes))
     }
@@ -382,7 +402,10 @@ mod tests {
             ("fe80::1", Some("link-local")),
             ("ff02::1", Some("multicast")),
             ("::ffff:127.0.0.1", Some("loopback")),
-            ("::ffff:169.254.169.254", Some("link-local (cloud metadata)")),
+            (
+                "::ffff:169.254.169.254",
+                Some("link-local (cloud metadata)"),
+            ),
             ("64:ff9b::10.0.0.1", Some("private")),
             ("2606:4700::1111", None),
         ];

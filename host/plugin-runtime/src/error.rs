@@ -22,15 +22,22 @@ pub enum Error {
     },
     #[error("the component does not compile: {0}")]
     Compile(#[source] wasmtime::Error),
-    #[error("the component imports `{interface}`, which needs capability `{capability}`; grant it or remove the import")]
+    #[error(
+        "the component imports `{interface}`, which needs capability `{capability}`; grant it or remove the import"
+    )]
     CapabilityNotGranted {
         interface: String,
         capability: &'static str,
     },
     #[error("the component imports `{0}`, which this host does not provide")]
     UnknownImport(String),
-    #[error("the component uses `{interface}`, but this host supports plateau:plugin versions {supported}; rebuild it against one of them")]
-    UnsupportedVersion { interface: String, supported: String },
+    #[error(
+        "the component uses `{interface}`, but this host supports plateau:plugin versions {supported}; rebuild it against one of them"
+    )]
+    UnsupportedVersion {
+        interface: String,
+        supported: String,
+    },
     #[error("the component mixes plateau:plugin versions {0} and {1}; build it against one")]
     MixedVersions(String, String),
     #[error("the component does not export `plateau:plugin/handler`")]
@@ -61,7 +68,9 @@ pub enum ExecError {
     FuelExhausted { plugin: String, fuel: u64 },
     #[error("plugin `{plugin}` could not be instantiated: {message}")]
     Instantiate { plugin: String, message: String },
-    #[error("the writes of plugin `{plugin}` conflict with a concurrent change to `{key}`; retry the request")]
+    #[error(
+        "the writes of plugin `{plugin}` conflict with a concurrent change to `{key}`; retry the request"
+    )]
     Conflict { plugin: String, key: String },
     #[error("the writes of plugin `{plugin}` could not be committed: {source}")]
     Commit {

@@ -126,8 +126,21 @@ impl PluginVersion {
         })
     }
 
-    async fn call(&self, phase: Phase, caller: Option<Caller>, call: Call) -> Result<Ran, ExecError> {
-        run(&self.runtime, &self.pre, self.context.clone(), phase, caller, call).await
+    async fn call(
+        &self,
+        phase: Phase,
+        caller: Option<Caller>,
+        call: Call,
+    ) -> Result<Ran, ExecError> {
+        run(
+            &self.runtime,
+            &self.pre,
+            self.context.clone(),
+            phase,
+            caller,
+            call,
+        )
+        .await
     }
 
     /// Commits the call's write set; `Ok(false)` when it was empty.
@@ -161,7 +174,11 @@ pub(crate) async fn run(
     caller: Option<Caller>,
     call: Call,
 ) -> Result<Ran, ExecError> {
-    let _permit = rt.permits.acquire().await.expect("the semaphore is never closed");
+    let _permit = rt
+        .permits
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
     let limits = context.settings.limits.clone();
     let plugin = context.name.clone();
     let mut store = Store::new(&rt.engine, State::new(context, phase, caller));
@@ -186,7 +203,10 @@ pub(crate) async fn run(
             Ok(instance) => instance,
             Err(e) => return Err((true, e)),
         };
-        instance.call(&mut store, call).await.map_err(|e| (false, e))
+        instance
+            .call(&mut store, call)
+            .await
+            .map_err(|e| (false, e))
     })
     .await;
     let fuel_consumed = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
@@ -196,7 +216,9 @@ pub(crate) async fn run(
     };
     match result {
         Err(_elapsed) => Err(deadline(plugin)),
-        Ok(Err((instantiating, e))) => Err(classify(&plugin, &limits, store.data(), instantiating, e)),
+        Ok(Err((instantiating, e))) => {
+            Err(classify(&plugin, &limits, store.data(), instantiating, e))
+        }
         Ok(Ok(returned)) => Ok(Ran {
             returned,
             overlay: store.into_data().overlay,

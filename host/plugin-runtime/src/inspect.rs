@@ -17,7 +17,13 @@ pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
 
 /// The WASI packages Rust's standard library needs; always linked, and
 /// locked down by the store's WASI context.
-const WASI_PACKAGES: &[&str] = &["wasi:cli", "wasi:io", "wasi:clocks", "wasi:random", "wasi:filesystem"];
+const WASI_PACKAGES: &[&str] = &[
+    "wasi:cli",
+    "wasi:io",
+    "wasi:clocks",
+    "wasi:random",
+    "wasi:filesystem",
+];
 
 const PACKAGE: &str = "plateau:plugin";
 
@@ -88,9 +94,15 @@ fn plugin_version(name: &str, version: Option<&str>) -> Result<WitVersion, Error
 }
 
 /// Keeps the one version a component speaks; two different ones are refused.
-fn agree(seen: &mut Option<(WitVersion, String)>, version: WitVersion, name: &str) -> Result<(), Error> {
+fn agree(
+    seen: &mut Option<(WitVersion, String)>,
+    version: WitVersion,
+    name: &str,
+) -> Result<(), Error> {
     match seen {
-        Some((v, first)) if *v != version => Err(Error::MixedVersions(first.clone(), name.to_string())),
+        Some((v, first)) if *v != version => {
+            Err(Error::MixedVersions(first.clone(), name.to_string()))
+        }
         Some(_) => Ok(()),
         None => {
             *seen = Some((version, name.to_string()));
@@ -120,7 +132,9 @@ pub(crate) fn inspect(
             } else if interface != "types" {
                 return Err(Error::UnknownImport(name.to_string()));
             }
-        } else if !(WASI_PACKAGES.contains(&package) && version.is_some_and(|v| v.starts_with("0.2."))) {
+        } else if !(WASI_PACKAGES.contains(&package)
+            && version.is_some_and(|v| v.starts_with("0.2.")))
+        {
             return Err(Error::UnknownImport(name.to_string()));
         }
     }
@@ -163,7 +177,11 @@ mod tests {
             ("0.1.0-rc.1", None),
         ];
         for (v, expected) in cases {
-            assert_eq!(WitVersion::compatible(&Version::parse(v).unwrap()), expected, "{v}");
+            assert_eq!(
+                WitVersion::compatible(&Version::parse(v).unwrap()),
+                expected,
+                "{v}"
+            );
         }
     }
 
@@ -173,7 +191,10 @@ mod tests {
             split_name("plateau:plugin/kv@0.1.0"),
             Some(("plateau:plugin", "kv", Some("0.1.0")))
         );
-        assert_eq!(split_name("wasi:io/streams@0.2.6"), Some(("wasi:io", "streams", Some("0.2.6"))));
+        assert_eq!(
+            split_name("wasi:io/streams@0.2.6"),
+            Some(("wasi:io", "streams", Some("0.2.6")))
+        );
         assert_eq!(split_name("log"), None);
     }
 }

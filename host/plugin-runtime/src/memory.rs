@@ -59,7 +59,9 @@ impl MemoryStore {
 
     fn check(&self) -> Result<(), StorageError> {
         if self.unavailable.load(Ordering::SeqCst) {
-            return Err(StorageError::Unavailable("the memory store is switched off".into()));
+            return Err(StorageError::Unavailable(
+                "the memory store is switched off".into(),
+            ));
         }
         Ok(())
     }

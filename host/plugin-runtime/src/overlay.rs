@@ -46,10 +46,7 @@ pub(crate) struct Reads {
 }
 
 impl Reads {
-    async fn call<T>(
-        &self,
-        fut: impl Future<Output = Result<T, StorageError>>,
-    ) -> Result<T, Fail> {
+    async fn call<T>(&self, fut: impl Future<Output = Result<T, StorageError>>) -> Result<T, Fail> {
         match tokio::time::timeout_at(self.deadline, fut).await {
             Err(_) => Err(Fail::Deadline),
             Ok(Err(e)) => Err(Fail::Kv(KvError::Unavailable(e.to_string()))),
@@ -132,7 +129,10 @@ impl Overlay {
     }
 
     pub fn set(&mut self, bucket: &BucketId, key: &str, value: Vec<u8>) {
-        self.pending.insert((bucket.clone(), key.to_string()), Pending::Value(Some(value.clone())));
+        self.pending.insert(
+            (bucket.clone(), key.to_string()),
+            Pending::Value(Some(value.clone())),
+        );
         self.writes.push(KvWrite::Set {
             bucket: bucket.clone(),
             key: key.to_string(),
@@ -140,9 +140,15 @@ impl Overlay {
         });
     }
 
-    pub async fn delete(&mut self, reads: &Reads, bucket: &BucketId, key: &str) -> Result<bool, Fail> {
+    pub async fn delete(
+        &mut self,
+        reads: &Reads,
+        bucket: &BucketId,
+        key: &str,
+    ) -> Result<bool, Fail> {
         let existed = self.get(reads, bucket, key).await?.is_some();
-        self.pending.insert((bucket.clone(), key.to_string()), Pending::Value(None));
+        self.pending
+            .insert((bucket.clone(), key.to_string()), Pending::Value(None));
         self.writes.push(KvWrite::Delete {
             bucket: bucket.clone(),
             key: key.to_string(),
@@ -217,7 +223,8 @@ impl Overlay {
         match new {
             Some(value) => self.set(bucket, key, value),
             None => {
-                self.pending.insert((bucket.clone(), key.to_string()), Pending::Value(None));
+                self.pending
+                    .insert((bucket.clone(), key.to_string()), Pending::Value(None));
                 self.writes.push(KvWrite::Delete {
                     bucket: bucket.clone(),
                     key: key.to_string(),
@@ -364,16 +371,25 @@ mod tests {
         let (reads, _store) = stored(&["k"]).await;
         let mut overlay = Overlay::default();
         let b = bucket();
-        assert!(!overlay.compare_and_swap(&reads, &b, "k", None, Some(b"x".to_vec())).await.unwrap());
-        assert!(overlay
-            .compare_and_swap(&reads, &b, "k", Some(b"k".to_vec()), Some(b"x".to_vec()))
-            .await
-            .unwrap());
+        assert!(
+            !overlay
+                .compare_and_swap(&reads, &b, "k", None, Some(b"x".to_vec()))
+                .await
+                .unwrap()
+        );
+        assert!(
+            overlay
+                .compare_and_swap(&reads, &b, "k", Some(b"k".to_vec()), Some(b"x".to_vec()))
+                .await
+                .unwrap()
+        );
         // Against its own write, no further expectation is needed.
-        assert!(overlay
-            .compare_and_swap(&reads, &b, "k", Some(b"x".to_vec()), None)
-            .await
-            .unwrap());
+        assert!(
+            overlay
+                .compare_and_swap(&reads, &b, "k", Some(b"x".to_vec()), None)
+                .await
+                .unwrap()
+        );
         let set = overlay.into_write_set("p");
         assert_eq!(set.expectations.len(), 1);
         assert_eq!(set.expectations[0].value, Some(b"k".to_vec()));
@@ -398,8 +414,15 @@ mod tests {
         let mut overlay = Overlay::default();
         assert_eq!(overlay.increment(&reads, &b, "n", 2).await.unwrap(), 12);
         assert_eq!(overlay.increment(&reads, &b, "n", 3).await.unwrap(), 15);
-        assert_eq!(overlay.get(&reads, &b, "n").await.unwrap(), Some(b"15".to_vec()));
+        assert_eq!(
+            overlay.get(&reads, &b, "n").await.unwrap(),
+            Some(b"15".to_vec())
+        );
         let set = overlay.into_write_set("p");
-        assert!(set.writes.iter().all(|w| matches!(w, KvWrite::Increment { .. })));
+        assert!(
+            set.writes
+                .iter()
+                .all(|w| matches!(w, KvWrite::Increment { .. }))
+        );
     }
 }

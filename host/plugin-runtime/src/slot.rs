@@ -92,7 +92,8 @@ impl PluginSlot {
         let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.routing.load_full();
         let replaced = old.pick(0).clone();
-        self.routing.store(Arc::new(Routing::single(new, Some(old))));
+        self.routing
+            .store(Arc::new(Routing::single(new, Some(old))));
         Ok(replaced)
     }
 

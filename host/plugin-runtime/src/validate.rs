@@ -17,8 +17,7 @@ fn is_name(s: &str) -> bool {
 
 fn is_literal_segment(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
 }
 
@@ -33,7 +32,9 @@ fn is_param_segment(s: &str, last: bool) -> bool {
         None => inner,
     };
     let mut chars = inner.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
@@ -54,16 +55,24 @@ pub fn validate_description(
 ) -> Result<(), Vec<String>> {
     let mut problems = Vec::new();
     if !is_name(&d.name) || d.name.len() > 64 {
-        problems.push(format!("name `{}` must match [a-z][a-z0-9-]* (at most 64 bytes)", d.name));
+        problems.push(format!(
+            "name `{}` must match [a-z][a-z0-9-]* (at most 64 bytes)",
+            d.name
+        ));
     }
     if semver::Version::parse(&d.version).is_err() {
-        problems.push(format!("version `{}` must be semver, such as 1.2.0", d.version));
+        problems.push(format!(
+            "version `{}` must be semver, such as 1.2.0",
+            d.version
+        ));
     }
 
     for prefix in &d.prefixes {
         let segments: Vec<&str> = prefix.split('/').skip(1).collect();
         if !prefix.starts_with('/') || segments.iter().any(|s| !is_literal_segment(s)) {
-            problems.push(format!("prefix `{prefix}` must be a path such as /flags, without a trailing slash"));
+            problems.push(format!(
+                "prefix `{prefix}` must be a path such as /flags, without a trailing slash"
+            ));
         } else if let Some(core) = reserved_prefixes
             .iter()
             .find(|r| is_under(prefix, r) || is_under(r, prefix))
@@ -79,7 +88,10 @@ pub fn validate_description(
             .split_once(':')
             .is_some_and(|(area, verb)| is_name(area) && is_name(verb));
         if !valid {
-            problems.push(format!("scope `{}` must be `area:verb`, such as flags:read", scope.name));
+            problems.push(format!(
+                "scope `{}` must be `area:verb`, such as flags:read",
+                scope.name
+            ));
         }
     }
 
@@ -87,7 +99,10 @@ pub fn validate_description(
     for route in &d.routes {
         let label = format!("route {} {}", route.method, route.path);
         if !METHODS.contains(&route.method.as_str()) {
-            problems.push(format!("{label}: method must be one of {}", METHODS.join(", ")));
+            problems.push(format!(
+                "{label}: method must be one of {}",
+                METHODS.join(", ")
+            ));
         }
         let segments: Vec<&str> = route.path.split('/').skip(1).collect();
         let pattern_ok = route.path.starts_with('/')
@@ -95,15 +110,21 @@ pub fn validate_description(
                 is_literal_segment(s) || is_param_segment(s, i + 1 == segments.len())
             });
         if !pattern_ok {
-            problems.push(format!("{label}: path must be a pattern such as /flags/{{key}}"));
+            problems.push(format!(
+                "{label}: path must be a pattern such as /flags/{{key}}"
+            ));
         }
         if !d.prefixes.iter().any(|p| is_under(&route.path, p)) {
-            problems.push(format!("{label}: path is under none of the declared prefixes"));
+            problems.push(format!(
+                "{label}: path is under none of the declared prefixes"
+            ));
         }
         if let Access::Scope(scope) = &route.access
             && !declared_scopes.contains(scope.as_str())
         {
-            problems.push(format!("{label}: scope `{scope}` is not declared in scopes"));
+            problems.push(format!(
+                "{label}: scope `{scope}` is not declared in scopes"
+            ));
         }
         if !seen_routes.insert((&route.method, &route.path)) {
             problems.push(format!("{label}: declared twice"));
@@ -121,9 +142,9 @@ pub fn validate_description(
     for subscription in &d.subscriptions {
         let body = subscription.strip_suffix('*').unwrap_or(subscription);
         let valid = !subscription.is_empty()
-            && body
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+            && body.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
+            });
         if !valid {
             problems.push(format!(
                 "subscription `{subscription}` must be an event type, optionally ending in `*`"
@@ -134,14 +155,24 @@ pub fn validate_description(
     let mut schedule_names = HashSet::new();
     for schedule in &d.schedules {
         if !is_name(&schedule.name) || !schedule_names.insert(&schedule.name) {
-            problems.push(format!("schedule `{}` needs a unique name matching [a-z][a-z0-9-]*", schedule.name));
+            problems.push(format!(
+                "schedule `{}` needs a unique name matching [a-z][a-z0-9-]*",
+                schedule.name
+            ));
         }
         if schedule.every_seconds == 0 {
-            problems.push(format!("schedule `{}`: every-seconds must be at least 1", schedule.name));
+            problems.push(format!(
+                "schedule `{}`: every-seconds must be at least 1",
+                schedule.name
+            ));
         }
     }
 
-    if problems.is_empty() { Ok(()) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }
 
 #[cfg(test)]
@@ -195,23 +226,57 @@ mod tests {
 
     #[test]
     fn reports_each_problem() {
-        let cases: Vec<(Box<dyn FnOnce(&mut Description)>, &str)> = vec![
+        type Edit = Box<dyn FnOnce(&mut Description)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|d| d.name = "Flags".into()), "name `Flags`"),
             (Box::new(|d| d.name = "9lives".into()), "name `9lives`"),
             (Box::new(|d| d.version = "1.0".into()), "version `1.0`"),
-            (Box::new(|d| d.prefixes = vec!["flags".into()]), "prefix `flags`"),
-            (Box::new(|d| d.prefixes.push("/orgs/x".into())), "overlaps the core path `/orgs`"),
+            (
+                Box::new(|d| d.prefixes = vec!["flags".into()]),
+                "prefix `flags`",
+            ),
+            (
+                Box::new(|d| d.prefixes.push("/orgs/x".into())),
+                "overlaps the core path `/orgs`",
+            ),
             (Box::new(|d| d.prefixes.push("/".into())), "prefix `/`"),
-            (Box::new(|d| d.routes[0].method = "TRACE".into()), "method must be"),
-            (Box::new(|d| d.routes[0].path = "/other/{key}".into()), "under none"),
-            (Box::new(|d| d.routes[0].path = "/flags/{rest...}/x".into()), "must be a pattern"),
-            (Box::new(|d| d.routes[0].access = Access::Scope("flags:write".into())), "not declared"),
-            (Box::new(|d| d.scopes[0].name = "flags".into()), "`area:verb`"),
-            (Box::new(|d| d.capabilities.push("http".into())), "`http` is not granted"),
-            (Box::new(|d| d.capabilities.push("disk".into())), "unknown capability `disk`"),
-            (Box::new(|d| d.subscriptions.push("fl*ags".into())), "subscription `fl*ags`"),
+            (
+                Box::new(|d| d.routes[0].method = "TRACE".into()),
+                "method must be",
+            ),
+            (
+                Box::new(|d| d.routes[0].path = "/other/{key}".into()),
+                "under none",
+            ),
+            (
+                Box::new(|d| d.routes[0].path = "/flags/{rest...}/x".into()),
+                "must be a pattern",
+            ),
+            (
+                Box::new(|d| d.routes[0].access = Access::Scope("flags:write".into())),
+                "not declared",
+            ),
+            (
+                Box::new(|d| d.scopes[0].name = "flags".into()),
+                "`area:verb`",
+            ),
+            (
+                Box::new(|d| d.capabilities.push("http".into())),
+                "`http` is not granted",
+            ),
+            (
+                Box::new(|d| d.capabilities.push("disk".into())),
+                "unknown capability `disk`",
+            ),
+            (
+                Box::new(|d| d.subscriptions.push("fl*ags".into())),
+                "subscription `fl*ags`",
+            ),
             (Box::new(|d| d.schedules[0].every_seconds = 0), "at least 1"),
-            (Box::new(|d| d.routes.push(d.routes[0].clone())), "declared twice"),
+            (
+                Box::new(|d| d.routes.push(d.routes[0].clone())),
+                "declared twice",
+            ),
         ];
         for (edit, expected) in cases {
             let problems = check(edit).expect_err(expected);

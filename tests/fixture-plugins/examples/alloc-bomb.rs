@@ -1,7 +1,9 @@
 //! A plugin whose handler grows memory without end: it must hit the memory cap.
 
 use plateau_fixture_plugins::exports::plateau::plugin::handler::Guest;
-use plateau_fixture_plugins::plateau::plugin::types::{Description, Event, Request, Response, Tick};
+use plateau_fixture_plugins::plateau::plugin::types::{
+    Description, Event, Request, Response, Tick,
+};
 use plateau_fixture_plugins::{description, route};
 
 struct Fixture;

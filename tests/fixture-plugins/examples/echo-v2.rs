@@ -1,7 +1,9 @@
 //! The `echo` plugin, version 2.0.0.
 
 use plateau_fixture_plugins::exports::plateau::plugin::handler::Guest;
-use plateau_fixture_plugins::plateau::plugin::types::{Description, Event, Request, Response, Tick};
+use plateau_fixture_plugins::plateau::plugin::types::{
+    Description, Event, Request, Response, Tick,
+};
 
 struct Echo;
 

@@ -1,7 +1,9 @@
 //! A plugin that fetches the URL in the request body through outbound-http.
 
 use plateau_fixture_plugins::exports::plateau::plugin::handler::Guest;
-use plateau_fixture_plugins::plateau::plugin::types::{Description, Event, Request, Response, Tick};
+use plateau_fixture_plugins::plateau::plugin::types::{
+    Description, Event, Request, Response, Tick,
+};
 use plateau_fixture_plugins::{description, route};
 
 struct Fixture;

@@ -1,7 +1,9 @@
 //! A plugin whose handler never returns: it must hit the deadline.
 
 use plateau_fixture_plugins::exports::plateau::plugin::handler::Guest;
-use plateau_fixture_plugins::plateau::plugin::types::{Description, Event, Request, Response, Tick};
+use plateau_fixture_plugins::plateau::plugin::types::{
+    Description, Event, Request, Response, Tick,
+};
 use plateau_fixture_plugins::{description, route};
 
 struct Fixture;

@@ -1,7 +1,9 @@
 //! A plugin that traps: by a panic, or by an `unreachable` instruction.
 
 use plateau_fixture_plugins::exports::plateau::plugin::handler::Guest;
-use plateau_fixture_plugins::plateau::plugin::types::{Description, Event, Request, Response, Tick};
+use plateau_fixture_plugins::plateau::plugin::types::{
+    Description, Event, Request, Response, Tick,
+};
 use plateau_fixture_plugins::{description, route};
 
 struct Fixture;
@@ -10,7 +12,10 @@ impl Guest for Fixture {
     fn describe() -> Description {
         description(
             "trap",
-            vec![route("GET", "/trap/panic"), route("GET", "/trap/unreachable")],
+            vec![
+                route("GET", "/trap/panic"),
+                route("GET", "/trap/unreachable"),
+            ],
             &[],
         )
     }

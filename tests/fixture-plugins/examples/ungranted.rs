@@ -4,7 +4,9 @@
 //! code ran before the runtime refused it.
 
 use plateau_fixture_plugins::exports::plateau::plugin::handler::Guest;
-use plateau_fixture_plugins::plateau::plugin::types::{Description, Event, Request, Response, Tick};
+use plateau_fixture_plugins::plateau::plugin::types::{
+    Description, Event, Request, Response, Tick,
+};
 use plateau_fixture_plugins::{description, route};
 
 struct Fixture;
@@ -12,7 +14,11 @@ struct Fixture;
 impl Guest for Fixture {
     fn describe() -> Description {
         let _ = plateau_fixture_plugins::plateau::plugin::clock::now_millis();
-        description("ungranted", vec![route("POST", "/ungranted/fetch")], &["http", "clock"])
+        description(
+            "ungranted",
+            vec![route("POST", "/ungranted/fetch")],
+            &["http", "clock"],
+        )
     }
 
     fn handle(req: Request) -> Response {

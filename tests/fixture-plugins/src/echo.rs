@@ -103,7 +103,9 @@ fn serve(req: &Request, version: &str) -> Result<Response, KvError> {
             text(status(req, 200), existed.to_string())
         }
         ("POST", "/echo/incr/{key}") => {
-            let delta = query(req, "delta").and_then(|d| d.parse().ok()).unwrap_or(1);
+            let delta = query(req, "delta")
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(1);
             let value = bucket(req)?.increment(key(req), delta)?;
             text(status(req, 200), value.to_string())
         }
@@ -115,7 +117,9 @@ fn serve(req: &Request, version: &str) -> Result<Response, KvError> {
             text(status(req, 200), swapped.to_string())
         }
         ("GET", "/echo/list") => {
-            let limit = query(req, "limit").and_then(|l| l.parse().ok()).unwrap_or(10);
+            let limit = query(req, "limit")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(10);
             let page = bucket(req)?.list(
                 query(req, "prefix").unwrap_or_default(),
                 query(req, "cursor"),
@@ -170,7 +174,10 @@ fn serve(req: &Request, version: &str) -> Result<Response, KvError> {
                     Ok(position) => text(200, position),
                     Err(e) => text(400, e),
                 },
-                None => text(200, cursors::encode(list, query(req, "pos").unwrap_or_default())),
+                None => text(
+                    200,
+                    cursors::encode(list, query(req, "pos").unwrap_or_default()),
+                ),
             }
         }
         _ => text(404, format!("no route {method} {route}")),

@@ -28,10 +28,18 @@ fn guest_list(list: &str) -> String {
 impl v0_1::Host for State {
     async fn encode(&mut self, list: String, position: String) -> wasmtime::Result<String> {
         let scope = self.cursor_scope();
-        Ok(self.plugin.services.cursors.encode(&scope, &guest_list(&list), &position))
+        Ok(self
+            .plugin
+            .services
+            .cursors
+            .encode(&scope, &guest_list(&list), &position))
     }
 
-    async fn decode(&mut self, list: String, cursor: String) -> wasmtime::Result<Result<String, String>> {
+    async fn decode(
+        &mut self,
+        list: String,
+        cursor: String,
+    ) -> wasmtime::Result<Result<String, String>> {
         let scope = self.cursor_scope();
         Ok(self
             .plugin

@@ -44,7 +44,8 @@ impl State {
         }
         let plugin = &self.plugin.name;
         let segments: Vec<&str> = e.event_type.split('.').collect();
-        if segments.len() < 2 || e.event_type.len() > 128 || !segments.iter().all(|s| is_segment(s)) {
+        if segments.len() < 2 || e.event_type.len() > 128 || !segments.iter().all(|s| is_segment(s))
+        {
             return Err(format!(
                 "event type `{}` must be `area.resource.verb` in lowercase, for example `{plugin}.item.updated`",
                 e.event_type

@@ -29,7 +29,9 @@ impl State {
         req.timeout = req.timeout.min(limits.http_timeout);
         let max_body = limits.http_max_response_bytes;
         let plugin = self.plugin.clone();
-        let send = plugin.egress.send(&plugin.settings.outbound_hosts, req, max_body);
+        let send = plugin
+            .egress
+            .send(&plugin.settings.outbound_hosts, req, max_body);
         match tokio::time::timeout(self.remaining(), send).await {
             Ok(result) => Ok(result),
             Err(_) => Err(self.deadline_trap()),

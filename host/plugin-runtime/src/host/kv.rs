@@ -26,21 +26,28 @@ pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> 
 
 fn check_key(key: &str) -> Result<(), KvError> {
     if key.is_empty() || key.len() > MAX_KEY {
-        return Err(KvError::InvalidKey(format!("a key is 1 to {MAX_KEY} bytes, not {}", key.len())));
+        return Err(KvError::InvalidKey(format!(
+            "a key is 1 to {MAX_KEY} bytes, not {}",
+            key.len()
+        )));
     }
     check_text(key)
 }
 
 fn check_prefix(prefix: &str) -> Result<(), KvError> {
     if prefix.len() > MAX_KEY {
-        return Err(KvError::InvalidKey(format!("a prefix is at most {MAX_KEY} bytes")));
+        return Err(KvError::InvalidKey(format!(
+            "a prefix is at most {MAX_KEY} bytes"
+        )));
     }
     check_text(prefix)
 }
 
 fn check_text(text: &str) -> Result<(), KvError> {
     if text.chars().any(char::is_control) {
-        return Err(KvError::InvalidKey("keys may not contain control characters".into()));
+        return Err(KvError::InvalidKey(
+            "keys may not contain control characters".into(),
+        ));
     }
     Ok(())
 }
@@ -69,7 +76,9 @@ impl State {
     /// for the caller's own.
     fn open_bucket(&self, ns: Namespace0) -> Result<BucketId, KvError> {
         if self.phase == Phase::Describe {
-            return Err(KvError::AccessDenied("key-value data is not available in describe".into()));
+            return Err(KvError::AccessDenied(
+                "key-value data is not available in describe".into(),
+            ));
         }
         let namespace = match (ns, self.caller_org()) {
             (Namespace0::Caller, Some(org)) => Namespace::Organization(org.to_string()),
@@ -103,7 +112,9 @@ impl State {
     fn check_write_budget(&self) -> Result<(), KvError> {
         let max = self.plugin.settings.limits.max_writes;
         if self.overlay.write_count() >= max {
-            return Err(KvError::TooLarge(format!("a call may make at most {max} writes")));
+            return Err(KvError::TooLarge(format!(
+                "a call may make at most {max} writes"
+            )));
         }
         Ok(())
     }
@@ -168,7 +179,12 @@ impl v0_1::HostBucket for State {
         self.finish(result)
     }
 
-    async fn set(&mut self, this: Resource<BucketHandle>, key: String, value: Vec<u8>) -> Answer<()> {
+    async fn set(
+        &mut self,
+        this: Resource<BucketHandle>,
+        key: String,
+        value: Vec<u8>,
+    ) -> Answer<()> {
         let bucket = self.bucket_of(&this)?;
         let checked = check_key(&key)
             .and_then(|()| check_value(&value))
@@ -262,10 +278,19 @@ impl v0_1::HostBucket for State {
         self.finish(result)
     }
 
-    async fn increment(&mut self, this: Resource<BucketHandle>, key: String, delta: i64) -> Answer<i64> {
+    async fn increment(
+        &mut self,
+        this: Resource<BucketHandle>,
+        key: String,
+        delta: i64,
+    ) -> Answer<i64> {
         let bucket = self.bucket_of(&this)?;
         let result = match check_key(&key).and_then(|()| self.check_write_budget()) {
-            Ok(()) => self.overlay.increment(&self.reads, &bucket, &key, delta).await,
+            Ok(()) => {
+                self.overlay
+                    .increment(&self.reads, &bucket, &key, delta)
+                    .await
+            }
             Err(e) => Err(e.into()),
         };
         self.finish(result)

@@ -27,7 +27,9 @@ async fn server() -> (u16, Arc<AtomicUsize>) {
             let mut buf = [0u8; 4096];
             let _ = socket.read(&mut buf).await;
             let _ = socket
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello")
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+                )
                 .await;
         }
     });
@@ -43,8 +45,15 @@ fn settings(hosts: &[String]) -> PluginSettings {
 
 async fn fetch(h: &Harness, hosts: &[String], url: &str) -> (u16, String, Vec<(String, String)>) {
     let egress = h.load(fixtures::EGRESS, settings(hosts)).await.version;
-    let req = with_body(request("POST", "/egress/fetch", "/egress/fetch", "", Some("org1")), url);
-    let response = egress.handle(req).await.expect("the guest answers").response;
+    let req = with_body(
+        request("POST", "/egress/fetch", "/egress/fetch", "", Some("org1")),
+        url,
+    );
+    let response = egress
+        .handle(req)
+        .await
+        .expect("the guest answers")
+        .response;
     (response.status, text(&response.body), response.headers)
 }
 
@@ -56,13 +65,25 @@ async fn loopback_is_refused_unless_exempted() {
 
     let (status, body, _) = fetch(&harness(), &hosts, &url).await;
     assert_eq!(status, 502);
-    assert!(body.starts_with("HttpError::AddressRefused") && body.contains("loopback"), "{body}");
-    assert_eq!(accepted.load(Ordering::SeqCst), 0, "refused before connecting");
+    assert!(
+        body.starts_with("HttpError::AddressRefused") && body.contains("loopback"),
+        "{body}"
+    );
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "refused before connecting"
+    );
 
-    let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8,::1/128").unwrap());
+    let exempted =
+        harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8,::1/128").unwrap());
     let (status, body, headers) = fetch(&exempted, &hosts, &url).await;
     assert_eq!((status, body.as_str()), (200, "hello"));
-    assert!(headers.iter().any(|(k, v)| k == "x-upstream-status" && v == "200"));
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "x-upstream-status" && v == "200")
+    );
     assert!(headers.iter().any(|(k, _)| k == "x-connect-ms"));
     assert!(headers.iter().any(|(k, _)| k == "x-total-ms"));
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
@@ -72,10 +93,16 @@ async fn loopback_is_refused_unless_exempted() {
 async fn cloud_metadata_is_refused_even_when_granted() {
     let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
     let hosts = ["169.254.169.254".to_string(), "[fd00:ec2::254]".into()];
-    for url in ["http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/meta-data/"] {
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+    ] {
         let (status, body, _) = fetch(&exempted, &hosts, url).await;
         assert_eq!(status, 502);
-        assert!(body.starts_with("HttpError::AddressRefused"), "{url}: {body}");
+        assert!(
+            body.starts_with("HttpError::AddressRefused"),
+            "{url}: {body}"
+        );
     }
 }
 
@@ -83,11 +110,21 @@ async fn cloud_metadata_is_refused_even_when_granted() {
 async fn only_granted_hosts_are_reachable() {
     let (port, accepted) = server().await;
     let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
-    let (status, body, _) = fetch(&exempted, &["example.com".into()], &format!("http://127.0.0.1:{port}/")).await;
+    let (status, body, _) = fetch(
+        &exempted,
+        &["example.com".into()],
+        &format!("http://127.0.0.1:{port}/"),
+    )
+    .await;
     assert_eq!(status, 502);
     assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
     // The grant is per port too.
-    let (_, body, _) = fetch(&exempted, &["127.0.0.1:1".into()], &format!("http://127.0.0.1:{port}/")).await;
+    let (_, body, _) = fetch(
+        &exempted,
+        &["127.0.0.1:1".into()],
+        &format!("http://127.0.0.1:{port}/"),
+    )
+    .await;
     assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
 }

@@ -1,12 +1,15 @@
 //! Limits: deadline, memory, traps and fuel, each naming the plugin, while a
 //! well-behaved plugin keeps answering.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use plateau_plugin_artifacts::fixtures;
-use plateau_plugin_runtime::{ExecError, PluginSettings};
+use plateau_plugin_runtime::{
+    BucketId, Entry, ExecError, PluginSettings, Storage, StorageError, WriteSet,
+};
 
-use crate::{harness, request, text, with_body};
+use crate::{harness, request, runtime_over, text, with_body};
 
 fn limited(edit: impl FnOnce(&mut PluginSettings)) -> PluginSettings {
     let mut settings = PluginSettings::default();
@@ -29,24 +32,51 @@ async fn runaway_plugins_fail_alone_while_a_good_one_keeps_answering() {
         .await
         .version;
     let bomb = h
-        .load(fixtures::ALLOC_BOMB, limited(|s| s.limits.memory_bytes = 16 << 20))
+        .load(
+            fixtures::ALLOC_BOMB,
+            limited(|s| s.limits.memory_bytes = 16 << 20),
+        )
         .await
         .version;
-    let trap = h.load(fixtures::TRAP, PluginSettings::default()).await.version;
+    let trap = h
+        .load(fixtures::TRAP, PluginSettings::default())
+        .await
+        .version;
 
     let spinning = tokio::spawn({
         let spin = spin.clone();
-        async move { spin.handle(request("GET", "/spin-loop/forever", "/spin-loop/forever", "", None)).await }
+        async move {
+            spin.handle(request(
+                "GET",
+                "/spin-loop/forever",
+                "/spin-loop/forever",
+                "",
+                None,
+            ))
+            .await
+        }
     });
     let bombing = tokio::spawn({
         let bomb = bomb.clone();
-        async move { bomb.handle(request("GET", "/alloc-bomb/boom", "/alloc-bomb/boom", "", None)).await }
+        async move {
+            bomb.handle(request(
+                "GET",
+                "/alloc-bomb/boom",
+                "/alloc-bomb/boom",
+                "",
+                None,
+            ))
+            .await
+        }
     });
 
     // While those run, the good plugin answers every request.
     let mut answered = 0;
     while !spinning.is_finished() || answered < 20 {
-        let req = with_body(request("POST", "/echo/say", "/echo/say", "", Some("org1")), "still here");
+        let req = with_body(
+            request("POST", "/echo/say", "/echo/say", "", Some("org1")),
+            "still here",
+        );
         let outcome = echo.handle(req).await.expect("echo keeps answering");
         assert_eq!(text(&outcome.response.body), "still here");
         answered += 1;
@@ -79,8 +109,19 @@ async fn runaway_plugins_fail_alone_while_a_good_one_keeps_answering() {
     }
 
     // The failed plugins serve again: each call has a fresh store.
-    let again = bomb.handle(request("GET", "/alloc-bomb/boom", "/alloc-bomb/boom", "", None)).await;
-    assert!(matches!(again, Err(ExecError::MemoryLimit { .. })), "{again:?}");
+    let again = bomb
+        .handle(request(
+            "GET",
+            "/alloc-bomb/boom",
+            "/alloc-bomb/boom",
+            "",
+            None,
+        ))
+        .await;
+    assert!(
+        matches!(again, Err(ExecError::MemoryLimit { .. })),
+        "{again:?}"
+    );
 }
 
 #[tokio::test]
@@ -96,7 +137,16 @@ async fn running_out_of_fuel_is_reported_as_such() {
         )
         .await
         .version;
-    match spin.handle(request("GET", "/spin-loop/forever", "/spin-loop/forever", "", None)).await {
+    match spin
+        .handle(request(
+            "GET",
+            "/spin-loop/forever",
+            "/spin-loop/forever",
+            "",
+            None,
+        ))
+        .await
+    {
         Err(e @ ExecError::FuelExhausted { .. }) => {
             assert_eq!(e.plugin(), "spin-loop");
             assert_eq!(e.code(), "plugin_fuel_exhausted");
@@ -110,7 +160,10 @@ async fn fuel_consumption_is_reported_per_request() {
     let h = harness();
     let echo = h.echo().await.version;
     let small = echo
-        .handle(with_body(request("POST", "/echo/say", "/echo/say", "", None), "x"))
+        .handle(with_body(
+            request("POST", "/echo/say", "/echo/say", "", None),
+            "x",
+        ))
         .await
         .unwrap();
     assert!(small.fuel_consumed > 0);
@@ -118,15 +171,70 @@ async fn fuel_consumption_is_reported_per_request() {
 
     // Fuel is deterministic: the same request costs the same.
     let again = echo
-        .handle(with_body(request("POST", "/echo/say", "/echo/say", "", None), "x"))
+        .handle(with_body(
+            request("POST", "/echo/say", "/echo/say", "", None),
+            "x",
+        ))
         .await
         .unwrap();
     assert_eq!(again.fuel_consumed, small.fuel_consumed);
 
     // Listing through the host costs more guest work than echoing a byte.
     let list = echo
-        .handle(request("GET", "/echo/list", "/echo/list", "prefix=a", Some("org1")))
+        .handle(request(
+            "GET",
+            "/echo/list",
+            "/echo/list",
+            "prefix=a",
+            Some("org1"),
+        ))
         .await
         .unwrap();
     assert_ne!(list.fuel_consumed, small.fuel_consumed);
+}
+
+/// A store whose reads never answer.
+struct StuckStore;
+
+#[async_trait::async_trait]
+impl Storage for StuckStore {
+    async fn get(&self, _: &BucketId, _: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        std::future::pending().await
+    }
+
+    async fn list(
+        &self,
+        _: &BucketId,
+        _: &str,
+        _: Option<&str>,
+        _: u32,
+    ) -> Result<Vec<Entry>, StorageError> {
+        std::future::pending().await
+    }
+
+    async fn count(&self, _: &BucketId, _: &str) -> Result<u64, StorageError> {
+        std::future::pending().await
+    }
+
+    async fn commit(&self, _: WriteSet) -> Result<(), StorageError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn the_deadline_also_ends_a_stuck_host_call() {
+    let cache = tempfile::tempdir().unwrap();
+    let (runtime, _clock) = runtime_over(Arc::new(StuckStore), &cache, |_| {});
+    let mut settings = PluginSettings::all_granted();
+    settings.limits.deadline = Duration::from_millis(300);
+    let echo = runtime
+        .load(fixtures::ECHO, settings)
+        .await
+        .unwrap()
+        .version;
+    let req = request("GET", "/echo/kv/{key}", "/echo/kv/k", "", Some("org1"));
+    match echo.handle(req).await {
+        Err(e @ ExecError::DeadlineExceeded { .. }) => assert_eq!(e.plugin(), "echo"),
+        other => panic!("expected the deadline, got {other:?}"),
+    }
 }

@@ -13,18 +13,43 @@ async fn a_loaded_plugin_serves_requests() {
     assert_eq!(loaded.version.description().version, "1.0.0");
     assert_eq!(loaded.report.wit_version, WitVersion::V0_1);
     assert_eq!(loaded.report.cache, CacheOutcome::Compiled);
-    assert!(loaded.report.imports.iter().any(|i| i == "plateau:plugin/kv@0.1.0"));
     assert!(
-        !loaded.report.imports.iter().any(|i| i.contains("outbound-http")),
+        loaded
+            .report
+            .imports
+            .iter()
+            .any(|i| i == "plateau:plugin/kv@0.1.0")
+    );
+    assert!(
+        !loaded
+            .report
+            .imports
+            .iter()
+            .any(|i| i.contains("outbound-http")),
         "echo does not use http, so it must not import it: {:?}",
         loaded.report.imports
     );
 
-    let req = with_body(request("POST", "/echo/say", "/echo/say", "status=202", Some("org1")), "hello");
+    let req = with_body(
+        request("POST", "/echo/say", "/echo/say", "status=202", Some("org1")),
+        "hello",
+    );
     let outcome = loaded.version.handle(req).await.expect("echo answers");
     assert_eq!(outcome.response.status, 202);
     assert_eq!(text(&outcome.response.body), "hello");
     assert!(!outcome.committed, "nothing was written");
+}
+
+#[tokio::test]
+async fn on_demand_allocation_serves_too() {
+    let h = crate::harness_with(|c| c.pooling = false);
+    assert!(!h.runtime.uses_pooling());
+    let echo = h.echo().await.version;
+    let req = request("GET", "/echo/version", "/echo/version", "", None);
+    assert_eq!(
+        text(&echo.handle(req).await.unwrap().response.body),
+        "1.0.0"
+    );
 }
 
 #[tokio::test]
@@ -41,7 +66,10 @@ async fn the_second_load_of_the_same_bytes_hits_the_disk_cache() {
         .expect("loads from the cache");
     assert_eq!(again.report.cache, CacheOutcome::DiskHit);
     let req = request("GET", "/echo/version", "/echo/version", "", Some("org1"));
-    assert_eq!(text(&again.version.handle(req).await.unwrap().response.body), "1.0.0");
+    assert_eq!(
+        text(&again.version.handle(req).await.unwrap().response.body),
+        "1.0.0"
+    );
 
     // Other bytes are compiled.
     assert_eq!(
@@ -61,12 +89,18 @@ async fn an_ungranted_capability_is_refused_before_any_guest_code_runs() {
     // `ungranted` reads the clock in `describe`: the clock stays unread.
     let err = h
         .runtime
-        .load(fixtures::UNGRANTED, granting(&[Capability::Clock, Capability::Kv]))
+        .load(
+            fixtures::UNGRANTED,
+            granting(&[Capability::Clock, Capability::Kv]),
+        )
         .await
         .err()
         .expect("refused");
     match &err {
-        Error::CapabilityNotGranted { interface, capability } => {
+        Error::CapabilityNotGranted {
+            interface,
+            capability,
+        } => {
             assert_eq!(interface, "plateau:plugin/outbound-http@0.1.0");
             assert_eq!(*capability, "http");
         }
@@ -76,7 +110,11 @@ async fn an_ungranted_capability_is_refused_before_any_guest_code_runs() {
     assert_eq!(h.clock.reads(), 0, "describe must not have run");
 
     // The control: granted, it loads and its describe reads the clock.
-    h.load(fixtures::UNGRANTED, granting(&[Capability::Clock, Capability::Http])).await;
+    h.load(
+        fixtures::UNGRANTED,
+        granting(&[Capability::Clock, Capability::Http]),
+    )
+    .await;
     assert!(h.clock.reads() > 0);
 }
 
@@ -90,7 +128,10 @@ async fn an_unsupported_wit_version_is_refused_at_load() {
         .err()
         .expect("refused");
     match &err {
-        Error::UnsupportedVersion { interface, supported } => {
+        Error::UnsupportedVersion {
+            interface,
+            supported,
+        } => {
             assert!(interface.contains("@0.9.0"), "{interface}");
             assert_eq!(supported, "0.1.0");
         }
@@ -104,7 +145,11 @@ async fn a_loaded_plugin_exposes_its_description() {
     let loaded = h.echo().await;
     let d = loaded.version.description();
     assert_eq!(d.prefixes, vec!["/echo".to_string()]);
-    assert!(d.routes.iter().any(|r| r.method == "PUT" && r.path == "/echo/kv/{key}"));
+    assert!(
+        d.routes
+            .iter()
+            .any(|r| r.method == "PUT" && r.path == "/echo/kv/{key}")
+    );
     assert_eq!(d.scopes[0].name, "echo:write");
     assert_eq!(d.subscriptions, vec!["echo.*".to_string()]);
     assert!(loaded.report.describe_fuel > 0);

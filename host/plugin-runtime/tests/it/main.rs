@@ -55,16 +55,23 @@ pub fn runtime_over(
         clock: clock.clone(),
         cursors: Arc::new(PlainCursorCodec),
     };
-    (PluginRuntime::new(config, services).expect("runtime"), clock)
+    (
+        PluginRuntime::new(config, services).expect("runtime"),
+        clock,
+    )
 }
 
 impl Harness {
     pub async fn load(&self, wasm: &[u8], settings: PluginSettings) -> Loaded {
-        self.runtime.load(wasm, settings).await.expect("the plugin loads")
+        self.runtime
+            .load(wasm, settings)
+            .await
+            .expect("the plugin loads")
     }
 
     pub async fn echo(&self) -> Loaded {
-        self.load(fixtures::ECHO, PluginSettings::all_granted()).await
+        self.load(fixtures::ECHO, PluginSettings::all_granted())
+            .await
     }
 }
 
