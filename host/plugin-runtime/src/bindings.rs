@@ -4,6 +4,13 @@
 //! Each version gets its own `bindgen!` module; its host interfaces are
 //! linked side by side in one linker (their names carry the version), and
 //! [`WorldPre`] picks the export bindings by the version found at load.
+//!
+//! To support `0.2.0` next to `0.1.0`: add `wit/plugin@0.2.0`, a `v0_2`
+//! module here (with `with:` pointing unchanged interfaces at `v0_1`), a
+//! `WitVersion::V0_2` in `inspect`, a variant in [`WorldPre`] and
+//! [`WorldInstance`], and in each `host` module an impl of the new traits
+//! on top of the same logic, linked from its `add_to_linker`. The linker
+//! keeps both, since import names carry their version.
 
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Linker};

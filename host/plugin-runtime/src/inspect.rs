@@ -34,6 +34,9 @@ pub enum WitVersion {
 }
 
 impl WitVersion {
+    /// Every supported version, oldest first.
+    pub const ALL: [WitVersion; 1] = [WitVersion::V0_1];
+
     /// The version the host links.
     pub fn version(self) -> Version {
         match self {
@@ -44,7 +47,7 @@ impl WitVersion {
     /// The supported version semver-compatible with `v`, as the linker
     /// matches them (`0.1.x` with `0.1.0`).
     fn compatible(v: &Version) -> Option<WitVersion> {
-        [WitVersion::V0_1].into_iter().find(|w| {
+        WitVersion::ALL.into_iter().find(|w| {
             let host = w.version();
             v.pre.is_empty()
                 && match (host.major, v.major) {
@@ -183,6 +186,12 @@ mod tests {
                 "{v}"
             );
         }
+    }
+
+    #[test]
+    fn the_supported_list_names_every_version() {
+        let all: Vec<String> = WitVersion::ALL.iter().map(|v| v.to_string()).collect();
+        assert_eq!(all, SUPPORTED_WIT_VERSIONS);
     }
 
     #[test]

@@ -128,3 +128,21 @@ async fn only_granted_hosts_are_reachable() {
     assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn responses_over_the_cap_are_refused() {
+    let (port, accepted) = server().await;
+    let h = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.1").unwrap());
+    let mut settings = settings(&[format!("127.0.0.1:{port}")]);
+    settings.limits.http_max_response_bytes = 4;
+    let egress = h.load(fixtures::EGRESS, settings).await.version;
+    let url = format!("http://127.0.0.1:{port}/big");
+    let req = with_body(
+        request("POST", "/egress/fetch", "/egress/fetch", "", None),
+        &url,
+    );
+    let response = egress.handle(req).await.unwrap().response;
+    assert_eq!(response.status, 502);
+    assert_eq!(text(&response.body), "HttpError::ResponseTooLarge");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
