@@ -13,6 +13,32 @@
 //! server. Key-value data and events go through the [`Storage`] trait, which
 //! the host implements on its database; [`MemoryStore`] is the in-memory one
 //! used by tests.
+//!
+//! **Architecture invariant:** no guest code runs before the component's
+//! imports have been checked against the grants and the supported WIT
+//! versions (`inspect`), and every call gets a fresh store that is dropped
+//! afterwards, so a trapped or interrupted instance is never entered again.
+//!
+//! **Architecture invariant:** a guest-visible failure is a WIT error value;
+//! a trap or a deadline is an [`ExecError`]. A call's writes and events reach
+//! storage in one [`Storage::commit`] when it succeeds, or not at all.
+//!
+//! # Code map
+//!
+//! - `load`: [`PluginRuntime`], compile or cache, checks, `describe`.
+//! - `engine`, `cache`: the wasmtime engine and epoch ticker; compiled
+//!   components on disk.
+//! - `inspect`, `validate`: the load-time checks of imports and of the
+//!   description.
+//! - `exec`: [`PluginVersion`], one call in a fresh store under the limits,
+//!   then the commit.
+//! - `bindings`: the private `bindgen!` output of each supported WIT version.
+//! - `host/*`: one module per capability (kv, events, http, log, config,
+//!   clock, cursors, locked-down WASI), each with its `add_to_linker`.
+//! - `overlay`: the per-call buffer of key-value writes and events.
+//! - [`egress`]: the outbound HTTP guard and address policy.
+//! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
+//! - `slot`: [`PluginSlot`], hot swap and rollback.
 
 mod bindings;
 mod cache;
