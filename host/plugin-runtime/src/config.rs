@@ -167,6 +167,8 @@ pub struct PluginLimits {
     pub max_events: usize,
     /// How many key-value writes one call may buffer.
     pub max_writes: usize,
+    /// How many bytes of keys and values one call may buffer.
+    pub max_write_bytes: usize,
 }
 
 impl Default for PluginLimits {
@@ -180,6 +182,7 @@ impl Default for PluginLimits {
             storage_timeout: Duration::from_secs(5),
             max_events: 100,
             max_writes: 1000,
+            max_write_bytes: 16 << 20,
         }
     }
 }

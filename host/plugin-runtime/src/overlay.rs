@@ -75,7 +75,12 @@ pub(crate) struct Overlay {
     writes: Vec<KvWrite>,
     expectations: Vec<Expectation>,
     events: Vec<EventRecord>,
+    write_bytes: usize,
 }
+
+/// The most bytes of values one `list` page returns; a page holds at least
+/// one entry.
+const PAGE_BYTES: usize = 4 << 20;
 
 fn resolve(pending: &Pending, stored: Option<Vec<u8>>) -> Option<Vec<u8>> {
     match pending {
@@ -91,6 +96,11 @@ fn resolve(pending: &Pending, stored: Option<Vec<u8>>) -> Option<Vec<u8>> {
 impl Overlay {
     pub fn write_count(&self) -> usize {
         self.writes.len()
+    }
+
+    /// Bytes of keys and values buffered so far.
+    pub fn write_bytes(&self) -> usize {
+        self.write_bytes
     }
 
     pub fn event_count(&self) -> usize {
@@ -129,6 +139,7 @@ impl Overlay {
     }
 
     pub fn set(&mut self, bucket: &BucketId, key: &str, value: Vec<u8>) {
+        self.write_bytes += key.len() + value.len();
         self.pending.insert(
             (bucket.clone(), key.to_string()),
             Pending::Value(Some(value.clone())),
@@ -181,6 +192,7 @@ impl Overlay {
             None => Pending::Delta(delta),
         };
         self.pending.insert(slot, next);
+        self.write_bytes += key.len();
         self.writes.push(KvWrite::Increment {
             bucket: bucket.clone(),
             key: key.to_string(),
@@ -290,8 +302,18 @@ impl Overlay {
             .into_iter()
             .filter_map(|(key, value)| value.map(|value| Entry { key, value }))
             .collect();
-        let more = stored_full || live.len() > limit as usize;
-        Ok((live.into_iter().take(limit as usize).collect(), more))
+        let mut more = stored_full || live.len() > limit as usize;
+        let mut page = Vec::new();
+        let mut bytes = 0;
+        for entry in live.into_iter().take(limit as usize) {
+            bytes += entry.key.len() + entry.value.len();
+            if bytes > PAGE_BYTES && !page.is_empty() {
+                more = true;
+                break;
+            }
+            page.push(entry);
+        }
+        Ok((page, more))
     }
 
     pub async fn count(&self, reads: &Reads, bucket: &BucketId, prefix: &str) -> Result<u64, Fail> {

@@ -13,7 +13,7 @@ const MAX_KEY: usize = 512;
 /// Values are at most 1 MiB.
 const MAX_VALUE: usize = 1 << 20;
 /// The most entries one `list` returns.
-const MAX_LIMIT: u32 = 1000;
+const MAX_LIMIT: u32 = 200;
 
 /// An open bucket, as the guest's `bucket` resource.
 pub struct BucketHandle {
@@ -109,11 +109,19 @@ impl State {
         Ok(self.table.get(handle)?.bucket.clone())
     }
 
-    fn check_write_budget(&self) -> Result<(), KvError> {
-        let max = self.plugin.settings.limits.max_writes;
-        if self.overlay.write_count() >= max {
+    /// Refuses a write of `bytes` (key and value) beyond the call's budget.
+    fn check_write_budget(&self, bytes: usize) -> Result<(), KvError> {
+        let limits = &self.plugin.settings.limits;
+        if self.overlay.write_count() >= limits.max_writes {
+            let max = limits.max_writes;
             return Err(KvError::TooLarge(format!(
                 "a call may make at most {max} writes"
+            )));
+        }
+        if self.overlay.write_bytes() + bytes > limits.max_write_bytes {
+            let max = limits.max_write_bytes;
+            return Err(KvError::TooLarge(format!(
+                "a call may write at most {max} bytes"
             )));
         }
         Ok(())
@@ -188,14 +196,14 @@ impl v0_1::HostBucket for State {
         let bucket = self.bucket_of(&this)?;
         let checked = check_key(&key)
             .and_then(|()| check_value(&value))
-            .and_then(|()| self.check_write_budget());
+            .and_then(|()| self.check_write_budget(key.len() + value.len()));
         let result = checked.map(|()| self.overlay.set(&bucket, &key, value));
         self.finish(result.map_err(Fail::from))
     }
 
     async fn delete(&mut self, this: Resource<BucketHandle>, key: String) -> Answer<bool> {
         let bucket = self.bucket_of(&this)?;
-        let result = match check_key(&key).and_then(|()| self.check_write_budget()) {
+        let result = match check_key(&key).and_then(|()| self.check_write_budget(key.len())) {
             Ok(()) => self.overlay.delete(&self.reads, &bucket, &key).await,
             Err(e) => Err(e.into()),
         };
@@ -266,7 +274,7 @@ impl v0_1::HostBucket for State {
         let bucket = self.bucket_of(&this)?;
         let checked = check_key(&key)
             .and_then(|()| new.as_deref().map_or(Ok(()), check_value))
-            .and_then(|()| self.check_write_budget());
+            .and_then(|()| self.check_write_budget(key.len() + new.as_ref().map_or(0, Vec::len)));
         let result = match checked {
             Ok(()) => {
                 self.overlay
@@ -285,7 +293,7 @@ impl v0_1::HostBucket for State {
         delta: i64,
     ) -> Answer<i64> {
         let bucket = self.bucket_of(&this)?;
-        let result = match check_key(&key).and_then(|()| self.check_write_budget()) {
+        let result = match check_key(&key).and_then(|()| self.check_write_budget(key.len())) {
             Ok(()) => {
                 self.overlay
                     .increment(&self.reads, &bucket, &key, delta)

@@ -88,6 +88,25 @@ async fn writes_commit_below_500_and_are_discarded_on_5xx_and_traps() {
 }
 
 #[tokio::test]
+async fn writes_beyond_the_budget_are_refused_as_too_large() {
+    let h = harness();
+    let mut settings = PluginSettings::all_granted();
+    settings.limits.max_write_bytes = 16;
+    let echo = h
+        .load(plateau_plugin_artifacts::fixtures::ECHO, settings)
+        .await
+        .version;
+    assert!(echo.handle(put("k", "", "small")).await.unwrap().committed);
+    let refused = echo
+        .handle(put("k", "", "far too large for the budget"))
+        .await
+        .unwrap();
+    assert_eq!(refused.response.status, 400);
+    assert!(text(&refused.response.body).starts_with("Error::TooLarge"));
+    assert_eq!(h.store.value(&org("org1"), "k"), Some(b"small".to_vec()));
+}
+
+#[tokio::test]
 async fn a_storage_outage_is_an_error_value_for_the_guest() {
     let h = harness();
     let echo = h.echo().await.version;
