@@ -102,6 +102,8 @@ pub struct RuntimeConfig {
     /// private or link-local (the operator's `PLATEAU_EGRESS_ALLOW`, parsed
     /// with [`crate::egress::parse_allow_list`]).
     pub egress_allow: Vec<IpNet>,
+    /// DER certificates trusted for outbound https besides Mozilla's roots.
+    pub extra_tls_roots: Vec<Vec<u8>>,
     /// Path prefixes of the core API that no plugin may claim.
     pub reserved_prefixes: Vec<String>,
     /// Use the pooling allocator (falls back to on-demand allocation with a
@@ -116,6 +118,7 @@ impl RuntimeConfig {
             max_concurrency: 64,
             epoch_tick: Duration::from_millis(10),
             egress_allow: Vec::new(),
+            extra_tls_roots: Vec::new(),
             reserved_prefixes: [
                 "/auth",
                 "/orgs",

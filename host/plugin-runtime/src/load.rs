@@ -67,11 +67,13 @@ impl PluginRuntime {
         let mut linker = Linker::new(&engine);
         bindings::add_to_linker(&mut linker).map_err(Error::Engine)?;
         let cache = ComponentCache::new(&engine, &config.cache_dir)?;
+        let egress =
+            EgressGuard::with_extra_roots(config.egress_allow.clone(), &config.extra_tls_roots)?;
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
         let inner = RuntimeInner {
             linker,
             cache,
-            egress: EgressGuard::new(config.egress_allow.clone()),
+            egress,
             permits: Semaphore::new(config.max_concurrency as usize),
             pooling,
             services,

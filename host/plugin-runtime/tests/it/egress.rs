@@ -146,3 +146,67 @@ async fn responses_over_the_cap_are_refused() {
     assert_eq!(text(&response.body), "HttpError::ResponseTooLarge");
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
+
+/// A local https server with a fresh self-signed certificate for
+/// 127.0.0.1; returns its port and the certificate (DER).
+async fn tls_server() -> (u16, Vec<u8>) {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = certified.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        for _ in 0..4 {
+            let Ok((socket, _)) = listener.accept().await else {
+                return;
+            };
+            let Ok(mut tls) = acceptor.accept(socket).await else {
+                continue;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = tls.read(&mut buf).await;
+            let _ = tls
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nsecret",
+                )
+                .await;
+            let _ = tls.shutdown().await;
+        }
+    });
+    (port, cert.to_vec())
+}
+
+#[tokio::test]
+async fn https_is_verified_against_the_trusted_roots() {
+    let (port, cert) = tls_server().await;
+    let url = format!("https://127.0.0.1:{port}/");
+    let hosts = [format!("127.0.0.1:{port}")];
+    let allow = parse_allow_list("127.0.0.0/8").unwrap();
+
+    let untrusted = harness_with(|c| c.egress_allow = allow.clone());
+    let (status, body, _) = fetch(&untrusted, &hosts, &url).await;
+    assert_eq!(status, 502);
+    assert!(
+        body.starts_with("HttpError::ConnectionFailed(\"tls:"),
+        "{body}"
+    );
+
+    let trusted = harness_with(|c| {
+        c.egress_allow = allow;
+        c.extra_tls_roots = vec![cert];
+    });
+    let (status, body, _) = fetch(&trusted, &hosts, &url).await;
+    assert_eq!((status, body.as_str()), (200, "secret"));
+}
