@@ -10,8 +10,7 @@ use crate::{Plugin, Router};
 #[allow(unsafe_code, missing_docs, clippy::all)]
 pub mod bindings {
     wit_bindgen::generate!({
-        // The package staged by build.rs from wit/plugin@0.1.0.
-        path: concat!(env!("OUT_DIR"), "/wit"),
+        path: "../../wit/plugin@0.1.0",
         world: "plateau:plugin/plugin@0.1.0",
         pub_export_macro: true,
         export_macro_name: "__export_plugin_world",

@@ -1,0 +1,11 @@
+//! Guest components built for wasm32-wasip2, exposed as byte constants.
+//!
+//! `build.rs` runs cargo for the guests with a target directory of its own.
+//! The built-in plugins will be built by default; the runtime's test
+//! components are in [`fixtures`], behind the `fixtures` feature:
+//!
+//! ```ignore
+//! let wasm: &[u8] = plateau_plugin_artifacts::fixtures::ECHO;
+//! ```
+
+include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));

@@ -1,0 +1,212 @@
+//! The generated bindings of every supported WIT version, kept private, and
+//! the one place that knows which version a component speaks.
+//!
+//! Each version gets its own `bindgen!` module; its host interfaces are
+//! linked side by side in one linker (their names carry the version), and
+//! [`WorldPre`] picks the export bindings by the version found at load.
+//!
+//! To support `0.2.0` next to `0.1.0`: add `wit/plugin@0.2.0`, a `v0_2`
+//! module here (with `with:` pointing unchanged interfaces at `v0_1`), a
+//! `WitVersion::V0_2` in `inspect`, a variant in [`WorldPre`] and
+//! [`WorldInstance`], and in each `host` module an impl of the new traits
+//! on top of the same logic, linked from its `add_to_linker`. The linker
+//! keeps both, since import names carry their version.
+
+use wasmtime::Store;
+use wasmtime::component::{InstancePre, Linker};
+
+use crate::inspect::WitVersion;
+use crate::state::State;
+use crate::types::{
+    Access, Caller, Description, Event, Request, Response, Route, Schedule, ScopeInfo, Tick,
+};
+
+pub(crate) mod v0_1 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/plugin@0.1.0",
+        world: "plateau:plugin/plugin@0.1.0",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "plateau:plugin/kv.bucket": crate::host::kv::BucketHandle,
+        },
+    });
+}
+
+/// Links WASI (locked down by the store's context) and the host interfaces
+/// of every supported version.
+pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    crate::host::add_to_linker(linker)
+}
+
+/// One entry point of the `handler` export.
+pub(crate) enum Call {
+    Describe,
+    Handle(Request),
+    Tick(Tick),
+    Event(Event),
+}
+
+/// What an entry point returned.
+pub(crate) enum Returned {
+    Description(Description),
+    Response(Response),
+    Hook(Result<(), String>),
+}
+
+/// The pre-linked component, typed by its WIT version.
+pub(crate) enum WorldPre {
+    V0_1(v0_1::PluginPre<State>),
+}
+
+impl WorldPre {
+    pub fn new(version: WitVersion, pre: InstancePre<State>) -> wasmtime::Result<Self> {
+        Ok(match version {
+            WitVersion::V0_1 => WorldPre::V0_1(v0_1::PluginPre::new(pre)?),
+        })
+    }
+
+    /// Instantiates the component in `store`.
+    pub async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<WorldInstance> {
+        Ok(match self {
+            WorldPre::V0_1(pre) => WorldInstance::V0_1(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+/// An instance, typed by its WIT version.
+pub(crate) enum WorldInstance {
+    V0_1(v0_1::Plugin),
+}
+
+impl WorldInstance {
+    /// Makes one call of the `handler` export.
+    pub async fn call(&self, store: &mut Store<State>, call: Call) -> wasmtime::Result<Returned> {
+        match self {
+            WorldInstance::V0_1(plugin) => {
+                let handler = plugin.plateau_plugin_handler();
+                Ok(match call {
+                    Call::Describe => {
+                        Returned::Description(handler.call_describe(store).await?.into())
+                    }
+                    Call::Handle(req) => {
+                        Returned::Response(handler.call_handle(store, &req.into()).await?.into())
+                    }
+                    Call::Tick(tick) => {
+                        Returned::Hook(handler.call_on_tick(store, &tick.into()).await?)
+                    }
+                    Call::Event(event) => {
+                        Returned::Hook(handler.call_on_event(store, &event.into()).await?)
+                    }
+                })
+            }
+        }
+    }
+}
+
+mod convert_v0_1 {
+    use super::*;
+    use crate::bindings::v0_1::plateau::plugin::types as wit;
+
+    impl From<Caller> for wit::Caller {
+        fn from(c: Caller) -> Self {
+            wit::Caller {
+                organization_id: c.organization_id,
+                project_id: c.project_id,
+                scopes: c.scopes,
+                actor: c.actor,
+                plan: c.plan,
+            }
+        }
+    }
+
+    impl From<Request> for wit::Request {
+        fn from(r: Request) -> Self {
+            wit::Request {
+                method: r.method,
+                path: r.path,
+                route: r.route,
+                query: r.query,
+                headers: r.headers,
+                body: r.body,
+                caller: r.caller.into(),
+            }
+        }
+    }
+
+    impl From<wit::Response> for Response {
+        fn from(r: wit::Response) -> Self {
+            Response {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }
+        }
+    }
+
+    impl From<Tick> for wit::Tick {
+        fn from(t: Tick) -> Self {
+            wit::Tick {
+                schedule: t.schedule,
+                at: t.at,
+            }
+        }
+    }
+
+    impl From<Event> for wit::Event {
+        fn from(e: Event) -> Self {
+            wit::Event {
+                id: e.id,
+                organization_id: e.organization_id,
+                type_: e.event_type,
+                resource_type: e.resource_type,
+                resource_id: e.resource_id,
+                data: e.data,
+                at: e.at,
+            }
+        }
+    }
+
+    impl From<wit::Description> for Description {
+        fn from(d: wit::Description) -> Self {
+            Description {
+                name: d.name,
+                version: d.version,
+                prefixes: d.prefixes,
+                routes: d
+                    .routes
+                    .into_iter()
+                    .map(|r| Route {
+                        method: r.method,
+                        path: r.path,
+                        access: match r.access {
+                            wit::Access::Public => Access::Public,
+                            wit::Access::Authenticated => Access::Authenticated,
+                            wit::Access::Scope(s) => Access::Scope(s),
+                        },
+                        summary: r.summary,
+                    })
+                    .collect(),
+                scopes: d
+                    .scopes
+                    .into_iter()
+                    .map(|s| ScopeInfo {
+                        name: s.name,
+                        description: s.description,
+                    })
+                    .collect(),
+                capabilities: d.capabilities,
+                subscriptions: d.subscriptions,
+                schedules: d
+                    .schedules
+                    .into_iter()
+                    .map(|s| Schedule {
+                        name: s.name,
+                        every_seconds: s.every_seconds,
+                    })
+                    .collect(),
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! What the operator configures: the runtime as a whole, and each plugin's
+//! grants, settings and limits.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use crate::clock::Clock;
+use crate::cursors::CursorCodec;
+use crate::storage::Storage;
+
+/// A host interface a plugin may be granted. The WASI interfaces that Rust's
+/// standard library needs are always linked, locked down, and need no grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Capability {
+    Kv,
+    Events,
+    Http,
+    Log,
+    Config,
+    Clock,
+    Cursors,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 7] = [
+        Capability::Kv,
+        Capability::Events,
+        Capability::Http,
+        Capability::Log,
+        Capability::Config,
+        Capability::Clock,
+        Capability::Cursors,
+    ];
+
+    /// The name used in grants and in plugin descriptions.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Kv => "kv",
+            Capability::Events => "events",
+            Capability::Http => "http",
+            Capability::Log => "log",
+            Capability::Config => "config",
+            Capability::Clock => "clock",
+            Capability::Cursors => "cursors",
+        }
+    }
+
+    /// The capability that guards a `plateau:plugin` interface, by its name
+    /// without package or version; `None` for interfaces without one.
+    pub(crate) fn of_interface(interface: &str) -> Option<Capability> {
+        Some(match interface {
+            "kv" => Capability::Kv,
+            "events" => Capability::Events,
+            "outbound-http" => Capability::Http,
+            "log" => Capability::Log,
+            "config" => Capability::Config,
+            "clock" => Capability::Clock,
+            "cursors" => Capability::Cursors,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Capability {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Capability::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock or cursors"
+                )
+            })
+    }
+}
+
+/// Settings of the runtime as a whole.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Where compiled components are cached; created if missing.
+    pub cache_dir: PathBuf,
+    /// How many plugin instances may run at once; sizes the pooling
+    /// allocator. Requests beyond it wait for a free slot.
+    pub max_concurrency: u32,
+    /// The period of the epoch ticker that enforces deadlines.
+    pub epoch_tick: Duration,
+    /// Addresses that outbound HTTP may reach although they are loopback,
+    /// private or link-local (the operator's `PLATEAU_EGRESS_ALLOW`, parsed
+    /// with [`crate::egress::parse_allow_list`]).
+    pub egress_allow: Vec<IpNet>,
+    /// DER certificates trusted for outbound https besides Mozilla's roots.
+    pub extra_tls_roots: Vec<Vec<u8>>,
+    /// Path prefixes of the core API that no plugin may claim.
+    pub reserved_prefixes: Vec<String>,
+    /// Use the pooling allocator (falls back to on-demand allocation with a
+    /// warning if its reservation fails).
+    pub pooling: bool,
+}
+
+impl RuntimeConfig {
+    pub fn new(cache_dir: impl Into<PathBuf>) -> Self {
+        RuntimeConfig {
+            cache_dir: cache_dir.into(),
+            max_concurrency: 64,
+            epoch_tick: Duration::from_millis(10),
+            egress_allow: Vec::new(),
+            extra_tls_roots: Vec::new(),
+            reserved_prefixes: [
+                "/auth",
+                "/orgs",
+                "/organizations",
+                "/projects",
+                "/tokens",
+                "/users",
+                "/plugins",
+                "/events",
+                "/audit",
+                "/health",
+                "/metrics",
+                "/openapi",
+                "/docs",
+                "/admin",
+            ]
+            .map(String::from)
+            .to_vec(),
+            pooling: true,
+        }
+    }
+}
+
+/// What the runtime needs from the host: storage, time and cursor signing.
+#[derive(Clone)]
+pub struct Services {
+    pub storage: Arc<dyn Storage>,
+    pub clock: Arc<dyn Clock>,
+    pub cursors: Arc<dyn CursorCodec>,
+}
+
+/// Limits applied to every request, tick and event of one plugin.
+#[derive(Debug, Clone)]
+pub struct PluginLimits {
+    /// Linear memory of one instance, in bytes.
+    pub memory_bytes: usize,
+    /// Wall-clock time of one call, host calls included.
+    pub deadline: Duration,
+    /// Fuel of one call (roughly one unit per wasm instruction).
+    pub fuel: u64,
+    /// The longest an outbound HTTP request may take; a guest's own
+    /// `timeout-ms` is capped by it.
+    pub http_timeout: Duration,
+    /// The largest outbound HTTP response body, in bytes.
+    pub http_max_response_bytes: usize,
+    /// How long a storage call or a commit may take.
+    pub storage_timeout: Duration,
+    /// How many events one call may emit.
+    pub max_events: usize,
+    /// How many key-value writes one call may buffer.
+    pub max_writes: usize,
+    /// How many bytes of keys and values one call may buffer.
+    pub max_write_bytes: usize,
+}
+
+impl Default for PluginLimits {
+    fn default() -> Self {
+        PluginLimits {
+            memory_bytes: 64 << 20,
+            deadline: Duration::from_secs(10),
+            fuel: 10_000_000_000,
+            http_timeout: Duration::from_secs(10),
+            http_max_response_bytes: 4 << 20,
+            storage_timeout: Duration::from_secs(5),
+            max_events: 100,
+            max_writes: 1000,
+            max_write_bytes: 16 << 20,
+        }
+    }
+}
+
+/// What the operator set for one plugin.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSettings {
+    /// The capabilities granted; imports of others are refused at load.
+    pub grants: BTreeSet<Capability>,
+    /// Hosts reachable through outbound HTTP: `api.example.com`,
+    /// `*.example.com` (any subdomain), optionally with `:port`.
+    pub outbound_hosts: Vec<String>,
+    /// Values the plugin reads through the `config` interface.
+    pub config: BTreeMap<String, String>,
+    pub limits: PluginLimits,
+}
+
+impl PluginSettings {
+    /// Settings granting every capability, with default limits.
+    pub fn all_granted() -> Self {
+        PluginSettings {
+            grants: Capability::ALL.into_iter().collect(),
+            ..PluginSettings::default()
+        }
+    }
+}

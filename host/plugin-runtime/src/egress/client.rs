@@ -1,0 +1,315 @@
+//! The HTTP client behind the guard: resolve once, check, connect to the
+//! checked address, optionally TLS (rustls with ring), one HTTP/1.1
+//! exchange with a deadline and a body cap.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use ipnet::IpNet;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use super::{check_address, host_granted};
+use crate::error::Error;
+
+/// A request to send; the timeout is already capped by the host.
+#[derive(Debug, Clone)]
+pub struct OutgoingRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct IncomingResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Time to an established connection.
+    pub connect: Duration,
+    /// Time to the whole response.
+    pub total: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    #[error("host `{0}` is not granted to the plugin")]
+    HostNotAllowed(String),
+    #[error("address refused: {0}")]
+    AddressRefused(String),
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("the request timed out")]
+    Timeout,
+    #[error("the response body is over the host's cap")]
+    ResponseTooLarge,
+    #[error("connection failed: {0}")]
+    ConnectionFailed(String),
+}
+
+/// Outbound HTTP under the operator's address policy.
+#[derive(Clone)]
+pub struct EgressGuard {
+    allow: Vec<IpNet>,
+    tls: TlsConnector,
+}
+
+impl std::fmt::Debug for EgressGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EgressGuard")
+            .field("allow", &self.allow)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EgressGuard {
+    /// A guard with the operator's exemptions (see [`super::parse_allow_list`]),
+    /// trusting Mozilla's roots for https.
+    pub fn new(allow: Vec<IpNet>) -> Self {
+        Self::with_extra_roots(allow, &[]).expect("the built-in roots are valid")
+    }
+
+    /// Like [`EgressGuard::new`], also trusting the DER certificates in
+    /// `extra_roots` (an operator's internal CA).
+    pub fn with_extra_roots(allow: Vec<IpNet>, extra_roots: &[Vec<u8>]) -> Result<Self, Error> {
+        let mut roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        for der in extra_roots {
+            roots.add(CertificateDer::from(der.clone())).map_err(|e| {
+                Error::Config(format!(
+                    "an extra TLS root is not a usable certificate: {e}"
+                ))
+            })?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Config(format!("TLS setup: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(EgressGuard {
+            allow,
+            tls: TlsConnector::from(Arc::new(config)),
+        })
+    }
+
+    /// Sends `req` if its host is among `granted` and resolves to an allowed
+    /// address; reads at most `max_body` bytes of the response.
+    pub async fn send(
+        &self,
+        granted: &[String],
+        req: OutgoingRequest,
+        max_body: usize,
+    ) -> Result<IncomingResponse, HttpError> {
+        let start = Instant::now();
+        let uri: http::Uri = req
+            .url
+            .parse()
+            .map_err(|e| HttpError::InvalidRequest(format!("url: {e}")))?;
+        let (port, tls) = match uri.scheme_str() {
+            Some("http") => (uri.port_u16().unwrap_or(80), false),
+            Some("https") => (uri.port_u16().unwrap_or(443), true),
+            _ => {
+                return Err(HttpError::InvalidRequest(
+                    "the url must start with http:// or https://".into(),
+                ));
+            }
+        };
+        let authority = uri
+            .authority()
+            .ok_or_else(|| HttpError::InvalidRequest("the url has no host".into()))?
+            .clone();
+        let host = authority
+            .host()
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_string();
+        if !host_granted(&host, port, granted) {
+            return Err(HttpError::HostNotAllowed(host));
+        }
+        let addrs = self.resolve(&host, port, req.timeout).await?;
+        let deadline = start + req.timeout;
+        let request = build_request(&req, &uri, &authority)?;
+
+        let tcp = connect(&addrs, deadline).await?;
+        let exchanged = if tls {
+            let name = ServerName::try_from(host.clone()).map_err(|_| {
+                HttpError::InvalidRequest(format!("`{host}` is not a TLS server name"))
+            })?;
+            let stream = tokio::time::timeout_at(deadline.into(), self.tls.connect(name, tcp))
+                .await
+                .map_err(|_| HttpError::Timeout)?
+                .map_err(|e| HttpError::ConnectionFailed(format!("tls: {e}")))?;
+            let connected = start.elapsed();
+            (
+                connected,
+                timed_exchange(stream, request, max_body, deadline).await?,
+            )
+        } else {
+            let connected = start.elapsed();
+            (
+                connected,
+                timed_exchange(tcp, request, max_body, deadline).await?,
+            )
+        };
+        let (connect, (status, headers, body)) = exchanged;
+        Ok(IncomingResponse {
+            status,
+            headers,
+            body,
+            connect,
+            total: start.elapsed(),
+        })
+    }
+
+    /// Resolves `host` once and keeps only the addresses the policy allows.
+    async fn resolve(
+        &self,
+        host: &str,
+        port: u16,
+        timeout: Duration,
+    ) -> Result<Vec<SocketAddr>, HttpError> {
+        let resolved: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => tokio::time::timeout(timeout, tokio::net::lookup_host((host, port)))
+                .await
+                .map_err(|_| HttpError::Timeout)?
+                .map_err(|e| HttpError::ConnectionFailed(format!("cannot resolve {host}: {e}")))?
+                .collect(),
+        };
+        let mut refused = None;
+        let allowed: Vec<SocketAddr> = resolved
+            .into_iter()
+            .filter(|addr| match check_address(addr.ip(), &self.allow) {
+                Ok(()) => true,
+                Err(reason) => {
+                    refused.get_or_insert(reason);
+                    false
+                }
+            })
+            .collect();
+        if allowed.is_empty() {
+            return Err(match refused {
+                Some(reason) => HttpError::AddressRefused(reason),
+                None => HttpError::ConnectionFailed(format!("{host} has no address")),
+            });
+        }
+        Ok(allowed)
+    }
+}
+
+/// Connects to the first reachable checked address.
+async fn connect(addrs: &[SocketAddr], deadline: Instant) -> Result<TcpStream, HttpError> {
+    let mut last_error = String::new();
+    for addr in addrs {
+        match tokio::time::timeout_at(deadline.into(), TcpStream::connect(addr)).await {
+            Err(_) => return Err(HttpError::Timeout),
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last_error = format!("{addr}: {e}"),
+        }
+    }
+    Err(HttpError::ConnectionFailed(last_error))
+}
+
+fn build_request(
+    req: &OutgoingRequest,
+    uri: &http::Uri,
+    authority: &http::uri::Authority,
+) -> Result<http::Request<Full<Bytes>>, HttpError> {
+    let invalid = |e: http::Error| HttpError::InvalidRequest(e.to_string());
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut builder = http::Request::builder()
+        .method(req.method.as_str())
+        .uri(path)
+        .header(http::header::HOST, authority.as_str());
+    for (name, value) in &req.headers {
+        let lower = name.to_ascii_lowercase();
+        if matches!(
+            lower.as_str(),
+            "host" | "connection" | "transfer-encoding" | "content-length"
+        ) {
+            continue;
+        }
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder
+        .body(Full::new(Bytes::from(req.body.clone())))
+        .map_err(invalid)
+}
+
+type Exchanged = (u16, Vec<(String, String)>, Vec<u8>);
+
+async fn timed_exchange<S>(
+    stream: S,
+    request: http::Request<Full<Bytes>>,
+    max_body: usize,
+    deadline: Instant,
+) -> Result<Exchanged, HttpError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::time::timeout_at(deadline.into(), exchange(stream, request, max_body))
+        .await
+        .map_err(|_| HttpError::Timeout)?
+}
+
+/// One HTTP/1.1 exchange on an established connection.
+async fn exchange<S>(
+    stream: S,
+    request: http::Request<Full<Bytes>>,
+    max_body: usize,
+) -> Result<Exchanged, HttpError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let failed = |e: hyper::Error| HttpError::ConnectionFailed(e.to_string());
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(failed)?;
+    let driver = tokio::spawn(connection);
+    let result = async {
+        let response = sender.send_request(request).await.map_err(failed)?;
+        let (parts, mut body) = response.into_parts();
+        if let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH)
+            && length
+                .to_str()
+                .ok()
+                .and_then(|l| l.parse::<usize>().ok())
+                .is_some_and(|l| l > max_body)
+        {
+            return Err(HttpError::ResponseTooLarge);
+        }
+        let mut bytes = Vec::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.map_err(failed)?.into_data() {
+                if bytes.len() + data.len() > max_body {
+                    return Err(HttpError::ResponseTooLarge);
+                }
+                bytes.extend_from_slice(&data);
+            }
+        }
+        let headers = parts
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        Ok((parts.status.as_u16(), headers, bytes))
+    }
+    .await;
+    driver.abort();
+    result
+}

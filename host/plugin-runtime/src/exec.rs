@@ -1,0 +1,272 @@
+//! [`PluginVersion`] and the execution of one call: a fresh store and
+//! instance per call, with a memory cap, fuel, a deadline, and a
+//! transactional commit of the call's writes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use crate::bindings::{Call, Returned, WorldPre};
+use crate::config::{PluginLimits, PluginSettings};
+use crate::error::ExecError;
+use crate::inspect::WitVersion;
+use crate::load::RuntimeInner;
+use crate::overlay::Overlay;
+use crate::state::{Phase, PluginContext, State};
+use crate::storage::StorageError;
+use crate::types::{Caller, Description, Event, Request, Response, Tick};
+
+/// Past the deadline, the epoch trap should have fired; the executor-level
+/// timeout is the backstop for a host call that ignores it.
+const BACKSTOP_GRACE: Duration = Duration::from_millis(250);
+
+/// One loaded version of a plugin, ready to serve.
+pub struct PluginVersion {
+    pub(crate) runtime: Arc<RuntimeInner>,
+    pub(crate) pre: WorldPre,
+    pub(crate) context: Arc<PluginContext>,
+    pub(crate) description: Description,
+    pub(crate) digest: String,
+    pub(crate) wit_version: WitVersion,
+}
+
+/// A request's result.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub response: Response,
+    /// Fuel the call consumed.
+    pub fuel_consumed: u64,
+    /// Whether writes or events were committed (false when there were none
+    /// or the status was 500 or more).
+    pub committed: bool,
+}
+
+/// A tick's or an event's result.
+#[derive(Debug, Clone)]
+pub struct HookOutcome {
+    /// The plugin's own answer; on `Err` nothing was committed.
+    pub result: Result<(), String>,
+    pub fuel_consumed: u64,
+    pub committed: bool,
+}
+
+/// What a finished call left behind.
+pub(crate) struct Ran {
+    pub returned: Returned,
+    pub overlay: Overlay,
+    pub fuel_consumed: u64,
+}
+
+impl PluginVersion {
+    pub fn name(&self) -> &str {
+        &self.description.name
+    }
+
+    pub fn description(&self) -> &Description {
+        &self.description
+    }
+
+    /// `sha256:<hex>` of the component.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    pub fn wit_version(&self) -> WitVersion {
+        self.wit_version
+    }
+
+    pub fn settings(&self) -> &PluginSettings {
+        &self.context.settings
+    }
+
+    /// Serves one request. Writes and events are committed when the status
+    /// is below 500 and dropped otherwise.
+    pub async fn handle(&self, req: Request) -> Result<Outcome, ExecError> {
+        let caller = Some(req.caller.clone());
+        let ran = self.call(Phase::Request, caller, Call::Handle(req)).await?;
+        let Returned::Response(response) = ran.returned else {
+            unreachable!("handle returns a response");
+        };
+        let committed = if (100..500).contains(&response.status) {
+            self.commit(ran.overlay).await?
+        } else {
+            false
+        };
+        Ok(Outcome {
+            response,
+            fuel_consumed: ran.fuel_consumed,
+            committed,
+        })
+    }
+
+    /// Runs a scheduled tick; its writes are committed when it returns `Ok`.
+    pub async fn on_tick(&self, tick: Tick) -> Result<HookOutcome, ExecError> {
+        self.hook(Call::Tick(tick), Phase::Tick).await
+    }
+
+    /// Delivers an event; its writes are committed when it returns `Ok`.
+    pub async fn on_event(&self, event: Event) -> Result<HookOutcome, ExecError> {
+        self.hook(Call::Event(event), Phase::Event).await
+    }
+
+    async fn hook(&self, call: Call, phase: Phase) -> Result<HookOutcome, ExecError> {
+        let ran = self.call(phase, None, call).await?;
+        let Returned::Hook(result) = ran.returned else {
+            unreachable!("hooks return a result");
+        };
+        let committed = match result {
+            Ok(()) => self.commit(ran.overlay).await?,
+            Err(_) => false,
+        };
+        Ok(HookOutcome {
+            result,
+            fuel_consumed: ran.fuel_consumed,
+            committed,
+        })
+    }
+
+    async fn call(
+        &self,
+        phase: Phase,
+        caller: Option<Caller>,
+        call: Call,
+    ) -> Result<Ran, ExecError> {
+        run(
+            &self.runtime,
+            &self.pre,
+            self.context.clone(),
+            phase,
+            caller,
+            call,
+        )
+        .await
+    }
+
+    /// Commits the call's write set; `Ok(false)` when it was empty.
+    async fn commit(&self, overlay: Overlay) -> Result<bool, ExecError> {
+        let plugin = self.name().to_string();
+        let set = overlay.into_write_set(&plugin);
+        if set.is_empty() {
+            return Ok(false);
+        }
+        let timeout = self.context.settings.limits.storage_timeout;
+        let commit = self.context.services.storage.commit(set);
+        match tokio::time::timeout(timeout, commit).await {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(StorageError::Conflict { key })) => Err(ExecError::Conflict { plugin, key }),
+            Ok(Err(source)) => Err(ExecError::Commit { plugin, source }),
+            Err(_) => Err(ExecError::Commit {
+                plugin,
+                source: StorageError::Unavailable(format!("the commit took over {timeout:?}")),
+            }),
+        }
+    }
+}
+
+/// Runs one call in a fresh store; the store is dropped afterwards whatever
+/// happened, so a trapped or interrupted instance is never entered again.
+pub(crate) async fn run(
+    rt: &RuntimeInner,
+    pre: &WorldPre,
+    context: Arc<PluginContext>,
+    phase: Phase,
+    caller: Option<Caller>,
+    call: Call,
+) -> Result<Ran, ExecError> {
+    let _permit = rt
+        .permits
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    let limits = context.settings.limits.clone();
+    let plugin = context.name.clone();
+    let mut store = Store::new(&rt.engine, State::new(context, phase, caller));
+    store.limiter(|state| &mut state.limiter);
+    store
+        .set_fuel(limits.fuel)
+        .map_err(|e| instantiate_error(&plugin, e))?;
+    // Each epoch tick, yield to the executor so other calls progress on
+    // this thread; past the deadline, interrupt the guest.
+    store.epoch_deadline_callback(|mut cx| {
+        if Instant::now() >= cx.data().deadline {
+            cx.data_mut().deadline_hit = true;
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+    store.set_epoch_deadline(1);
+
+    let result = tokio::time::timeout(limits.deadline + BACKSTOP_GRACE, async {
+        let instance = match pre.instantiate(&mut store).await {
+            Ok(instance) => instance,
+            Err(e) => return Err((true, e)),
+        };
+        instance
+            .call(&mut store, call)
+            .await
+            .map_err(|e| (false, e))
+    })
+    .await;
+    let fuel_consumed = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+    let deadline = |plugin: String| ExecError::DeadlineExceeded {
+        plugin,
+        deadline_ms: limits.deadline.as_millis() as u64,
+    };
+    match result {
+        Err(_elapsed) => Err(deadline(plugin)),
+        Ok(Err((instantiating, e))) => {
+            Err(classify(&plugin, &limits, store.data(), instantiating, e))
+        }
+        Ok(Ok(returned)) => Ok(Ran {
+            returned,
+            overlay: store.into_data().overlay,
+            fuel_consumed,
+        }),
+    }
+}
+
+fn instantiate_error(plugin: &str, e: wasmtime::Error) -> ExecError {
+    ExecError::Instantiate {
+        plugin: plugin.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Names the reason a call failed: limits first, then the trap code.
+fn classify(
+    plugin: &str,
+    limits: &PluginLimits,
+    state: &State,
+    instantiating: bool,
+    e: wasmtime::Error,
+) -> ExecError {
+    let plugin = plugin.to_string();
+    if state.limiter.hit {
+        return ExecError::MemoryLimit {
+            plugin,
+            limit_bytes: limits.memory_bytes,
+        };
+    }
+    let trap = e.downcast_ref::<Trap>().copied();
+    if state.deadline_hit || trap == Some(Trap::Interrupt) {
+        return ExecError::DeadlineExceeded {
+            plugin,
+            deadline_ms: limits.deadline.as_millis() as u64,
+        };
+    }
+    if trap == Some(Trap::OutOfFuel) {
+        return ExecError::FuelExhausted {
+            plugin,
+            fuel: limits.fuel,
+        };
+    }
+    if instantiating && trap.is_none() {
+        return instantiate_error(&plugin, e);
+    }
+    ExecError::Trap {
+        plugin,
+        message: format!("{e:?}"),
+    }
+}

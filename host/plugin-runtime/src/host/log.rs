@@ -1,0 +1,41 @@
+//! The `log` capability: guest log lines go to `tracing`, tagged with the
+//! plugin's name.
+
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::bindings::v0_1::plateau::plugin::log as v0_1;
+use crate::state::State;
+
+/// Longer messages are cut to this many bytes.
+const MAX_MESSAGE: usize = 4096;
+
+pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    v0_1::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+}
+
+/// Cuts `message` to [`MAX_MESSAGE`] bytes on a character boundary.
+pub(crate) fn truncate(message: &str) -> &str {
+    if message.len() <= MAX_MESSAGE {
+        return message;
+    }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    &message[..end]
+}
+
+impl v0_1::Host for State {
+    async fn log(&mut self, level: v0_1::Level, message: String) -> wasmtime::Result<()> {
+        let plugin = self.plugin.name.as_str();
+        let message = truncate(&message);
+        match level {
+            v0_1::Level::Trace => tracing::trace!(plugin, "{message}"),
+            v0_1::Level::Debug => tracing::debug!(plugin, "{message}"),
+            v0_1::Level::Info => tracing::info!(plugin, "{message}"),
+            v0_1::Level::Warn => tracing::warn!(plugin, "{message}"),
+            v0_1::Level::Error => tracing::error!(plugin, "{message}"),
+        }
+        Ok(())
+    }
+}

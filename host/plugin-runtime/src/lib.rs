@@ -1,0 +1,79 @@
+//! Plateau's plugin runtime: loads sandboxed WebAssembly components, checks
+//! them, and runs their requests, ticks and events under limits.
+//!
+//! The central type is [`PluginRuntime`]: one per host process. It owns the
+//! wasmtime [`Engine`](wasmtime::Engine), the on-disk cache of compiled
+//! components and the linker with every host capability of every supported
+//! WIT version. [`PluginRuntime::load`] turns component bytes into a
+//! [`PluginVersion`], which serves [`PluginVersion::handle`],
+//! [`PluginVersion::on_tick`] and [`PluginVersion::on_event`]; a
+//! [`PluginSlot`] holds the active version of one plugin for hot swaps.
+//!
+//! **Architecture invariant:** this crate knows nothing of SQL or of the HTTP
+//! server. Key-value data and events go through the [`Storage`] trait, which
+//! the host implements on its database; [`MemoryStore`] is the in-memory one
+//! used by tests.
+//!
+//! **Architecture invariant:** no guest code runs before the component's
+//! imports have been checked against the grants and the supported WIT
+//! versions (`inspect`), and every call gets a fresh store that is dropped
+//! afterwards, so a trapped or interrupted instance is never entered again.
+//!
+//! **Architecture invariant:** a guest-visible failure is a WIT error value;
+//! a trap or a deadline is an [`ExecError`]. A call's writes and events reach
+//! storage in one [`Storage::commit`] when it succeeds, or not at all.
+//!
+//! # Code map
+//!
+//! - `load`: [`PluginRuntime`], compile or cache, checks, `describe`.
+//! - `engine`, `cache`: the wasmtime engine and epoch ticker; compiled
+//!   components on disk.
+//! - `inspect`, `validate`: the load-time checks of imports and of the
+//!   description.
+//! - `exec`: [`PluginVersion`], one call in a fresh store under the limits,
+//!   then the commit.
+//! - `bindings`: the private `bindgen!` output of each supported WIT version.
+//! - `host/*`: one module per capability (kv, events, http, log, config,
+//!   clock, cursors, locked-down WASI), each with its `add_to_linker`.
+//! - `overlay`: the per-call buffer of key-value writes and events.
+//! - [`egress`]: the outbound HTTP guard and address policy.
+//! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
+//! - `slot`: [`PluginSlot`], hot swap and rollback.
+
+mod bindings;
+mod cache;
+pub mod clock;
+mod config;
+pub mod cursors;
+pub mod egress;
+mod engine;
+mod error;
+mod exec;
+mod host;
+mod inspect;
+mod load;
+mod memory;
+mod overlay;
+mod slot;
+mod state;
+pub mod storage;
+mod types;
+mod validate;
+
+pub use self::cache::CacheOutcome;
+pub use self::clock::{Clock, ManualClock, SystemClock};
+pub use self::config::{Capability, PluginLimits, PluginSettings, RuntimeConfig, Services};
+pub use self::cursors::{CursorCodec, CursorError, CursorScope, PlainCursorCodec};
+pub use self::error::{Error, ExecError, Result};
+pub use self::exec::{HookOutcome, Outcome, PluginVersion};
+pub use self::inspect::{SUPPORTED_WIT_VERSIONS, WitVersion};
+pub use self::load::{LoadReport, Loaded, PluginRuntime};
+pub use self::memory::MemoryStore;
+pub use self::slot::PluginSlot;
+pub use self::storage::{
+    BucketId, Entry, EventRecord, Expectation, KvWrite, Namespace, Storage, StorageError, WriteSet,
+};
+pub use self::types::{
+    Access, Caller, Description, Event, Request, Response, Route, Schedule, ScopeInfo, Tick,
+};
+pub use self::validate::validate_description;

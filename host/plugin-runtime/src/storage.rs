@@ -1,0 +1,158 @@
+//! The storage trait the host implements on its database, and the shapes it
+//! deals in: buckets, entries and the write set a request commits.
+//!
+//! A plugin's reads go straight to [`Storage::get`], [`Storage::list`] and
+//! [`Storage::count`]; its writes and events are buffered by the runtime and
+//! reach storage in one [`Storage::commit`] at the end of the call, or not at
+//! all.
+
+use async_trait::async_trait;
+
+/// Whose data a bucket holds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Namespace {
+    /// One organisation's data.
+    Organization(String),
+    /// Data of the plugin shared across organisations.
+    Global,
+}
+
+/// A bucket: the key space of one plugin in one namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BucketId {
+    pub plugin: String,
+    pub namespace: Namespace,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub value: Vec<u8>,
+}
+
+/// One buffered key-value write, applied in order at commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvWrite {
+    Set {
+        bucket: BucketId,
+        key: String,
+        value: Vec<u8>,
+    },
+    Delete {
+        bucket: BucketId,
+        key: String,
+    },
+    /// Add `delta` to the counter at `key` as it is at commit time (absent is
+    /// 0), so concurrent increments all count. Counters are stored as
+    /// [`encode_counter`] writes them.
+    Increment {
+        bucket: BucketId,
+        key: String,
+        delta: i64,
+    },
+}
+
+/// A value a compare-and-swap saw: the commit must fail with
+/// [`StorageError::Conflict`] unless `key` still holds `value` (`None`:
+/// absent) before any write of the set is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expectation {
+    pub bucket: BucketId,
+    pub key: String,
+    pub value: Option<Vec<u8>>,
+}
+
+/// An event a plugin emitted, recorded with the request's writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    pub plugin: String,
+    pub organization_id: String,
+    /// `area.resource.verb`.
+    pub event_type: String,
+    pub action: String,
+    pub resource_type: Option<String>,
+    pub resource_id: Option<String>,
+    /// A JSON object.
+    pub data: String,
+    /// Also record it in the audit log.
+    pub audit: bool,
+    /// `user:<id>` or `token:<id>` of the request, if any.
+    pub actor: Option<String>,
+    /// Milliseconds since the Unix epoch, from the host clock.
+    pub at: u64,
+}
+
+/// Everything one call of a plugin changes, committed atomically.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteSet {
+    pub plugin: String,
+    /// Checked first; any that no longer holds fails the whole commit.
+    pub expectations: Vec<Expectation>,
+    /// Applied in order.
+    pub writes: Vec<KvWrite>,
+    pub events: Vec<EventRecord>,
+}
+
+impl WriteSet {
+    pub fn is_empty(&self) -> bool {
+        self.expectations.is_empty() && self.writes.is_empty() && self.events.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StorageError {
+    /// A compare-and-swap expectation no longer holds; nothing was written.
+    #[error("`{key}` was changed concurrently")]
+    Conflict { key: String },
+    /// An increment met a value that is not a counter, or overflowed;
+    /// nothing was written.
+    #[error("`{key}` does not hold a signed 64-bit counter, or it would overflow")]
+    NotACounter { key: String },
+    #[error("storage is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Plugin key-value data and events, implemented by the host on its database.
+///
+/// Keys are compared as bytes. Implementations must make [`Storage::commit`]
+/// atomic: either every expectation holds and every write and event is
+/// recorded, or nothing is.
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    async fn get(&self, bucket: &BucketId, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// Up to `limit` entries whose key starts with `prefix` and sorts after
+    /// `after` (when given), in key order.
+    async fn list(
+        &self,
+        bucket: &BucketId,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Entry>, StorageError>;
+
+    /// The number of keys starting with `prefix`.
+    async fn count(&self, bucket: &BucketId, prefix: &str) -> Result<u64, StorageError>;
+
+    async fn commit(&self, writes: WriteSet) -> Result<(), StorageError>;
+}
+
+/// The stored form of a counter: its decimal digits.
+pub fn encode_counter(value: i64) -> Vec<u8> {
+    value.to_string().into_bytes()
+}
+
+/// Reads a counter written by [`encode_counter`].
+pub fn decode_counter(bytes: &[u8]) -> Option<i64> {
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+/// Applies `delta` to the counter stored as `current`: the rule every
+/// [`Storage::commit`] follows for [`KvWrite::Increment`].
+pub fn apply_increment(current: Option<&[u8]>, delta: i64) -> Option<i64> {
+    let base = match current {
+        None => 0,
+        Some(bytes) => decode_counter(bytes)?,
+    };
+    base.checked_add(delta)
+}

@@ -1,0 +1,212 @@
+//! Outbound HTTP through the egress guard, against a local server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use plateau_plugin_artifacts::fixtures;
+use plateau_plugin_runtime::egress::parse_allow_list;
+use plateau_plugin_runtime::{Capability, PluginSettings};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::{Harness, granting, harness, harness_with, request, text, with_body};
+
+/// A local HTTP server answering `hello` to a bounded number of
+/// connections; counts the connections it accepted.
+async fn server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        for _ in 0..16 {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            count.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
+                )
+                .await;
+        }
+    });
+    (port, accepted)
+}
+
+fn settings(hosts: &[String]) -> PluginSettings {
+    PluginSettings {
+        outbound_hosts: hosts.to_vec(),
+        ..granting(&[Capability::Http])
+    }
+}
+
+async fn fetch(h: &Harness, hosts: &[String], url: &str) -> (u16, String, Vec<(String, String)>) {
+    let egress = h.load(fixtures::EGRESS, settings(hosts)).await.version;
+    let req = with_body(
+        request("POST", "/egress/fetch", "/egress/fetch", "", Some("org1")),
+        url,
+    );
+    let response = egress
+        .handle(req)
+        .await
+        .expect("the guest answers")
+        .response;
+    (response.status, text(&response.body), response.headers)
+}
+
+#[tokio::test]
+async fn loopback_is_refused_unless_exempted() {
+    let (port, accepted) = server().await;
+    let url = format!("http://127.0.0.1:{port}/hello");
+    let hosts = [format!("127.0.0.1:{port}")];
+
+    let (status, body, _) = fetch(&harness(), &hosts, &url).await;
+    assert_eq!(status, 502);
+    assert!(
+        body.starts_with("HttpError::AddressRefused") && body.contains("loopback"),
+        "{body}"
+    );
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "refused before connecting"
+    );
+
+    let exempted =
+        harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8,::1/128").unwrap());
+    let (status, body, headers) = fetch(&exempted, &hosts, &url).await;
+    assert_eq!((status, body.as_str()), (200, "hello"));
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "x-upstream-status" && v == "200")
+    );
+    assert!(headers.iter().any(|(k, _)| k == "x-connect-ms"));
+    assert!(headers.iter().any(|(k, _)| k == "x-total-ms"));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn cloud_metadata_is_refused_even_when_granted() {
+    let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
+    let hosts = ["169.254.169.254".to_string(), "[fd00:ec2::254]".into()];
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+    ] {
+        let (status, body, _) = fetch(&exempted, &hosts, url).await;
+        assert_eq!(status, 502);
+        assert!(
+            body.starts_with("HttpError::AddressRefused"),
+            "{url}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn only_granted_hosts_are_reachable() {
+    let (port, accepted) = server().await;
+    let exempted = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.0/8").unwrap());
+    let (status, body, _) = fetch(
+        &exempted,
+        &["example.com".into()],
+        &format!("http://127.0.0.1:{port}/"),
+    )
+    .await;
+    assert_eq!(status, 502);
+    assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
+    // The grant is per port too.
+    let (_, body, _) = fetch(
+        &exempted,
+        &["127.0.0.1:1".into()],
+        &format!("http://127.0.0.1:{port}/"),
+    )
+    .await;
+    assert!(body.starts_with("HttpError::HostNotAllowed"), "{body}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn responses_over_the_cap_are_refused() {
+    let (port, accepted) = server().await;
+    let h = harness_with(|c| c.egress_allow = parse_allow_list("127.0.0.1").unwrap());
+    let mut settings = settings(&[format!("127.0.0.1:{port}")]);
+    settings.limits.http_max_response_bytes = 4;
+    let egress = h.load(fixtures::EGRESS, settings).await.version;
+    let url = format!("http://127.0.0.1:{port}/big");
+    let req = with_body(
+        request("POST", "/egress/fetch", "/egress/fetch", "", None),
+        &url,
+    );
+    let response = egress.handle(req).await.unwrap().response;
+    assert_eq!(response.status, 502);
+    assert_eq!(text(&response.body), "HttpError::ResponseTooLarge");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+/// A local https server with a fresh self-signed certificate for
+/// 127.0.0.1; returns its port and the certificate (DER).
+async fn tls_server() -> (u16, Vec<u8>) {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = certified.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        for _ in 0..4 {
+            let Ok((socket, _)) = listener.accept().await else {
+                return;
+            };
+            let Ok(mut tls) = acceptor.accept(socket).await else {
+                continue;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = tls.read(&mut buf).await;
+            let _ = tls
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nsecret",
+                )
+                .await;
+            let _ = tls.shutdown().await;
+        }
+    });
+    (port, cert.to_vec())
+}
+
+#[tokio::test]
+async fn https_is_verified_against_the_trusted_roots() {
+    let (port, cert) = tls_server().await;
+    let url = format!("https://127.0.0.1:{port}/");
+    let hosts = [format!("127.0.0.1:{port}")];
+    let allow = parse_allow_list("127.0.0.0/8").unwrap();
+
+    let untrusted = harness_with(|c| c.egress_allow = allow.clone());
+    let (status, body, _) = fetch(&untrusted, &hosts, &url).await;
+    assert_eq!(status, 502);
+    assert!(
+        body.starts_with("HttpError::ConnectionFailed(\"tls:"),
+        "{body}"
+    );
+
+    let trusted = harness_with(|c| {
+        c.egress_allow = allow;
+        c.extra_tls_roots = vec![cert];
+    });
+    let (status, body, _) = fetch(&trusted, &hosts, &url).await;
+    assert_eq!((status, body.as_str()), (200, "secret"));
+}
