@@ -2,7 +2,7 @@
 //! that turns a stored definition back into an evaluable [`Flag`], `$ref`s resolved.
 
 use crate::{DefinitionError, Flag, FlagSet};
-use plateau_sdk::serde_json::{self, Map, Value, json};
+use plateau_sdk::serde_json::{Map, Value, json};
 use plateau_sdk::{ApiError, Bucket, FieldError, clock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -198,10 +198,4 @@ fn uses_default_bucketing(logic: &Value) -> bool {
         Value::Array(items) => items.iter().any(uses_default_bucketing),
         _ => false,
     }
-}
-
-/// A stored JSON value as text, for hashing.
-pub fn canonical(value: &impl Serialize) -> Result<String, ApiError> {
-    serde_json::to_string(value)
-        .map_err(|e| ApiError::internal(format!("a record does not serialize: {e}")))
 }
