@@ -1,9 +1,15 @@
-//! The pure evaluation core of Plateau's feature-flags plugin: flagd flag definitions, JsonLogic
-//! targeting with flagd's operators, flagd's resolution semantics and OFREP responses.
+//! Plateau's feature-flags plugin: flagd flag definitions stored per project and environment,
+//! JsonLogic targeting with flagd's operators, and evaluation over OFREP for OpenFeature SDKs.
 //!
-//! **Architecture Invariant:** this crate is pure. It has no I/O, no clock, no threads and no
-//! async runtime, so it compiles unchanged to `wasm32-wasip2`; the current time is a parameter
-//! of [`evaluate()`]. The WIT glue and the HTTP handlers live elsewhere and call in here.
+//! Two layers:
+//! - the evaluation core ([`definition`], [`jsonlogic`], [`evaluate()`], [`ofrep`]): flagd's
+//!   definitions, targeting and resolution semantics, and OFREP's wire types;
+//! - [`plugin`]: the component, [`FlagsPlugin`], whose routes store flags through the SDK's
+//!   key-value buckets, record events and answer OFREP.
+//!
+//! **Architecture Invariant:** the evaluation core is pure. It has no I/O, no clock, no threads
+//! and no async runtime, and it does not know the SDK; the current time is a parameter of
+//! [`evaluate()`]. Only [`plugin`] talks to the host, and only through `plateau-sdk`.
 //!
 //! Where we are stricter than flagd, on purpose (flagd accepts these and fails at evaluation):
 //! - an unknown operator or a `$ref` to an undefined evaluator rejects the definition, naming
@@ -31,7 +37,11 @@ pub mod evaluate;
 pub mod jsonlogic;
 pub mod ofrep;
 mod path;
+pub mod plugin;
 
 pub use definition::{DefinitionError, Flag, FlagSet, FlagType, Metadata, State};
 pub use evaluate::{ErrorCode, Reason, Resolution, ResolutionError, ValueType, evaluate};
 pub use jsonlogic::Rule;
+pub use plugin::FlagsPlugin;
+
+plateau_sdk::export_plugin!(FlagsPlugin);

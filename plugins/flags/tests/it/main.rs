@@ -1,14 +1,21 @@
-//! Integration tests of the flags evaluation core: one binary, data-driven tables per area.
+//! Integration tests of the flags plugin: one binary, data-driven tables per area. The
+//! evaluation core is tested directly (`definition` to `semver`); the plugin's HTTP API through
+//! the SDK's in-memory host (`client`, `manage`, `evaluators_api`, `ofrep_api`, `rollout_api`).
 //!
 //! The cases restate, in our own tables, the facts (inputs and expected outcomes) of flagd's
 //! published acceptance suites (flagd-testbed's gherkin features), the flagd docs and the OFREP
 //! OpenAPI document.
 
+mod client;
 mod definition;
 mod evaluate;
+mod evaluators_api;
 mod fractional;
 mod jsonlogic;
+mod manage;
 mod ofrep;
+mod ofrep_api;
+mod rollout_api;
 mod semver;
 
 use plateau_plugin_flags::{FlagSet, Resolution};
