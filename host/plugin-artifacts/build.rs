@@ -31,31 +31,44 @@ struct Package {
 enum Targets {
     /// Every listed `[[example]]` of the package, each a component.
     Examples(&'static [&'static str]),
-    /// The package's own `cdylib` library: the built-in plugins of `plugins/`
-    /// will be listed like this.
-    #[allow(dead_code)]
+    /// The package's own `cdylib` library: the built-in plugins of `plugins/`.
     Lib,
 }
 
-/// The packages built whatever the features: the built-in plugins go here.
-const DEFAULT: &[Package] = &[];
-
-/// The runtime's test components, behind the `fixtures` feature.
-const FIXTURES: &[Package] = &[Package {
-    name: "plateau-fixture-plugins",
-    dir: "tests/fixture-plugins",
-    module: "fixtures",
-    targets: Targets::Examples(&[
-        "echo",
-        "echo-v2",
-        "spin-loop",
-        "alloc-bomb",
-        "trap",
-        "egress",
-        "ungranted",
-        "future-wit",
-    ]),
+/// The packages built whatever the features: the built-in plugins, which
+/// ship inside the `plateau` binary.
+const DEFAULT: &[Package] = &[Package {
+    name: "plateau-plugin-flags",
+    dir: "plugins/flags",
+    module: "builtin",
+    targets: Targets::Lib,
 }];
+
+/// The runtime's test components and the template plugin, behind the
+/// `fixtures` feature.
+const FIXTURES: &[Package] = &[
+    Package {
+        name: "hello-plugin",
+        dir: "examples/hello-plugin",
+        module: "examples",
+        targets: Targets::Lib,
+    },
+    Package {
+        name: "plateau-fixture-plugins",
+        dir: "tests/fixture-plugins",
+        module: "fixtures",
+        targets: Targets::Examples(&[
+            "echo",
+            "echo-v2",
+            "spin-loop",
+            "alloc-bomb",
+            "trap",
+            "egress",
+            "ungranted",
+            "future-wit",
+        ]),
+    },
+];
 
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -74,7 +74,9 @@ impl Scenario {
     }
 
     fn request(&self, n: u64) -> Request<Full<Bytes>> {
-        let mut builder = Request::builder().method(self.method.clone()).uri(&self.url);
+        let mut builder = Request::builder()
+            .method(self.method.clone())
+            .uri(&self.url);
         if let Some(token) = &self.token {
             builder = builder.header("authorization", format!("Bearer {token}"));
         }

@@ -1,5 +1,9 @@
 //! `cargo xtask`: the project's automation, in Rust.
 //!
+//! - `cargo xtask run [serve flags]`: install what is missing and run the
+//!   server on embedded defaults (SQLite in `./data`, port 8080).
+//! - `cargo xtask test [cargo test flags]`: install what is missing and run
+//!   every test (the black-box suite runs on SQLite and PostgreSQL).
 //! - `cargo xtask bench core [--seconds N] [--connections N]`: the core API
 //!   benchmark (issue 2): requests per second and p50/p99 latency of
 //!   authenticated and idempotent requests, each as a ratio to an
@@ -7,12 +11,18 @@
 
 mod load;
 mod server;
+mod setup;
 
 use anyhow::{Context, bail};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["bench", "core", rest @ ..] => {
             let opts = load::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -21,7 +31,11 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(bench_core(opts))
         }
-        _ => bail!("usage: cargo xtask bench core [--seconds N] [--connections N]"),
+        ["run", rest @ ..] => setup::run_server(rest),
+        ["test", rest @ ..] => setup::test(rest),
+        _ => bail!(
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core [--seconds N] [--connections N]"
+        ),
     }
 }
 
@@ -34,8 +48,14 @@ async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
         opts.connections, opts.seconds
     );
     let scenarios: Vec<(&str, load::Scenario)> = vec![
-        ("GET /health (static, no auth)", load::Scenario::get(&base, "/api/v1/health", None)),
-        ("GET /me (authenticated)", load::Scenario::get(&base, "/api/v1/me", Some(&token))),
+        (
+            "GET /health (static, no auth)",
+            load::Scenario::get(&base, "/api/v1/health", None),
+        ),
+        (
+            "GET /me (authenticated)",
+            load::Scenario::get(&base, "/api/v1/me", Some(&token)),
+        ),
         (
             "POST /projects, fresh Idempotency-Key",
             load::Scenario::post_projects(&base, &token, load::Keys::Fresh),

@@ -112,6 +112,8 @@ pub struct Caller {
     pub org_name: String,
     pub plan: String,
     pub user_id: String,
+    pub user_name: String,
+    pub user_email: Option<String>,
     pub role: Role,
     pub scopes: Scopes,
     /// Set for tokens limited to one project.
@@ -255,7 +257,10 @@ pub async fn authenticate(
     }
 }
 
-async fn check(
+/// Checks `requirement` for `req`, adding the verified [`Caller`],
+/// [`GrantCaller`] or [`AdminSession`] and the [`Principal`] to its
+/// extensions. Plugin routes use it too.
+pub async fn check(
     app: &AppState,
     requirement: &Requirement,
     req: &mut Request,
@@ -349,11 +354,18 @@ pub async fn authenticate_token(
     if !secret::is_well_formed(secret, TOKEN_PREFIX) {
         return Err(malformed());
     }
-    let found = tokens::find_by_secret_hash(app.db(), &secret::hash(secret))
+    let hash = secret::hash(secret);
+    let now = time::now_ms();
+    if let Some(mut caller) = app.token_cache().get(&hash) {
+        if caller.expires_at.is_none_or(|at| at > now) {
+            caller.ip = ip;
+            return Ok(caller);
+        }
+    }
+    let found = tokens::find_by_secret_hash(app.db(), &hash)
         .await?
         .ok_or_else(|| ApiError::unauthenticated("token_invalid", "the token is not valid"))?;
     let token = found.token;
-    let now = time::now_ms();
     if token.revoked_at.is_some() {
         return Err(ApiError::unauthenticated(
             "token_revoked",
@@ -370,12 +382,14 @@ pub async fn authenticate_token(
         .role
         .parse::<Role>()
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(Caller {
+    let caller = Caller {
         token_id: token.id,
         org_id: token.org_id,
         org_name: found.org_name,
         plan: found.plan,
         user_id: token.user_id,
+        user_name: found.user_name,
+        user_email: found.user_email,
         role,
         scopes: Scopes::from_stored(&token.scopes),
         project_id: token.project_id,
@@ -383,7 +397,9 @@ pub async fn authenticate_token(
         spent_cents: token.spent_cents,
         expires_at: token.expires_at,
         ip,
-    })
+    };
+    app.token_cache().insert(hash, caller.clone());
+    Ok(caller)
 }
 
 fn admin_cookie(req: &Request) -> Option<String> {

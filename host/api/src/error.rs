@@ -15,6 +15,9 @@ use utoipa::ToSchema;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// Marks a response a plugin produced (`name@version`).
+pub const PLUGIN_HEADER: &str = "plateau-plugin";
+
 /// A field that failed validation.
 #[derive(Clone, Debug, Serialize, ToSchema, PartialEq, Eq)]
 pub struct FieldError {
@@ -58,6 +61,14 @@ pub enum ApiError {
     Internal(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A plugin failed (trap, deadline, memory, fuel, conflict); the detail
+    /// names the plugin.
+    #[error("{detail}")]
+    Plugin {
+        status: StatusCode,
+        code: &'static str,
+        detail: String,
+    },
 }
 
 impl ApiError {
@@ -114,6 +125,7 @@ impl ApiError {
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Plugin { status, .. } => *status,
         }
     }
 
@@ -123,7 +135,8 @@ impl ApiError {
             | ApiError::Unauthenticated { code, .. }
             | ApiError::Forbidden { code, .. }
             | ApiError::Conflict { code, .. }
-            | ApiError::Unprocessable { code, .. } => code,
+            | ApiError::Unprocessable { code, .. }
+            | ApiError::Plugin { code, .. } => code,
             ApiError::Validation(_) => "validation_failed",
             ApiError::MissingScope(_) => "missing_scope",
             ApiError::NotFound(_) => "not_found",
@@ -230,7 +243,8 @@ pub async fn normalize(req: Request, next: Next) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
-    if is_problem {
+    // A plugin's own answers (an OFREP error body, say) are its contract.
+    if is_problem || response.headers().contains_key(PLUGIN_HEADER) {
         return response;
     }
     let error = match status {

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod pagination;
 pub mod routes;
 pub mod state;
+pub mod token_cache;
 
 use std::sync::Arc;
 
@@ -43,10 +44,24 @@ pub async fn health() -> impl IntoResponse {
     )
 }
 
+/// What other crates add to the API: documented operations (their
+/// `security` is enforced like the core's) and a fallback service for
+/// every other path under the API (the plugin dispatcher).
+#[derive(Default)]
+pub struct Extensions {
+    pub routes: Option<OpenApiRouter<AppState>>,
+    pub fallback: Option<Router>,
+}
+
 /// The whole application: the API under [`API_PREFIX`], with request ids,
 /// tracing and problem-shaped errors everywhere.
 pub fn app(state: AppState) -> Result<Router, String> {
-    let (api, mut doc) = OpenApiRouter::with_openapi(openapi::base())
+    app_with(state, Extensions::default())
+}
+
+/// [`app`] with extensions.
+pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, String> {
+    let mut core = OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(health))
         .routes(routes!(account::me))
         .routes(routes!(account::usage))
@@ -65,25 +80,22 @@ pub fn app(state: AppState) -> Result<Router, String> {
         .routes(routes!(admin::login))
         .routes(routes!(admin::logout))
         .routes(routes!(admin::list_orgs, admin::create_org))
-        .routes(routes!(admin::add_member))
-        .split_for_parts();
+        .routes(routes!(admin::add_member));
+    if let Some(routes) = extensions.routes {
+        core = core.merge(routes);
+    }
+    let (api, mut doc) = core.split_for_parts();
     openapi::add_error_responses(&mut doc);
     let mut table = RouteTable::from_openapi(&doc)?;
     table.insert(Method::GET, "/openapi.json".to_owned(), Requirement::Public);
-    let doc_json: Arc<str> = serde_json::to_string(&doc)
-        .map_err(|e| e.to_string())?
-        .into();
-    let api = api
+    let doc = Arc::new(serde_json::to_value(&doc).map_err(|e| e.to_string())?);
+    let docs_state = state.clone();
+    let mut api = api
         .route(
             "/openapi.json",
             axum::routing::get(move || {
-                let doc = doc_json.clone();
-                async move {
-                    (
-                        [(header::CONTENT_TYPE, "application/json")],
-                        doc.to_string(),
-                    )
-                }
+                let doc = openapi::with_plugin_paths(&doc, docs_state.plugin_paths());
+                async move { axum::Json(doc) }
             }),
         )
         .route_layer(from_fn_with_state(state.clone(), idempotency::middleware))
@@ -92,6 +104,9 @@ pub fn app(state: AppState) -> Result<Router, String> {
             auth::authenticate,
         ))
         .with_state(state);
+    if let Some(fallback) = extensions.fallback {
+        api = api.fallback_service(fallback);
+    }
     let request_id = HeaderName::from_static("x-request-id");
     Ok(Router::new()
         .nest(API_PREFIX, api)

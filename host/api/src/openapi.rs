@@ -138,3 +138,15 @@ fn add_errors(op: &mut Operation, has_id: bool, mutates: bool) {
             .insert(status.to_owned(), response.into());
     }
 }
+
+/// The document with the plugins' operations added to its paths.
+pub fn with_plugin_paths(doc: &serde_json::Value, plugins: serde_json::Value) -> serde_json::Value {
+    let mut doc = doc.clone();
+    if let (Some(paths), serde_json::Value::Object(extra)) = (doc["paths"].as_object_mut(), plugins)
+    {
+        for (path, methods) in extra {
+            paths.entry(path).or_insert(methods);
+        }
+    }
+    doc
+}

@@ -8,6 +8,7 @@ use plateau_core::CORE_SCOPES;
 use plateau_store::Db;
 
 use crate::pagination::CursorCodec;
+use crate::token_cache::TokenCache;
 
 /// Settings of the API layer.
 #[derive(Clone, Debug)]
@@ -20,6 +21,8 @@ pub struct ApiConfig {
     pub default_token_ttl_secs: i64,
     /// Lifetime of an admin session.
     pub admin_session_ttl_secs: i64,
+    /// How long a verified token is trusted without reading the database.
+    pub auth_cache_ttl: std::time::Duration,
 }
 
 impl Default for ApiConfig {
@@ -29,6 +32,7 @@ impl Default for ApiConfig {
             max_body_bytes: 1024 * 1024,
             default_token_ttl_secs: DEFAULT_TOKEN_TTL_SECS,
             admin_session_ttl_secs: 12 * 60 * 60,
+            auth_cache_ttl: std::time::Duration::from_secs(2),
         }
     }
 }
@@ -45,8 +49,11 @@ struct Inner {
     db: Db,
     config: ApiConfig,
     cursors: CursorCodec,
+    tokens: TokenCache,
     /// Scope name to description: the core scopes plus those plugins add.
     scopes: RwLock<BTreeMap<String, String>>,
+    /// OpenAPI `paths` of the plugins in service, merged into the document.
+    plugin_paths: RwLock<serde_json::Value>,
 }
 
 impl AppState {
@@ -58,9 +65,11 @@ impl AppState {
         AppState {
             inner: Arc::new(Inner {
                 db,
-                config,
                 cursors: CursorCodec::new(cursor_key),
+                tokens: TokenCache::new(config.auth_cache_ttl),
+                config,
                 scopes: RwLock::new(scopes),
+                plugin_paths: RwLock::new(serde_json::Value::Null),
             }),
         }
     }
@@ -77,6 +86,10 @@ impl AppState {
         &self.inner.cursors
     }
 
+    pub fn token_cache(&self) -> &TokenCache {
+        &self.inner.tokens
+    }
+
     pub fn is_known_scope(&self, name: &str) -> bool {
         self.inner
             .scopes
@@ -89,6 +102,23 @@ impl AppState {
     pub fn add_scopes(&self, scopes: impl IntoIterator<Item = (String, String)>) {
         let mut known = self.inner.scopes.write().unwrap_or_else(|e| e.into_inner());
         known.extend(scopes);
+    }
+
+    /// Replaces the plugins' part of the OpenAPI document.
+    pub fn set_plugin_paths(&self, paths: serde_json::Value) {
+        *self
+            .inner
+            .plugin_paths
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = paths;
+    }
+
+    pub fn plugin_paths(&self) -> serde_json::Value {
+        self.inner
+            .plugin_paths
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn known_scopes(&self) -> BTreeMap<String, String> {

@@ -3,6 +3,8 @@
 mod admin;
 mod config;
 mod logging;
+mod plugin_cli;
+mod plugins;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +26,8 @@ struct Cli {
 enum Command {
     /// Run the server.
     Serve(serve::ServeArgs),
+    /// Manage plugins on a running server (admin API).
+    Plugin(plugin_cli::PluginArgs),
     /// Operator commands that work on the database directly.
     Admin {
         #[command(flatten)]
@@ -38,6 +42,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
+        Command::Plugin(args) => plugin_cli::run(args).await,
         Command::Admin { store, command } => {
             logging::init(config::LogFormat::Text);
             admin::run(store, command).await

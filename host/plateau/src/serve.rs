@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use plateau_api::{ApiConfig, AppState};
+use plateau_api::{ApiConfig, AppState, Extensions};
 use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 
 use crate::config::{LogFormat, StoreArgs};
 use crate::logging;
+use crate::plugins;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -30,6 +31,19 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "PLATEAU_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
+    /// How long a verified token is trusted without reading the database,
+    /// in milliseconds; 0 turns the cache off. Other hosts refuse a revoked
+    /// token within this time; the host that revoked it does at once.
+    #[arg(long, env = "PLATEAU_AUTH_CACHE_MS", default_value_t = 2000)]
+    auth_cache_ms: u64,
+    /// CIDRs exempt from the plugin egress guard's refusal of loopback,
+    /// private, link-local and metadata addresses (`127.0.0.0/8,::1/128`).
+    #[arg(long, env = "PLATEAU_EGRESS_ALLOW", default_value = "")]
+    egress_allow: String,
+    /// JSON file granting plugins their capabilities, outbound hosts,
+    /// configuration and limits.
+    #[arg(long, env = "PLATEAU_PLUGINS_CONFIG")]
+    plugins_config: Option<std::path::PathBuf>,
     /// Log format.
     #[arg(long, env = "PLATEAU_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -49,10 +63,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = ApiConfig {
         admin_password: args.admin_password.clone(),
         max_body_bytes: args.max_body_bytes,
+        auth_cache_ttl: Duration::from_millis(args.auth_cache_ms),
         ..ApiConfig::default()
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
-    let app = plateau_api::app(state).map_err(anyhow::Error::msg)?;
+    let plugins = plugins::start(&args.plugins_setup(), &state).await?;
+    let extensions = Extensions {
+        routes: Some(plateau_plugins::admin::routes()),
+        fallback: Some(plateau_plugins::dispatch::router(
+            plugins.dispatcher.clone(),
+        )),
+    };
+    let app = plateau_api::app_with(state, extensions)
+        .map_err(anyhow::Error::msg)?
+        .layer(axum::Extension(plugins.dispatcher.host.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -67,6 +91,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     .with_graceful_shutdown(shutdown_signal())
     .await?;
     maintenance.abort();
+    plugins.stop(&db).await;
     db.close().await;
     tracing::info!("stopped");
     Ok(())
@@ -124,4 +149,14 @@ async fn shutdown_signal() {
         () = term => {}
     }
     tracing::info!("shutting down: finishing requests in flight");
+}
+
+impl ServeArgs {
+    fn plugins_setup(&self) -> plugins::Setup {
+        plugins::Setup {
+            data_dir: self.store.data_dir.clone(),
+            egress_allow: self.egress_allow.clone(),
+            config: self.plugins_config.clone(),
+        }
+    }
 }

@@ -1,11 +1,17 @@
 //! Guest components built for wasm32-wasip2, exposed as byte constants.
 //!
 //! `build.rs` runs cargo for the guests with a target directory of its own.
-//! The built-in plugins will be built by default; the runtime's test
-//! components are in [`fixtures`], behind the `fixtures` feature:
+//! The built-in plugins (`plugins/*`) are in `builtin`, always; the
+//! runtime's test components are in `fixtures`, behind the `fixtures`
+//! feature:
 //!
 //! ```ignore
 //! let wasm: &[u8] = plateau_plugin_artifacts::fixtures::ECHO;
 //! ```
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+/// The built-in plugins, as `(name, component bytes)`.
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 1] {
+    [("flags", builtin::PLATEAU_PLUGIN_FLAGS)]
+}

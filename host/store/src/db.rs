@@ -116,12 +116,20 @@ impl Db {
 
     /// Begins a write transaction.
     pub async fn begin(&self) -> Result<Tx> {
-        let gate = match &self.write_gate {
-            Some(gate) => Some(gate.clone().lock_owned().await),
-            None => None,
-        };
+        let gate = self.write_turn().await;
         let inner = self.pool.begin().await?;
         Ok(Tx { inner, _gate: gate })
+    }
+
+    /// Waits for this process's turn to write. Hold the guard while running
+    /// a single-statement write on [`Db::pool`]; transactions from
+    /// [`Db::begin`] take their turn themselves. On PostgreSQL, where
+    /// writers do not exclude each other, there is no turn to wait for.
+    pub async fn write_turn(&self) -> Option<OwnedMutexGuard<()>> {
+        match &self.write_gate {
+            Some(gate) => Some(gate.clone().lock_owned().await),
+            None => None,
+        }
     }
 
     pub async fn close(&self) {

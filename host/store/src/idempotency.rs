@@ -57,6 +57,14 @@ type Row = (
 pub async fn reserve(db: &Db, k: &KeyRef<'_>, fingerprint: &str, now: i64) -> Result<Reservation> {
     // Two rounds at most: the second runs after an expired record was purged.
     for _ in 0..2 {
+        // Replays and conflicts are answered from a read; only a first use writes.
+        if let Some(row) = fetch(db, k).await? {
+            match judge(db, k, fingerprint, now, row).await? {
+                Some(verdict) => return Ok(verdict),
+                None => continue,
+            }
+        }
+        let _turn = db.write_turn().await;
         let inserted = sqlx::query(
             "INSERT INTO idempotency_keys (scope, method, path, key, fingerprint, state, status, \
              content_type, body, locked_until, created_at, expires_at) \
@@ -76,71 +84,92 @@ pub async fn reserve(db: &Db, k: &KeyRef<'_>, fingerprint: &str, now: i64) -> Re
         if inserted.rows_affected() == 1 {
             return Ok(Reservation::Acquired);
         }
-        let row: Option<Row> = sqlx::query_as(
-            "SELECT fingerprint, state, status, content_type, body, locked_until, expires_at \
-             FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 AND key = $4",
-        )
-        .bind(k.scope)
-        .bind(k.method)
-        .bind(k.path)
-        .bind(k.key)
-        .fetch_optional(db.pool())
-        .await?;
-        let Some((stored_fp, state, status, content_type, body, locked_until, expires_at)) = row
-        else {
-            continue;
-        };
-        if expires_at <= now {
-            sqlx::query(
-                "DELETE FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 \
-                 AND key = $4 AND expires_at <= $5",
-            )
-            .bind(k.scope)
-            .bind(k.method)
-            .bind(k.path)
-            .bind(k.key)
-            .bind(now)
-            .execute(db.pool())
-            .await?;
-            continue;
+        drop(_turn);
+        // Someone inserted between our read and our write: judge their record.
+        if let Some(row) = fetch(db, k).await? {
+            if let Some(verdict) = judge(db, k, fingerprint, now, row).await? {
+                return Ok(verdict);
+            }
         }
-        if stored_fp != fingerprint {
-            return Ok(Reservation::Mismatch);
-        }
-        if state == "completed" {
-            return Ok(Reservation::Replay(StoredResponse {
-                status: status.unwrap_or(500) as u16,
-                content_type,
-                body: body.unwrap_or_default(),
-            }));
-        }
-        if locked_until > now {
-            return Ok(Reservation::InProgress);
-        }
-        // The first request's host died: take the key over if nobody else has.
-        let taken = sqlx::query(
-            "UPDATE idempotency_keys SET locked_until = $5 WHERE scope = $1 AND method = $2 \
-             AND path = $3 AND key = $4 AND state = 'running' AND locked_until = $6",
-        )
-        .bind(k.scope)
-        .bind(k.method)
-        .bind(k.path)
-        .bind(k.key)
-        .bind(now + LOCK_MS)
-        .bind(locked_until)
-        .execute(db.pool())
-        .await?;
-        return Ok(if taken.rows_affected() == 1 {
-            Reservation::Acquired
-        } else {
-            Reservation::InProgress
-        });
     }
     Ok(Reservation::InProgress)
 }
 
+async fn fetch(db: &Db, k: &KeyRef<'_>) -> Result<Option<Row>> {
+    Ok(sqlx::query_as(
+        "SELECT fingerprint, state, status, content_type, body, locked_until, expires_at \
+         FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 AND key = $4",
+    )
+    .bind(k.scope)
+    .bind(k.method)
+    .bind(k.path)
+    .bind(k.key)
+    .fetch_optional(db.pool())
+    .await?)
+}
+
+/// What an existing record means for a new request with the same key;
+/// `None` when the record had expired and was purged.
+async fn judge(
+    db: &Db,
+    k: &KeyRef<'_>,
+    fingerprint: &str,
+    now: i64,
+    row: Row,
+) -> Result<Option<Reservation>> {
+    let (stored_fp, state, status, content_type, body, locked_until, expires_at) = row;
+    if expires_at <= now {
+        let _turn = db.write_turn().await;
+        sqlx::query(
+            "DELETE FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 \
+                 AND key = $4 AND expires_at <= $5",
+        )
+        .bind(k.scope)
+        .bind(k.method)
+        .bind(k.path)
+        .bind(k.key)
+        .bind(now)
+        .execute(db.pool())
+        .await?;
+        return Ok(None);
+    }
+    if stored_fp != fingerprint {
+        return Ok(Some(Reservation::Mismatch));
+    }
+    if state == "completed" {
+        return Ok(Some(Reservation::Replay(StoredResponse {
+            status: status.unwrap_or(500) as u16,
+            content_type,
+            body: body.unwrap_or_default(),
+        })));
+    }
+    if locked_until > now {
+        return Ok(Some(Reservation::InProgress));
+    }
+    // The first request's host died: take the key over if nobody else has.
+    let _turn = db.write_turn().await;
+    let taken = sqlx::query(
+        "UPDATE idempotency_keys SET locked_until = $5 WHERE scope = $1 AND method = $2 \
+             AND path = $3 AND key = $4 AND state = 'running' AND locked_until = $6",
+    )
+    .bind(k.scope)
+    .bind(k.method)
+    .bind(k.path)
+    .bind(k.key)
+    .bind(now + LOCK_MS)
+    .bind(locked_until)
+    .execute(db.pool())
+    .await?;
+    Ok(Some(if taken.rows_affected() == 1 {
+        Reservation::Acquired
+    } else {
+        Reservation::InProgress
+    }))
+}
+
 /// Stores the response of a reserved request for replay.
 pub async fn complete(db: &Db, k: &KeyRef<'_>, response: &StoredResponse) -> Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query(
         "UPDATE idempotency_keys SET state = 'completed', status = $5, content_type = $6, body = $7 \
          WHERE scope = $1 AND method = $2 AND path = $3 AND key = $4",
@@ -160,6 +189,7 @@ pub async fn complete(db: &Db, k: &KeyRef<'_>, response: &StoredResponse) -> Res
 /// Forgets a reservation: the request changed nothing (a 4xx), so the key
 /// may be used again, with a corrected body.
 pub async fn release(db: &Db, k: &KeyRef<'_>) -> Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 AND key = $4 \
          AND state = 'running'",
@@ -175,6 +205,7 @@ pub async fn release(db: &Db, k: &KeyRef<'_>) -> Result<()> {
 
 /// Deletes records older than the retention period.
 pub async fn purge_expired(db: &Db, now: i64) -> Result<u64> {
+    let _turn = db.write_turn().await;
     let done = sqlx::query("DELETE FROM idempotency_keys WHERE expires_at <= $1")
         .bind(now)
         .execute(db.pool())

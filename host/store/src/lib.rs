@@ -15,6 +15,7 @@ pub mod grants;
 pub mod idempotency;
 pub mod orgs;
 pub mod plans;
+pub mod plugins;
 pub mod prefs;
 pub mod projects;
 pub mod provision;

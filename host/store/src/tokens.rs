@@ -37,6 +37,8 @@ pub struct Authenticated {
     pub role: String,
     pub org_name: String,
     pub plan: String,
+    pub user_name: String,
+    pub user_email: Option<String>,
 }
 
 pub async fn insert(tx: &mut Tx, token: &Token, secret_hash: &str) -> Result<()> {
@@ -76,9 +78,11 @@ pub async fn find_by_secret_hash(db: &Db, secret_hash: &str) -> Result<Option<Au
         .collect::<Vec<_>>()
         .join(", ");
     let sql = format!(
-        "SELECT {columns}, m.role, o.name AS org_name, o.plan FROM tokens t \
+        "SELECT {columns}, m.role, o.name AS org_name, o.plan, u.name AS user_name, \
+         u.email AS user_email FROM tokens t \
          JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id \
          JOIN organizations o ON o.id = t.org_id \
+         JOIN users u ON u.id = t.user_id \
          WHERE t.secret_hash = $1"
     );
     Ok(sqlx::query_as(&sql)

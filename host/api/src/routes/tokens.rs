@@ -196,6 +196,7 @@ pub async fn revoke(
         .await?
         .ok_or_else(not_found)?;
     tx.commit().await?;
+    app.token_cache().evict_token(&id);
     Ok(Json(TokenView::from_row(token, now)))
 }
 

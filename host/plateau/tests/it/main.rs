@@ -10,6 +10,7 @@ mod errors;
 mod events;
 mod idempotency;
 mod pagination;
+mod plugins;
 mod projects;
 mod server;
 

@@ -1,0 +1,109 @@
+//! The operator's plugin configuration: which capabilities and outbound
+//! hosts each plugin is granted, its configuration values and limits.
+//!
+//! Read from the JSON file named by `PLATEAU_PLUGINS_CONFIG`:
+//!
+//! ```json
+//! { "plugins": { "checks": { "grants": ["kv", "events", "http", "clock"],
+//!                            "outboundHosts": ["api.example.com", "*.example.org"],
+//!                            "config": { "region": "eu" },
+//!                            "memoryMb": 64, "deadlineMs": 10000 } } }
+//! ```
+//!
+//! A plugin the file does not name is granted kv, events, log, config,
+//! clock and cursors: everything but outbound HTTP.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use plateau_plugin_runtime::{Capability, PluginLimits, PluginSettings};
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginsConfig {
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginConfig>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginConfig {
+    pub grants: Option<Vec<String>>,
+    #[serde(default)]
+    pub outbound_hosts: Vec<String>,
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    pub memory_mb: Option<usize>,
+    pub deadline_ms: Option<u64>,
+    pub fuel: Option<u64>,
+}
+
+/// What a plugin gets when the operator did not say.
+pub const DEFAULT_GRANTS: [Capability; 6] = [
+    Capability::Kv,
+    Capability::Events,
+    Capability::Log,
+    Capability::Config,
+    Capability::Clock,
+    Capability::Cursors,
+];
+
+impl PluginsConfig {
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let config: PluginsConfig =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (name, plugin) in &config.plugins {
+            plugin
+                .settings()
+                .map_err(|e| format!("{}: plugin {name}: {e}", path.display()))?;
+        }
+        Ok(config)
+    }
+
+    /// The runtime settings of plugin `name`.
+    pub fn settings(&self, name: &str) -> PluginSettings {
+        match self.plugins.get(name) {
+            Some(plugin) => plugin.settings().unwrap_or_else(|_| default_settings()),
+            None => default_settings(),
+        }
+    }
+}
+
+fn default_settings() -> PluginSettings {
+    PluginSettings {
+        grants: DEFAULT_GRANTS.into_iter().collect(),
+        ..PluginSettings::default()
+    }
+}
+
+impl PluginConfig {
+    fn settings(&self) -> Result<PluginSettings, String> {
+        let grants = match &self.grants {
+            Some(names) => names
+                .iter()
+                .map(|n| n.parse::<Capability>())
+                .collect::<Result<_, _>>()?,
+            None => DEFAULT_GRANTS.into_iter().collect(),
+        };
+        let mut limits = PluginLimits::default();
+        if let Some(mb) = self.memory_mb {
+            limits.memory_bytes = mb << 20;
+        }
+        if let Some(ms) = self.deadline_ms {
+            limits.deadline = Duration::from_millis(ms);
+        }
+        if let Some(fuel) = self.fuel {
+            limits.fuel = fuel;
+        }
+        Ok(PluginSettings {
+            grants,
+            outbound_hosts: self.outbound_hosts.clone(),
+            config: self.config.clone(),
+            limits,
+        })
+    }
+}

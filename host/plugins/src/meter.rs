@@ -1,0 +1,74 @@
+//! Fuel metering: every plugin request's fuel is added to its
+//! organisation's daily meter (`plugin_usage`), buffered in memory and
+//! flushed every few seconds and at shutdown, so metering adds no write to
+//! the request path. Also caches each organisation's default project,
+//! which never changes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use plateau_api::error::ApiError;
+use plateau_core::time;
+use plateau_store::{Db, plugins, projects};
+
+/// (organisation, plugin, day) to (requests, fuel).
+type Pending = HashMap<(String, String, String), (i64, i64)>;
+
+#[derive(Default)]
+pub struct Meter {
+    pending: Mutex<Pending>,
+    default_projects: Mutex<HashMap<String, String>>,
+}
+
+impl Meter {
+    pub fn record(&self, org_id: &str, plugin: &str, fuel: u64) {
+        let day = time::to_rfc3339(time::now_ms())[..10].to_owned();
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = pending
+            .entry((org_id.to_owned(), plugin.to_owned(), day))
+            .or_default();
+        entry.0 += 1;
+        entry.1 = entry
+            .1
+            .saturating_add(i64::try_from(fuel).unwrap_or(i64::MAX));
+    }
+
+    /// Writes what was recorded since the last flush.
+    pub async fn flush(&self, db: &Db) {
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        for ((org, plugin, day), (requests, fuel)) in pending {
+            if let Err(e) = plugins::add_usage(db, &org, &plugin, &day, requests, fuel).await {
+                tracing::warn!(error = %e, org, plugin, "recording plugin usage");
+            }
+        }
+    }
+
+    /// Flushes every `period` until the task is dropped.
+    pub async fn keep_flushing(self: std::sync::Arc<Self>, db: Db, period: Duration) {
+        let mut every = tokio::time::interval(period);
+        loop {
+            every.tick().await;
+            self.flush(&db).await;
+        }
+    }
+
+    pub async fn default_project(&self, db: &Db, org_id: &str) -> Result<String, ApiError> {
+        if let Some(id) = self
+            .default_projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(org_id)
+        {
+            return Ok(id.clone());
+        }
+        let project = projects::default_for(db, org_id).await?.ok_or_else(|| {
+            ApiError::Internal(format!("organization {org_id} has no default project"))
+        })?;
+        self.default_projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(org_id.to_owned(), project.id.clone());
+        Ok(project.id)
+    }
+}

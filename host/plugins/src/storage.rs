@@ -1,0 +1,170 @@
+//! The plugin runtime's [`Storage`] on the host's database: key-value data
+//! in `plugin_kv`, events in the organisation's timeline, one transaction
+//! per committed call.
+
+use async_trait::async_trait;
+use plateau_plugin_runtime::storage::apply_increment;
+use plateau_plugin_runtime::{
+    BucketId, Entry, EventRecord, KvWrite, Namespace, Storage, StorageError, WriteSet,
+};
+use plateau_store::events::{self, Actor, NewEvent};
+use plateau_store::plugins as kv;
+use plateau_store::{Db, Tx};
+
+pub struct SqlStorage {
+    db: Db,
+}
+
+impl SqlStorage {
+    pub fn new(db: Db) -> Self {
+        SqlStorage { db }
+    }
+}
+
+fn ns(bucket: &BucketId) -> &str {
+    match &bucket.namespace {
+        Namespace::Organization(id) => id,
+        Namespace::Global => "",
+    }
+}
+
+fn unavailable(e: plateau_store::Error) -> StorageError {
+    StorageError::Unavailable(e.to_string())
+}
+
+/// The key a commit locks: plugin, namespace and key.
+fn lock_key(bucket: &BucketId, key: &str) -> String {
+    format!("{}\u{1f}{}\u{1f}{key}", bucket.plugin, ns(bucket))
+}
+
+#[async_trait]
+impl Storage for SqlStorage {
+    async fn get(&self, bucket: &BucketId, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        kv::kv_get(&self.db, &bucket.plugin, ns(bucket), key)
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn list(
+        &self,
+        bucket: &BucketId,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let rows = kv::kv_list(&self.db, &bucket.plugin, ns(bucket), prefix, after, limit)
+            .await
+            .map_err(unavailable)?;
+        Ok(rows
+            .into_iter()
+            .map(|(key, value)| Entry { key, value })
+            .collect())
+    }
+
+    async fn count(&self, bucket: &BucketId, prefix: &str) -> Result<u64, StorageError> {
+        kv::kv_count(&self.db, &bucket.plugin, ns(bucket), prefix)
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn commit(&self, set: WriteSet) -> Result<(), StorageError> {
+        if set.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.begin().await.map_err(unavailable)?;
+        let mut locks: Vec<String> = set
+            .expectations
+            .iter()
+            .map(|e| lock_key(&e.bucket, &e.key))
+            .chain(set.writes.iter().filter_map(|w| match w {
+                KvWrite::Increment { bucket, key, .. } => Some(lock_key(bucket, key)),
+                _ => None,
+            }))
+            .collect();
+        kv::kv_lock(&mut tx, self.db.backend(), &mut locks)
+            .await
+            .map_err(unavailable)?;
+        for expectation in &set.expectations {
+            let current = kv::kv_get_in(
+                &mut tx,
+                &expectation.bucket.plugin,
+                ns(&expectation.bucket),
+                &expectation.key,
+            )
+            .await
+            .map_err(unavailable)?;
+            if current != expectation.value {
+                return Err(StorageError::Conflict {
+                    key: expectation.key.clone(),
+                });
+            }
+        }
+        for write in &set.writes {
+            apply(&mut tx, write).await?;
+        }
+        for event in &set.events {
+            record(&mut tx, event).await?;
+        }
+        tx.commit().await.map_err(unavailable)
+    }
+}
+
+async fn apply(tx: &mut Tx, write: &KvWrite) -> Result<(), StorageError> {
+    match write {
+        KvWrite::Set { bucket, key, value } => {
+            kv::kv_set(tx, &bucket.plugin, ns(bucket), key, value)
+                .await
+                .map_err(unavailable)
+        }
+        KvWrite::Delete { bucket, key } => kv::kv_delete(tx, &bucket.plugin, ns(bucket), key)
+            .await
+            .map_err(unavailable),
+        KvWrite::Increment { bucket, key, delta } => {
+            let current = kv::kv_get_in(tx, &bucket.plugin, ns(bucket), key)
+                .await
+                .map_err(unavailable)?;
+            let next = apply_increment(current.as_deref(), *delta)
+                .ok_or_else(|| StorageError::NotACounter { key: key.clone() })?;
+            kv::kv_set(
+                tx,
+                &bucket.plugin,
+                ns(bucket),
+                key,
+                next.to_string().as_bytes(),
+            )
+            .await
+            .map_err(unavailable)
+        }
+    }
+}
+
+async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
+    let actor = match event.actor.as_deref().and_then(|a| a.split_once(':')) {
+        Some((kind, id)) => Actor {
+            kind: kind.to_owned(),
+            id: Some(id.to_owned()),
+            ..Actor::default()
+        },
+        None => Actor {
+            kind: "plugin".to_owned(),
+            id: Some(event.plugin.clone()),
+            ..Actor::default()
+        },
+    };
+    let data = serde_json::from_str(&event.data).unwrap_or(serde_json::Value::Null);
+    let new = NewEvent {
+        org_id: event.organization_id.clone(),
+        kind: event.event_type.clone(),
+        category: event.plugin.clone(),
+        action: event.action.clone(),
+        audit: event.audit,
+        actor,
+        resource_type: event.resource_type.clone(),
+        resource_id: event.resource_id.clone(),
+        data,
+    };
+    events::record(tx, &new, event.at as i64)
+        .await
+        .map(|_| ())
+        .map_err(unavailable)
+}

@@ -1,0 +1,107 @@
+//! `cargo xtask run` and `cargo xtask test`: install what the project
+//! needs on a fresh machine, then run the server or every test.
+//!
+//! Installs only what is missing: the wasm32-wasip2 Rust target (plugins
+//! are built for it) and, for the tests, Debian packages (a PostgreSQL
+//! server for the PostgreSQL half of the suite).
+
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+use crate::server::workspace_root;
+
+/// Debian packages the test suite uses.
+const TEST_PACKAGES: &[&str] = &["postgresql"];
+
+pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
+    ensure_wasm_target()?;
+    let mut args = vec!["run", "--release", "-p", "plateau", "--", "serve"];
+    args.extend_from_slice(extra);
+    cargo(&args)
+}
+
+pub fn test(extra: &[&str]) -> anyhow::Result<()> {
+    ensure_wasm_target()?;
+    ensure_packages(TEST_PACKAGES)?;
+    let mut args = vec!["test", "--workspace"];
+    args.extend_from_slice(extra);
+    cargo(&args)
+}
+
+fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(workspace_root())
+        .output()
+        .context("running rustup")?;
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l == "wasm32-wasip2")
+    {
+        return Ok(());
+    }
+    eprintln!("installing the wasm32-wasip2 target");
+    let status = Command::new("rustup")
+        .args(["target", "add", "wasm32-wasip2"])
+        .current_dir(workspace_root())
+        .status()?;
+    if !status.success() {
+        bail!("rustup target add wasm32-wasip2 failed");
+    }
+    Ok(())
+}
+
+fn ensure_packages(packages: &[&str]) -> anyhow::Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| {
+            !Command::new("dpkg")
+                .args(["-s", p])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("installing Debian packages: {}", missing.join(" "));
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let run = |args: &[&str]| -> anyhow::Result<()> {
+        let mut all: Vec<&str> = sudo.to_vec();
+        all.extend_from_slice(args);
+        let status = Command::new(all[0])
+            .args(&all[1..])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .with_context(|| format!("running {}", all.join(" ")))?;
+        if !status.success() {
+            bail!("{} failed", all.join(" "));
+        }
+        Ok(())
+    };
+    run(&["apt-get", "update", "-q"])?;
+    let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+    install.extend_from_slice(&missing);
+    run(&install)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
