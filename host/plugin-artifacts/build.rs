@@ -135,6 +135,7 @@ fn build(root: &Path, target_dir: &Path, package: &Package) {
         .env_remove("CARGO_BUILD_RUSTC_WRAPPER");
     match package.targets {
         Targets::Examples(examples) => {
+            cmd.arg("--features=guest");
             for example in examples {
                 cmd.arg(format!("--example={example}"));
             }

@@ -52,6 +52,8 @@ pub struct Scenario {
     url: String,
     token: Option<String>,
     body: Option<Keys>,
+    /// A fixed JSON body, sent on every request.
+    json: Option<String>,
 }
 
 impl Scenario {
@@ -61,6 +63,17 @@ impl Scenario {
             url: format!("{base}{path}"),
             token: token.map(str::to_owned),
             body: None,
+            json: None,
+        }
+    }
+
+    pub fn post_json(base: &str, path: &str, token: &str, json: &str) -> Scenario {
+        Scenario {
+            method: hyper::Method::POST,
+            url: format!("{base}{path}"),
+            token: Some(token.to_owned()),
+            body: None,
+            json: Some(json.to_owned()),
         }
     }
 
@@ -70,6 +83,7 @@ impl Scenario {
             url: format!("{base}/api/v1/projects"),
             token: Some(token.to_owned()),
             body: Some(keys),
+            json: None,
         }
     }
 
@@ -81,6 +95,10 @@ impl Scenario {
             builder = builder.header("authorization", format!("Bearer {token}"));
         }
         let body = match self.body {
+            None if self.json.is_some() => {
+                builder = builder.header("content-type", "application/json");
+                Bytes::from(self.json.clone().unwrap_or_default())
+            }
             None => Bytes::new(),
             Some(keys) => {
                 let (key, name) = match keys {
@@ -112,6 +130,7 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
         url: scenario.url.clone(),
         token: scenario.token.clone(),
         body: scenario.body,
+        json: scenario.json.clone(),
     });
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);

@@ -8,7 +8,12 @@
 //!   benchmark (issue 2): requests per second and p50/p99 latency of
 //!   authenticated and idempotent requests, each as a ratio to an
 //!   unauthenticated static endpoint measured in the same run.
+//! - `cargo xtask bench flags [--seconds N] [--connections N]`: a flag
+//!   evaluation served by the flags plugin against the same evaluation as a
+//!   native host handler, in the same run, and the per-request
+//!   instantiation cost of the plugin component (issue 3).
 
+mod flags_bench;
 mod load;
 mod server;
 mod setup;
@@ -31,16 +36,24 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(bench_core(opts))
         }
+        ["bench", "flags", rest @ ..] => {
+            let opts = load::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(flags_bench::run(opts))
+        }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core [--seconds N] [--connections N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N]"
         ),
     }
 }
 
 async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
-    let server = server::Server::start_release().await?;
+    let server = server::Server::start_release(&[]).await?;
     let token = server.token.clone();
     let base = server.base.clone();
     println!(

@@ -18,9 +18,14 @@ pub struct Server {
 const TOKEN: &str = "plt_BenchBenchBenchBenchBenchBenchBenchBench";
 
 impl Server {
-    pub async fn start_release() -> anyhow::Result<Server> {
+    pub async fn start_release(features: &[&str]) -> anyhow::Result<Server> {
+        let mut args = vec!["build", "--release", "--quiet", "-p", "plateau"];
+        let features = features.join(",");
+        if !features.is_empty() {
+            args.extend(["--features", &features]);
+        }
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--release", "--quiet", "-p", "plateau"])
+            .args(&args)
             .status()
             .await
             .context("running cargo build")?;

@@ -68,8 +68,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
+    let routes = plateau_plugins::admin::routes();
+    #[cfg(feature = "bench-native")]
+    let routes = routes.merge(plateau_plugins::native_bench::routes());
     let extensions = Extensions {
-        routes: Some(plateau_plugins::admin::routes()),
+        routes: Some(routes),
         fallback: Some(plateau_plugins::dispatch::router(
             plugins.dispatcher.clone(),
         )),

@@ -100,6 +100,33 @@ impl PluginVersion {
         })
     }
 
+    /// Creates a fresh store and instance, as every call does, and drops
+    /// them without calling the guest: the per-request instantiation cost,
+    /// for benchmarks.
+    pub async fn instantiate_only(&self) -> Result<(), ExecError> {
+        let rt = &self.runtime;
+        let _permit = rt
+            .permits
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
+        let limits = &self.context.settings.limits;
+        let mut store = Store::new(
+            &rt.engine,
+            State::new(self.context.clone(), Phase::Request, None),
+        );
+        store.limiter(|state| &mut state.limiter);
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| instantiate_error(self.name(), e))?;
+        store.set_epoch_deadline(u64::MAX / 2);
+        self.pre
+            .instantiate(&mut store)
+            .await
+            .map(drop)
+            .map_err(|e| instantiate_error(self.name(), e))
+    }
+
     /// Runs a scheduled tick; its writes are committed when it returns `Ok`.
     pub async fn on_tick(&self, tick: Tick) -> Result<HookOutcome, ExecError> {
         self.hook(Call::Tick(tick), Phase::Tick).await

@@ -18,6 +18,8 @@ pub mod dispatch;
 pub mod docs;
 pub mod host;
 pub mod meter;
+#[cfg(feature = "bench-native")]
+pub mod native_bench;
 pub mod routes;
 pub mod storage;
 

@@ -23,6 +23,9 @@ pub struct ServerOptions {
     pub backend: Backend,
     /// Extra `PLATEAU_*` (or other) environment variables.
     pub env: BTreeMap<String, String>,
+    /// Join another server's database instead of a fresh one (several
+    /// hosts on one PostgreSQL).
+    pub database_url: Option<String>,
 }
 
 impl ServerOptions {
@@ -30,7 +33,15 @@ impl ServerOptions {
         ServerOptions {
             backend,
             env: BTreeMap::new(),
+            database_url: None,
         }
+    }
+
+    /// Another host on `server`'s database, with its bootstrap token.
+    pub fn joining(server: &Server) -> Self {
+        let mut options = server.options.clone();
+        options.database_url = server.database_url.clone();
+        options
     }
 
     pub fn env(mut self, key: &str, value: &str) -> Self {
@@ -57,15 +68,20 @@ pub struct Server {
 impl Server {
     /// Starts `bin` (the test's `env!("CARGO_BIN_EXE_plateau")`).
     pub async fn start(bin: &str, options: ServerOptions) -> Server {
-        let database_url = match options.backend {
-            Backend::Sqlite => None,
-            Backend::Postgres => Some(PgCluster::get().create_database()),
+        let database_url = match (&options.database_url, options.backend) {
+            (Some(url), _) => Some(url.clone()),
+            (None, Backend::Sqlite) => None,
+            (None, Backend::Postgres) => Some(PgCluster::get().create_database()),
         };
         let mut server = Server {
             bin: PathBuf::from(bin),
             child: None,
             url: String::new(),
-            token: crate::random_token(),
+            token: options
+                .env
+                .get("PLATEAU_BOOTSTRAP_TOKEN")
+                .cloned()
+                .unwrap_or_else(crate::random_token),
             admin_password: "operator-password-for-tests".to_owned(),
             data_dir: tempfile::tempdir().expect("a temporary directory"),
             database_url,

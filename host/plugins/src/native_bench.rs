@@ -1,0 +1,121 @@
+//! The flags plugin's single-flag OFREP evaluation written as a native
+//! handler in the host, over the same stored data, for the benchmark that
+//! compares the plugin path with it (`cargo xtask bench flags`). Built only
+//! with the `bench-native` feature; production builds do not carry it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use plateau_api::AppState;
+use plateau_api::auth::Caller;
+use plateau_api::error::ApiError;
+use plateau_core::time;
+use plateau_plugin_flags::FlagSet;
+use plateau_plugin_flags::ofrep::{EvaluationResponse, parse_request};
+use plateau_store::{plugins as kv, projects};
+use serde_json::{Map, Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(evaluate))
+}
+
+/// Bookkeeping fields of a stored flag record around the flagd definition.
+const BOOKKEEPING: [&str; 8] = [
+    "key",
+    "project",
+    "environment",
+    "version",
+    "etag",
+    "createdAt",
+    "updatedAt",
+    "updatedBy",
+];
+
+async fn default_project(app: &AppState, org: &str) -> Result<String, ApiError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(id) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(org) {
+        return Ok(id.clone());
+    }
+    let project = projects::default_for(app.db(), org)
+        .await?
+        .ok_or_else(|| ApiError::Internal("no default project".to_owned()))?;
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(org.to_owned(), project.id.clone());
+    Ok(project.id)
+}
+
+/// Native twin of `POST /flags/ofrep/v1/evaluate/flags/{key}` (production
+/// environment, the caller's project).
+#[utoipa::path(post, path = "/bench/flags/ofrep/v1/evaluate/flags/{key}", tag = "bench",
+    security(("bearer" = ["flags:evaluate"])),
+    params(("key" = String, Path, description = "flag key")),
+    responses((status = 200, description = "OFREP evaluation", body = Object)))]
+pub async fn evaluate(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let project = match &caller.project_id {
+        Some(p) => p.clone(),
+        None => default_project(&app, &caller.org_id).await?,
+    };
+    let org = caller.org_id.as_str();
+    let stored = kv::kv_get(
+        app.db(),
+        "flags",
+        org,
+        &format!("flag:{project}:production:{key}"),
+    )
+    .await?;
+    let evaluators = kv::kv_list(
+        app.db(),
+        "flags",
+        org,
+        &format!("evaluator:{project}:production:"),
+        None,
+        200,
+    )
+    .await?;
+    let context = match parse_request(&body) {
+        Ok(request) => Value::Object(request.context),
+        Err(e) => return Ok((StatusCode::BAD_REQUEST, Json(e.for_flag(&key))).into_response()),
+    };
+    let Some(stored) = stored else {
+        return Ok((
+            StatusCode::NOT_FOUND,
+            Json(json!({ "key": key, "errorCode": "FLAG_NOT_FOUND" })),
+        )
+            .into_response());
+    };
+    let mut definition: Map<String, Value> =
+        serde_json::from_slice(&stored).map_err(|e| ApiError::Internal(e.to_string()))?;
+    for field in BOOKKEEPING {
+        definition.remove(field);
+    }
+    let shared: Map<String, Value> = evaluators
+        .into_iter()
+        .filter_map(|(_, v)| {
+            let record: Value = serde_json::from_slice(&v).ok()?;
+            Some((record["name"].as_str()?.to_owned(), record["logic"].clone()))
+        })
+        .collect();
+    let set = FlagSet::from_value(
+        &json!({ "flags": { key.clone(): definition }, "$evaluators": shared }),
+    )
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let resolution = set.evaluate(&key, &context, time::now_ms() / 1000);
+    let response = EvaluationResponse::from_resolution(&key, resolution);
+    let status = StatusCode::from_u16(response.status()).unwrap_or(StatusCode::OK);
+    Ok((status, Json(response)).into_response())
+}

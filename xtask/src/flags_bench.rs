@@ -1,0 +1,116 @@
+//! `cargo xtask bench flags`: one OFREP flag evaluation served by the
+//! flags plugin (a wasm component instantiated per request) against the
+//! same evaluation as a native handler in the same host process, measured
+//! in the same run; then the per-request instantiation cost of the flags
+//! component, timed in-process over many instantiations.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use plateau_plugin_runtime::{
+    MemoryStore, PlainCursorCodec, PluginRuntime, PluginSettings, RuntimeConfig, Services,
+    SystemClock,
+};
+
+use crate::load::{self, Scenario};
+use crate::server::Server;
+
+const FLAG: &str = r#"{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"off",
+"targeting":{"if":[{"ends_with":[{"var":"email"},"@example.com"]},{"fractional":[["on",50],["off",50]]},"off"]}}"#;
+const CONTEXT: &str = r#"{"context":{"targetingKey":"user-42","email":"ann@example.com"}}"#;
+
+pub async fn run(opts: load::Options) -> anyhow::Result<()> {
+    let server = Server::start_release(&["bench-native"]).await?;
+    put_flag(&server).await?;
+    println!(
+        "flag evaluation benchmark: {} connections, {} s per scenario, SQLite, release build\n",
+        opts.connections, opts.seconds
+    );
+    let path = "/ofrep/v1/evaluate/flags/bench-flag";
+    let scenarios = [
+        (
+            "native handler (host)",
+            Scenario::post_json(
+                &server.base,
+                &format!("/api/v1/bench/flags{path}"),
+                &server.token,
+                CONTEXT,
+            ),
+        ),
+        (
+            "flags plugin (wasm component)",
+            Scenario::post_json(
+                &server.base,
+                &format!("/api/v1/flags{path}"),
+                &server.token,
+                CONTEXT,
+            ),
+        ),
+    ];
+    let mut results = Vec::new();
+    for (name, scenario) in scenarios {
+        results.push((name, load::run(&scenario, &opts).await?));
+    }
+    let native = results[0].1.rps;
+    println!(
+        "{:<32} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "path", "req/s", "p50 ms", "p99 ms", "vs native", "errors"
+    );
+    for (name, r) in &results {
+        println!(
+            "{:<32} {:>10.0} {:>10.3} {:>10.3} {:>9.0}% {:>8}",
+            name,
+            r.rps,
+            r.p50_ms,
+            r.p99_ms,
+            100.0 * r.rps / native,
+            r.errors
+        );
+    }
+    drop(server);
+    let per_instance = instantiation_cost(5_000).await?;
+    println!(
+        "\ninstantiation of the flags component (fresh store + instance, pooling allocator): {per_instance:.2} us per request"
+    );
+    println!("targets: plugin >= 70% of native throughput; instantiation <= 10 us");
+    Ok(())
+}
+
+async fn put_flag(server: &Server) -> anyhow::Result<()> {
+    let status = tokio::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT"])
+        .arg(format!("{}/api/v1/flags/bench-flag", server.base))
+        .args(["-H", &format!("Authorization: Bearer {}", server.token)])
+        .args(["-H", "Content-Type: application/json", "-d", FLAG])
+        .output()
+        .await
+        .context("running curl to create the flag")?;
+    let code = String::from_utf8_lossy(&status.stdout).to_string();
+    if code != "201" && code != "200" {
+        bail!("creating the benchmark flag answered {code}");
+    }
+    Ok(())
+}
+
+/// Mean time of `n` instantiations of the flags component, in microseconds.
+async fn instantiation_cost(n: u32) -> anyhow::Result<f64> {
+    let dir = tempfile::tempdir()?;
+    let services = Services {
+        storage: Arc::new(MemoryStore::default()),
+        clock: Arc::new(SystemClock),
+        cursors: Arc::new(PlainCursorCodec),
+    };
+    let runtime = PluginRuntime::new(RuntimeConfig::new(dir.path()), services)?;
+    let (_, wasm) = plateau_plugin_artifacts::builtin_plugins()[0];
+    let loaded = runtime.load(wasm, PluginSettings::all_granted()).await?;
+    let version = loaded.version;
+    for _ in 0..200 {
+        version.instantiate_only().await?;
+    }
+    let started = Instant::now();
+    for _ in 0..n {
+        version.instantiate_only().await?;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / f64::from(n))
+}
