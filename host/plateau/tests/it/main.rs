@@ -11,6 +11,7 @@ mod events;
 mod idempotency;
 mod pagination;
 mod projects;
+mod registry;
 mod server;
 
 use plateau_testkit::{Backend, Server, ServerOptions};
