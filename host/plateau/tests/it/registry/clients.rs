@@ -312,8 +312,14 @@ async fn oci_client_push_pull_referrers(backend: Backend) {
         .push(&sig_ref, &sig_layers, empty, &auth, Some(manifest))
         .await
         .expect("pushes the artifact");
+    let image_by_digest: Reference = format!("{}/{}@{digest}", reg.host, reg.repo("rust/app"))
+        .parse()
+        .unwrap();
     let referrers = client
-        .pull_referrers(&image, Some("application/vnd.example.signature.v1"))
+        .pull_referrers(
+            &image_by_digest,
+            Some("application/vnd.example.signature.v1"),
+        )
         .await
         .expect("lists referrers");
     assert_eq!(referrers.manifests.len(), 1);
