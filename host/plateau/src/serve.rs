@@ -81,9 +81,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     tracing::info!(store = %blob_store.location, "registry serving under /v2");
-    let app = plateau_api::app(state)
-        .map_err(anyhow::Error::msg)?
-        .merge(plateau_registry::router(registry));
+    // The /v2 routes go in after the API's layers: they keep the OCI error
+    // format, and unknown paths still get the API's problem bodies.
+    let api = plateau_api::app(state).map_err(anyhow::Error::msg)?;
+    let app = plateau_registry::mount(api, registry);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;

@@ -129,16 +129,21 @@ impl Registry {
     }
 }
 
-/// The `/v2` routes, to merge next to the API.
-pub fn router(registry: Registry) -> Router {
-    Router::new()
-        .route("/v2", any(routes::root))
-        .route("/v2/", any(routes::root))
-        .route("/v2/{*path}", any(routes::dispatch))
-        .with_state(registry)
-        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(
-            |req: &axum::extract::Request| {
-                tracing::info_span!("registry", method = %req.method(), path = %req.uri().path())
-            },
-        ))
+/// Adds the `/v2` routes to `router` (the API). Added after the API's own
+/// layers, they keep the OCI error format, while unknown paths still get
+/// the API's problem bodies.
+pub fn mount(router: Router, registry: Registry) -> Router {
+    let trace = tower_http::trace::TraceLayer::new_for_http().make_span_with(
+        |req: &axum::extract::Request| {
+            tracing::info_span!("registry", method = %req.method(), path = %req.uri().path())
+        },
+    );
+    let root = any(routes::root)
+        .with_state(registry.clone())
+        .layer(trace.clone());
+    let all = any(routes::dispatch).with_state(registry).layer(trace);
+    router
+        .route("/v2", root.clone())
+        .route("/v2/", root)
+        .route("/v2/{*path}", all)
 }
