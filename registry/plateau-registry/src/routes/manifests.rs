@@ -226,10 +226,11 @@ pub async fn put(ctx: &Ctx, reference: &str, req: &Parts, body: Body) -> Result<
     if let Some(subject) = subject.and_then(|s| HeaderValue::from_str(&s).ok()) {
         headers.insert("oci-subject", subject);
     }
-    if matches!(reference, Reference::Digest(_)) && !tags.is_empty() {
-        if let Ok(v) = HeaderValue::from_str(&tags.join(", ")) {
-            headers.insert("oci-tag", v);
-        }
+    if matches!(reference, Reference::Digest(_))
+        && !tags.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&tags.join(", "))
+    {
+        headers.insert("oci-tag", v);
     }
     Ok(response)
 }

@@ -60,10 +60,10 @@ pub async fn start(ctx: &Ctx, req: &Parts, body: Body) -> Result<Response> {
     let q = query(req);
     if let Some(mount) = query_value(&q, "mount") {
         let digest = Digest::parse(mount)?;
-        if let Some(from) = query_value(&q, "from") {
-            if mount_from(ctx, &digest, from).await? {
-                return Ok(created(ctx, &digest));
-            }
+        if let Some(from) = query_value(&q, "from")
+            && mount_from(ctx, &digest, from).await?
+        {
+            return Ok(created(ctx, &digest));
         }
     }
     let digest = query_value(&q, "digest").map(Digest::parse).transpose()?;

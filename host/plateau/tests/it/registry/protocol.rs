@@ -497,6 +497,9 @@ async fn manifests_tags_and_catalog(backend: Backend) {
     );
 }
 
+/// A request: method, path, body, headers.
+type Case = (Method, String, Vec<u8>, Vec<(&'static str, String)>);
+
 async fn error_codes(backend: Backend) {
     let reg = Reg::start(backend).await;
     let token = reg.token(&["registry:write"]).await;
@@ -527,7 +530,7 @@ async fn error_codes(backend: Backend) {
             .unwrap();
         r.headers()["location"].to_str().unwrap().to_owned()
     };
-    let cases: Vec<((u16, &str), (Method, String, Vec<u8>, Vec<(&'static str, String)>))> = vec![
+    let cases: Vec<((u16, &str), Case)> = vec![
         ((404, "BLOB_UNKNOWN"), (Method::GET, format!("/v2/{repo}/blobs/{zero}"), vec![], vec![])),
         ((400, "DIGEST_INVALID"), (Method::GET, format!("/v2/{repo}/blobs/sha256:nothex"), vec![], vec![])),
         ((400, "UNSUPPORTED"), (Method::POST, format!("/v2/{repo}/blobs/uploads/?digest-algorithm=md5"), vec![], vec![])),
