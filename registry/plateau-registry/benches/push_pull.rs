@@ -55,6 +55,11 @@ fn copy(from: &Path, to: &Path) -> f64 {
     start.elapsed().as_secs_f64()
 }
 
+/// Writes dirty pages back so that one phase does not pay for another.
+fn settle() {
+    let _ = Command::new("sync").status();
+}
+
 fn vm_hwm_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
@@ -128,8 +133,15 @@ async fn main() {
     let repo = format!("{}/bench", me["organization"]["id"].as_str().unwrap());
     let idle_kib = vm_hwm_kib(pid);
 
-    let copy_secs = copy(&blob, &dir.path().join("copy.bin"));
-    std::fs::remove_file(dir.path().join("copy.bin")).unwrap();
+    // The copy runs under the same conditions as the server: dirty pages
+    // written back first, best of two runs.
+    let mut copy_secs = f64::MAX;
+    for _ in 0..2 {
+        settle();
+        copy_secs = copy_secs.min(copy(&blob, &dir.path().join("copy.bin")));
+        std::fs::remove_file(dir.path().join("copy.bin")).unwrap();
+    }
+    settle();
 
     // Push: POST, one streaming PATCH, PUT ?digest= (what docker and skopeo do).
     let start = Instant::now();
@@ -164,6 +176,7 @@ async fn main() {
     let push_secs = start.elapsed().as_secs_f64();
 
     // Pull to a file on the same disk.
+    settle();
     let start = Instant::now();
     let r = http
         .get(format!("{url}/v2/{repo}/blobs/{digest}"))
