@@ -11,8 +11,12 @@ use anyhow::{Context, bail};
 
 use crate::server::workspace_root;
 
-/// Debian packages the test suite uses.
-const TEST_PACKAGES: &[&str] = &["postgresql"];
+/// Debian packages the test suite uses: a PostgreSQL server for the
+/// PostgreSQL half of the suite, skopeo as an independent OCI client.
+const TEST_PACKAGES: &[&str] = &["postgresql", "skopeo"];
+
+/// Python packages the test suite uses: `oras`, another OCI client.
+const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras")];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
@@ -24,6 +28,7 @@ pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
 pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(TEST_PACKAGES)?;
+    ensure_python_packages(TEST_PYTHON_PACKAGES)?;
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
     cargo(&args)
@@ -97,6 +102,29 @@ fn ensure_packages(packages: &[&str]) -> anyhow::Result<()> {
     let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
     install.extend_from_slice(&missing);
     run(&install)
+}
+
+/// `(module, package)` pairs: installs `package` with pip when `module`
+/// does not import.
+fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
+    for (module, package) in packages {
+        let present = Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if present {
+            continue;
+        }
+        eprintln!("installing the Python package {package}");
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", package])
+            .status()
+            .context("running pip")?;
+        if !status.success() {
+            bail!("pip install {package} failed");
+        }
+    }
+    Ok(())
 }
 
 fn is_root() -> bool {

@@ -7,7 +7,7 @@ use plateau_core::{Plan, Role};
 use plateau_store::events::Actor;
 use plateau_store::{orgs, provision};
 
-use crate::config::StoreArgs;
+use crate::config::{RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 
 #[derive(Subcommand)]
 pub enum AdminCommand {
@@ -29,6 +29,13 @@ pub enum AdminCommand {
         role: String,
         #[arg(long)]
         email: Option<String>,
+    },
+    /// Delete stale registry uploads and blobs that no manifest references.
+    RegistryGc {
+        #[command(flatten)]
+        registry: RegistryStoreArgs,
+        #[command(flatten)]
+        gc: RegistryGcArgs,
     },
 }
 
@@ -71,6 +78,14 @@ pub async fn run(store: StoreArgs, command: AdminCommand) -> anyhow::Result<()> 
                 member.user.id, member.user.name, member.role
             );
             println!("token (shown once): {}", member.secret);
+        }
+        AdminCommand::RegistryGc { registry, gc } => {
+            let blob_store = registry.open(&store.data_dir)?;
+            let report = plateau_registry::gc::collect(&db, &blob_store, &gc.options()).await?;
+            println!(
+                "registry gc: {} uploads, {} blobs ({} bytes), {} unknown objects removed",
+                report.uploads, report.blobs, report.bytes, report.orphans
+            );
         }
     }
     db.close().await;

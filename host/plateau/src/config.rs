@@ -37,3 +37,47 @@ pub enum LogFormat {
     Text,
     Json,
 }
+
+/// Where registry content lives.
+#[derive(Args, Clone, Debug)]
+pub struct RegistryStoreArgs {
+    /// Registry blob storage: a directory, `file:///dir`, or `s3://bucket[/prefix]` (with the
+    /// usual AWS_* variables: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT,
+    /// AWS_ALLOW_HTTP); default: `registry` in the data directory.
+    #[arg(long, env = "PLATEAU_REGISTRY_STORE")]
+    pub registry_store: Option<String>,
+}
+
+impl RegistryStoreArgs {
+    pub fn open(&self, data_dir: &std::path::Path) -> anyhow::Result<plateau_registry::BlobStore> {
+        let store = match &self.registry_store {
+            Some(spec) => plateau_registry::BlobStore::open(spec),
+            None => plateau_registry::BlobStore::local(&data_dir.join("registry")),
+        };
+        store.context("opening the registry store")
+    }
+}
+
+/// Garbage collection of the registry.
+#[derive(Args, Clone, Debug)]
+pub struct RegistryGcArgs {
+    /// Seconds an unreferenced blob is kept before GC deletes it (pushes in flight use it).
+    #[arg(long, env = "PLATEAU_REGISTRY_GC_GRACE_SECS", default_value_t = 3600)]
+    pub registry_gc_grace_secs: i64,
+    /// Seconds an unfinished upload may stay untouched.
+    #[arg(
+        long,
+        env = "PLATEAU_REGISTRY_UPLOAD_TTL_SECS",
+        default_value_t = 86400
+    )]
+    pub registry_upload_ttl_secs: i64,
+}
+
+impl RegistryGcArgs {
+    pub fn options(&self) -> plateau_registry::gc::GcOptions {
+        plateau_registry::gc::GcOptions {
+            grace_secs: self.registry_gc_grace_secs.max(0),
+            upload_ttl_secs: self.registry_upload_ttl_secs.max(0),
+        }
+    }
+}

@@ -11,7 +11,7 @@ use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 
-use crate::config::{LogFormat, StoreArgs};
+use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;
 
@@ -44,6 +44,24 @@ pub struct ServeArgs {
     /// configuration and limits.
     #[arg(long, env = "PLATEAU_PLUGINS_CONFIG")]
     plugins_config: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    registry_store: RegistryStoreArgs,
+    #[command(flatten)]
+    registry_gc: RegistryGcArgs,
+    /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
+    /// by default each request's Host.
+    #[arg(long, env = "PLATEAU_REGISTRY_URL")]
+    registry_url: Option<String>,
+    /// Seconds between registry garbage collections; 0 turns the periodic collection off.
+    #[arg(
+        long,
+        env = "PLATEAU_REGISTRY_GC_INTERVAL_SECS",
+        default_value_t = 3600
+    )]
+    registry_gc_interval_secs: u64,
+    /// Unfinished registry uploads an organisation may have at once.
+    #[arg(long, env = "PLATEAU_REGISTRY_MAX_UPLOADS", default_value_t = 100)]
+    registry_max_uploads: i64,
     /// Log format.
     #[arg(long, env = "PLATEAU_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
@@ -77,9 +95,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             plugins.dispatcher.clone(),
         )),
     };
-    let app = plateau_api::app_with(state, extensions)
+    let blob_store = args.registry_store.open(&args.store.data_dir)?;
+    let registry = plateau_registry::Registry::new(
+        state.clone(),
+        blob_store.clone(),
+        plateau_registry::RegistryConfig {
+            public_url: args.registry_url.clone(),
+            max_uploads_per_org: args.registry_max_uploads,
+        },
+    )
+    .await?;
+    tracing::info!(store = %blob_store.location, "registry serving under /v2");
+    // The /v2 routes go in after the API's layers: they keep the OCI error
+    // format, and unknown paths still get the API's problem bodies.
+    let api = plateau_api::app_with(state, extensions)
         .map_err(anyhow::Error::msg)?
         .layer(axum::Extension(plugins.dispatcher.host.clone()));
+    let app = plateau_registry::mount(api, registry);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -87,6 +119,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%addr, backend = ?db.backend(), "plateau is serving");
     println!("listening on http://{addr}");
     let maintenance = tokio::spawn(maintain(db.clone()));
+    let registry_gc = tokio::spawn(registry_gc(
+        db.clone(),
+        blob_store,
+        args.registry_gc.options(),
+        args.registry_gc_interval_secs,
+    ));
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -94,6 +132,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     .with_graceful_shutdown(shutdown_signal())
     .await?;
     maintenance.abort();
+    registry_gc.abort();
     plugins.stop(&db).await;
     db.close().await;
     tracing::info!("stopped");
@@ -128,6 +167,27 @@ async fn maintain(db: Db) {
         }
         if let Err(e) = sessions::purge_expired(&db, now).await {
             tracing::warn!(error = %e, "purging admin sessions");
+        }
+    }
+}
+
+/// Collects registry garbage every `interval_secs` (never when 0).
+async fn registry_gc(
+    db: Db,
+    store: plateau_registry::BlobStore,
+    options: plateau_registry::gc::GcOptions,
+    interval_secs: u64,
+) {
+    if interval_secs == 0 {
+        return;
+    }
+    let mut every = tokio::time::interval(Duration::from_secs(interval_secs));
+    every.tick().await;
+    loop {
+        every.tick().await;
+        match plateau_registry::gc::collect(&db, &store, &options).await {
+            Ok(report) => tracing::info!(?report, "registry garbage collected"),
+            Err(e) => tracing::warn!(error = %e, "registry garbage collection"),
         }
     }
 }

@@ -14,6 +14,7 @@ mod multihost;
 mod pagination;
 mod plugins;
 mod projects;
+mod registry;
 mod server;
 
 use plateau_testkit::{Backend, Server, ServerOptions};

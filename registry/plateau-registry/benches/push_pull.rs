@@ -1,0 +1,222 @@
+//! Registry throughput: push and pull one 256 MiB blob against the release
+//! `plateau` binary, as ratios to copying the same file on the same disk
+//! in the same run, and the server's peak memory (VmHWM).
+//!
+//! Run: `cargo build --release -p plateau && cargo bench -p plateau-registry --bench push_pull`
+//! (`PLATEAU_BIN` overrides the binary; `BENCH_MIB` the blob size).
+//! Targets: pull >= 70 %, push >= 50 % of the copy, memory flat.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use futures::StreamExt;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("PLATEAU_BIN") {
+        return bin.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let bin = target.join("release/plateau");
+    assert!(
+        bin.exists(),
+        "{} is missing: run cargo build --release -p plateau first",
+        bin.display()
+    );
+    bin
+}
+
+fn token() -> String {
+    let mut out = String::from("plt_");
+    let digest = Sha256::digest(format!("{:?}", Instant::now()).as_bytes());
+    out.push_str(&hex::encode(digest)[..40]);
+    out
+}
+
+/// Copies with a userspace read/write loop (no reflink, no copy_file_range).
+fn copy(from: &Path, to: &Path) -> f64 {
+    let start = Instant::now();
+    let mut src = std::fs::File::open(from).unwrap();
+    let mut dst = std::fs::File::create(to).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = src.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        dst.write_all(&buf[..n]).unwrap();
+    }
+    drop(dst);
+    start.elapsed().as_secs_f64()
+}
+
+/// Writes dirty pages back so that one phase does not pay for another.
+fn settle() {
+    let _ = Command::new("sync").status();
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    let mib: u64 = std::env::var("BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let size = mib * 1024 * 1024;
+    let dir =
+        tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| ".".into())).unwrap();
+    let data_dir = dir.path().join("data");
+    let blob = dir.path().join("blob.bin");
+    let mut hasher = Sha256::new();
+    {
+        let mut f = std::fs::File::create(&blob).unwrap();
+        let mut state = 0x9e3779b97f4a7c15u64;
+        let mut chunk = vec![0u8; 1 << 20];
+        for _ in 0..mib {
+            for b in chunk.chunks_mut(8) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                b.copy_from_slice(&state.to_le_bytes()[..b.len()]);
+            }
+            hasher.update(&chunk);
+            f.write_all(&chunk).unwrap();
+        }
+    }
+    let digest = format!("sha256:{}", hex::encode(hasher.finalize()));
+    let token = token();
+    let mut child = Command::new(binary())
+        .arg("serve")
+        .env("PLATEAU_LISTEN", "127.0.0.1:0")
+        .env("PLATEAU_DATA_DIR", &data_dir)
+        .env("PLATEAU_BOOTSTRAP_TOKEN", &token)
+        .env("PLATEAU_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("plateau starts");
+    let pid = child.id();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() > 0,
+            "plateau exited"
+        );
+        if let Some(u) = line.trim().strip_prefix("listening on ") {
+            break u.to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let http = reqwest::Client::new();
+    let me: serde_json::Value = http
+        .get(format!("{url}/api/v1/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let repo = format!("{}/bench", me["organization"]["id"].as_str().unwrap());
+    let idle_kib = vm_hwm_kib(pid);
+
+    // The copy runs under the same conditions as the server: dirty pages
+    // written back first, best of two runs.
+    let mut copy_secs = f64::MAX;
+    for _ in 0..2 {
+        settle();
+        copy_secs = copy_secs.min(copy(&blob, &dir.path().join("copy.bin")));
+        std::fs::remove_file(dir.path().join("copy.bin")).unwrap();
+    }
+    settle();
+
+    // Push: POST, one streaming PATCH, PUT ?digest= (what docker and skopeo do).
+    let start = Instant::now();
+    let r = http
+        .post(format!("{url}/v2/{repo}/blobs/uploads/"))
+        .basic_auth("plateau", Some(&token))
+        .send()
+        .await
+        .unwrap();
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let file = tokio::fs::File::open(&blob).await.unwrap();
+    let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::with_capacity(
+        file,
+        256 * 1024,
+    ));
+    let r = http
+        .patch(format!("{url}{location}"))
+        .basic_auth("plateau", Some(&token))
+        .header("content-length", size)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let r = http
+        .put(format!("{url}{location}?digest={digest}"))
+        .basic_auth("plateau", Some(&token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let push_secs = start.elapsed().as_secs_f64();
+
+    // Pull to a file on the same disk.
+    settle();
+    let start = Instant::now();
+    let r = http
+        .get(format!("{url}/v2/{repo}/blobs/{digest}"))
+        .basic_auth("plateau", Some(&token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut out = tokio::fs::File::create(dir.path().join("pulled.bin"))
+        .await
+        .unwrap();
+    let mut stream = r.bytes_stream();
+    let mut pulled = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        pulled += chunk.len() as u64;
+        out.write_all(&chunk).await.unwrap();
+    }
+    out.flush().await.unwrap();
+    let pull_secs = start.elapsed().as_secs_f64();
+    assert_eq!(pulled, size);
+
+    let peak_kib = vm_hwm_kib(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    let mbps = |secs: f64| size as f64 / secs / 1e6;
+    println!("registry push/pull of a {mib} MiB blob");
+    println!("copy on the same disk: {:8.1} MB/s", mbps(copy_secs));
+    println!(
+        "push:                  {:8.1} MB/s  ({:.0} % of copy; target >= 50 %)",
+        mbps(push_secs),
+        100.0 * copy_secs / push_secs
+    );
+    println!(
+        "pull:                  {:8.1} MB/s  ({:.0} % of copy; target >= 70 %)",
+        mbps(pull_secs),
+        100.0 * copy_secs / pull_secs
+    );
+    println!(
+        "server peak RSS (VmHWM): {} KiB idle, {} KiB after push and pull",
+        idle_kib, peak_kib
+    );
+}

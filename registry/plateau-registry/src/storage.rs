@@ -1,0 +1,291 @@
+//! Blob content in an `object_store`: the local filesystem by default, or
+//! any S3-compatible service. Only this module knows object keys.
+//!
+//! Layout: `blobs/<org>/<algorithm>/<hex>/<generation>` for content, and
+//! `uploads/<upload id>/<offset>-<random>` for the parts of unfinished
+//! uploads. A blob's generation (the upload that wrote it) is recorded in
+//! the database, so a blob collected by GC and pushed again at the same
+//! moment never loses its new copy.
+
+use std::ops::Range;
+use std::path::Path as FsPath;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{
+    GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
+};
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+use crate::error::{Error, Result};
+use crate::reference::{Digest, Hasher};
+
+/// Size of the parts written to the object store; also the most a write
+/// holds in memory per upload (times [`WRITE_CONCURRENCY`]).
+const PART_SIZE: usize = 8 * 1024 * 1024;
+const WRITE_CONCURRENCY: usize = 2;
+/// Read size when streaming a local file out.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// The content store.
+#[derive(Clone)]
+pub struct BlobStore {
+    inner: Arc<dyn ObjectStore>,
+    /// Where the store lives, for logs: `file:///...` or `s3://bucket`.
+    pub location: String,
+}
+
+/// How a streamed write ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WriteEnd {
+    /// The body ended normally.
+    Complete,
+    /// The client went away; what arrived before was kept.
+    Interrupted,
+}
+
+impl BlobStore {
+    /// Opens `spec`: `s3://bucket[/prefix]` (credentials, region and
+    /// endpoint from the usual `AWS_*` variables), `file:///dir`, or a
+    /// plain directory path.
+    pub fn open(spec: &str) -> Result<BlobStore> {
+        if let Some(rest) = spec.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            let s3 = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .build()?;
+            let inner: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
+                Arc::new(s3)
+            } else {
+                Arc::new(object_store::prefix::PrefixStore::new(
+                    s3,
+                    prefix.trim_matches('/'),
+                ))
+            };
+            return Ok(BlobStore {
+                inner,
+                location: format!("s3://{rest}"),
+            });
+        }
+        let dir = spec.strip_prefix("file://").unwrap_or(spec);
+        Self::local(FsPath::new(dir))
+    }
+
+    /// A store in a local directory, created if needed.
+    pub fn local(dir: &FsPath) -> Result<BlobStore> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::Internal(format!(
+                "creating the registry directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let fs = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+        Ok(BlobStore {
+            inner: Arc::new(fs),
+            location: format!("file://{}", dir.display()),
+        })
+    }
+
+    pub fn blob_key(org_id: &str, digest: &Digest, generation: &str) -> String {
+        format!(
+            "blobs/{org_id}/{}/{}/{generation}",
+            digest.algorithm.as_str(),
+            digest.hex
+        )
+    }
+
+    pub fn part_key(upload_id: &str, offset: u64) -> String {
+        format!(
+            "uploads/{upload_id}/{offset:020}-{}",
+            uuid::Uuid::new_v4().simple()
+        )
+    }
+
+    pub fn upload_prefix(upload_id: &str) -> String {
+        format!("uploads/{upload_id}")
+    }
+
+    /// Streams `body` into `key`, feeding `hasher`, holding at most a few
+    /// parts in memory. Fails with DENIED past `limit` bytes (nothing is
+    /// kept then). Returns the bytes written and how the body ended; an
+    /// interrupted body keeps what arrived. Writes nothing for an empty
+    /// body and returns 0.
+    pub async fn write_stream<S, E>(
+        &self,
+        key: &str,
+        mut body: S,
+        mut hasher: Option<&mut Hasher>,
+        limit: u64,
+        limit_message: impl Fn() -> String,
+    ) -> Result<(u64, WriteEnd)>
+    where
+        S: futures::Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        let mut writer: Option<WriteMultipart> = None;
+        let mut written = 0u64;
+        let mut end = WriteEnd::Complete;
+        while let Some(chunk) = body.next().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::info!(error = %e, key, "upload body interrupted");
+                    end = WriteEnd::Interrupted;
+                    break;
+                }
+            };
+            if chunk.is_empty() {
+                continue;
+            }
+            written += chunk.len() as u64;
+            if written > limit {
+                if let Some(w) = writer.take() {
+                    let _ = w.abort().await;
+                }
+                return Err(Error::Denied(limit_message()));
+            }
+            if let Some(h) = hasher.as_deref_mut() {
+                h.update(&chunk);
+            }
+            let w = match writer.as_mut() {
+                Some(w) => w,
+                None => {
+                    let upload = self.inner.put_multipart(&Path::from(key)).await?;
+                    writer.insert(WriteMultipart::new_with_chunk_size(upload, PART_SIZE))
+                }
+            };
+            w.wait_for_capacity(WRITE_CONCURRENCY).await?;
+            w.put(chunk);
+        }
+        if let Some(w) = writer {
+            w.finish().await?;
+        }
+        Ok((written, end))
+    }
+
+    pub async fn put_empty(&self, key: &str) -> Result<()> {
+        self.inner
+            .put(&Path::from(key), PutPayload::default())
+            .await?;
+        Ok(())
+    }
+
+    /// A byte range of an object (all of it for `None`) as a stream; local
+    /// files are read directly in large chunks.
+    pub async fn read(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let options = GetOptions {
+            range: range.map(GetRange::Bounded),
+            ..GetOptions::default()
+        };
+        let result = self.inner.get_opts(&Path::from(key), options).await?;
+        let range = result.range.clone();
+        match result.payload {
+            GetResultPayload::File(file, _) => {
+                let mut file = tokio::fs::File::from_std(file);
+                file.seek(std::io::SeekFrom::Start(range.start))
+                    .await
+                    .map_err(|e| Error::Internal(format!("reading {key}: {e}")))?;
+                let reader = file.take(range.end - range.start);
+                Ok(tokio_util::io::ReaderStream::with_capacity(reader, READ_CHUNK).boxed())
+            }
+            GetResultPayload::Stream(_) => Ok(result
+                .into_stream()
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .boxed()),
+        }
+    }
+
+    /// Hashes an object by reading it through.
+    pub async fn hash(&self, key: &str, hasher: &mut Hasher) -> Result<u64> {
+        let mut stream = self.read(key, None).await?;
+        let mut n = 0;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| Error::Internal(format!("reading {key}: {e}")))?;
+            hasher.update(&chunk);
+            n += chunk.len() as u64;
+        }
+        Ok(n)
+    }
+
+    /// Concatenates `parts` into `dest`, hashing on the way.
+    pub async fn concat(&self, parts: &[String], dest: &str, hasher: &mut Hasher) -> Result<u64> {
+        let upload = self.inner.put_multipart(&Path::from(dest)).await?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+        let mut n = 0u64;
+        for part in parts {
+            let mut stream = self.read(part, None).await?;
+            while let Some(chunk) = stream.next().await {
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = writer.abort().await;
+                        return Err(Error::Internal(format!("reading {part}: {e}")));
+                    }
+                };
+                hasher.update(&chunk);
+                n += chunk.len() as u64;
+                writer.wait_for_capacity(WRITE_CONCURRENCY).await?;
+                writer.put(chunk);
+            }
+        }
+        writer.finish().await?;
+        Ok(n)
+    }
+
+    /// Moves an object (a rename on the local filesystem, a server-side
+    /// copy on S3).
+    pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.inner
+            .rename(&Path::from(from), &Path::from(to))
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes an object; a missing one is not an error.
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        match self.inner.delete(&Path::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes every object below `prefix`.
+    pub async fn delete_prefix(&self, prefix: &str) -> Result<usize> {
+        let prefix = Path::from(prefix);
+        let keys: Vec<Path> = self
+            .inner
+            .list(Some(&prefix))
+            .map_ok(|meta| meta.location)
+            .try_collect()
+            .await?;
+        let n = keys.len();
+        for key in keys {
+            self.delete(key.as_ref()).await?;
+        }
+        Ok(n)
+    }
+
+    /// Every object key below `prefix`, with its last modification in
+    /// milliseconds (for GC).
+    pub async fn list(&self, prefix: &str) -> Result<Vec<(String, i64)>> {
+        Ok(self
+            .inner
+            .list(Some(&Path::from(prefix)))
+            .map_ok(|meta| {
+                (
+                    meta.location.to_string(),
+                    meta.last_modified.timestamp_millis(),
+                )
+            })
+            .try_collect()
+            .await?)
+    }
+}
