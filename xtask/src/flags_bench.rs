@@ -48,26 +48,7 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
             ),
         ),
     ];
-    let mut results = Vec::new();
-    for (name, scenario) in scenarios {
-        results.push((name, load::run(&scenario, &opts).await?));
-    }
-    let native = results[0].1.rps;
-    println!(
-        "{:<32} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "path", "req/s", "p50 ms", "p99 ms", "vs native", "errors"
-    );
-    for (name, r) in &results {
-        println!(
-            "{:<32} {:>10.0} {:>10.3} {:>10.3} {:>9.0}% {:>8}",
-            name,
-            r.rps,
-            r.p50_ms,
-            r.p99_ms,
-            100.0 * r.rps / native,
-            r.errors
-        );
-    }
+    load::run_table(scenarios.into(), &opts, "native").await?;
     drop(server);
     let per_instance = instantiation_cost(5_000).await?;
     println!(

@@ -188,3 +188,38 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
         errors: errors.load(Ordering::Relaxed),
     })
 }
+
+/// Runs each scenario in turn and prints a table: throughput, latency, and
+/// throughput as a ratio to the first scenario (the baseline of the run).
+pub async fn run_table(
+    scenarios: Vec<(&str, Scenario)>,
+    opts: &Options,
+    baseline: &str,
+) -> anyhow::Result<Vec<Outcome>> {
+    let mut results = Vec::new();
+    for (name, scenario) in &scenarios {
+        results.push((*name, run(scenario, opts).await?));
+    }
+    let base = results[0].1.rps;
+    println!(
+        "{:<40} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "scenario",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        format!("vs {baseline}"),
+        "errors"
+    );
+    for (name, r) in &results {
+        println!(
+            "{:<40} {:>10.0} {:>10.3} {:>10.3} {:>9.0}% {:>8}",
+            name,
+            r.rps,
+            r.p50_ms,
+            r.p99_ms,
+            100.0 * r.rps / base,
+            r.errors
+        );
+    }
+    Ok(results.into_iter().map(|(_, r)| r).collect())
+}

@@ -78,27 +78,7 @@ async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
             load::Scenario::post_projects(&base, &token, load::Keys::Replay),
         ),
     ];
-    let mut results = Vec::new();
-    for (name, scenario) in scenarios {
-        let r = load::run(&scenario, &opts).await?;
-        results.push((name, r));
-    }
-    let baseline = results[0].1.rps;
-    println!(
-        "{:<40} {:>10} {:>10} {:>10} {:>9} {:>8}",
-        "scenario", "req/s", "p50 ms", "p99 ms", "vs static", "errors"
-    );
-    for (name, r) in &results {
-        println!(
-            "{:<40} {:>10.0} {:>10.3} {:>10.3} {:>8.0}% {:>8}",
-            name,
-            r.rps,
-            r.p50_ms,
-            r.p99_ms,
-            100.0 * r.rps / baseline,
-            r.errors
-        );
-    }
+    load::run_table(scenarios, &opts, "static").await?;
     println!("\ntargets: GET /me >= 60% of static; fresh idempotent POST >= 3000 req/s");
     drop(server);
     Ok(())

@@ -32,7 +32,10 @@ impl Server {
         if !status.success() {
             bail!("cargo build --release -p plateau failed");
         }
-        let bin = workspace_root().join("target/release/plateau");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| workspace_root().join("target"));
+        let bin = target.join("release/plateau");
         let dir = tempfile::tempdir()?;
         let mut child = Command::new(bin)
             .arg("serve")

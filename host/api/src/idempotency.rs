@@ -71,10 +71,7 @@ async fn run(app: &AppState, req: Request, next: Next) -> Result<Response, ApiEr
         .map(|pq| pq.as_str().to_owned())
         .unwrap_or_default();
     let (parts, body) = req.into_parts();
-    let limit = app.config().max_body_bytes;
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError::PayloadTooLarge(format!("the request body is over {limit} bytes"))
-    })?;
+    let bytes = crate::json::read_body(body, app.config().max_body_bytes).await?;
     let fingerprint = hex_sha256(&bytes);
     let k = KeyRef {
         scope: &scope,

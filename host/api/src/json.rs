@@ -22,12 +22,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let limit = state.config().max_body_bytes;
-        let bytes = axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map_err(|_| {
-                ApiError::PayloadTooLarge(format!("the request body is over {limit} bytes"))
-            })?;
+        let bytes = read_body(req.into_body(), state.config().max_body_bytes).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return parse(b"{}").map(Body);
         }
@@ -46,6 +41,39 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
         }
         parse(&bytes).map(Body)
     }
+}
+
+/// How much of an oversized body is read and thrown away before the 413,
+/// so that a client still sending gets the answer instead of a reset.
+const DRAIN_LIMIT: usize = 8 << 20;
+
+/// Reads a request body of at most `limit` bytes; 413 otherwise.
+pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut buf = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame
+            .map_err(|e| ApiError::bad_request("bad_request", format!("reading the body: {e}")))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen += data.len();
+        if seen > limit {
+            if seen > DRAIN_LIMIT {
+                break;
+            }
+            continue;
+        }
+        buf.extend_from_slice(&data);
+    }
+    if seen > limit {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the request body is over {limit} bytes"
+        )));
+    }
+    Ok(buf.freeze())
 }
 
 fn is_json(content_type: &str) -> bool {

@@ -118,12 +118,8 @@ async fn run(d: &Dispatcher, req: Request) -> Result<Response, ApiError> {
             Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
         })
         .collect();
-    let limit = d.host.app().config().max_body_bytes;
-    let body = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| {
-            ApiError::PayloadTooLarge(format!("the request body is over {limit} bytes"))
-        })?;
+    let body =
+        plateau_api::json::read_body(req.into_body(), d.host.app().config().max_body_bytes).await?;
     let plugin_caller = match &caller {
         Some(c) => PluginCaller {
             organization_id: Some(c.org_id.clone()),

@@ -20,7 +20,7 @@ crate::on_both_backends!(
     egress_is_guarded,
 );
 
-async fn admin(s: &Server) -> Client {
+pub async fn admin(s: &Server) -> Client {
     s.anonymous().with_cookie(&crate::admin::login(s).await)
 }
 
