@@ -162,8 +162,12 @@ impl PluginHost {
         kind: &str,
         actor: &Actor,
     ) -> Result<(), HostError> {
-        let mut tx = self.app.db().begin().await?;
-        let current = db::active_one(&mut tx, name).await?;
+        // Read and compile outside the write transaction: compiling can take
+        // seconds, and SQLite has one writer.
+        let current = db::active(self.app.db())
+            .await?
+            .into_iter()
+            .find(|a| a.name == name);
         let target = match digest {
             Some(d) => d.to_owned(),
             None => current
@@ -183,9 +187,9 @@ impl PluginHost {
             .ok_or_else(|| {
                 HostError::NotFound(format!("plugin {name} has no stored version {target}"))
             })?;
-        // Compile (or find in the cache) before committing, so a version that
-        // no longer loads is never made active.
+        // A version that no longer loads is never made active.
         let loaded = self.runtime.load(&wasm, self.config.settings(name)).await?;
+        let mut tx = self.app.db().begin().await?;
         let now = time::now_ms();
         let previous = current.as_ref().map(|c| c.active_digest.as_str());
         let generation = db::set_active(&mut tx, name, &target, previous, now).await?;

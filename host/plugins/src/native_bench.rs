@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -64,8 +63,9 @@ pub async fn evaluate(
     State(app): State<AppState>,
     caller: Caller,
     Path(key): Path<String>,
-    body: Bytes,
+    req: axum::extract::Request,
 ) -> Result<Response, ApiError> {
+    let body = plateau_api::json::read_body(req.into_body(), app.config().max_body_bytes).await?;
     let project = match &caller.project_id {
         Some(p) => p.clone(),
         None => default_project(&app, &caller.org_id).await?,

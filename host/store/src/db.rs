@@ -2,12 +2,10 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyConnection, AnyPool, Executor};
-use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::{Error, Result};
 
@@ -24,17 +22,18 @@ pub enum Backend {
 #[derive(Clone)]
 pub struct Db {
     pool: AnyPool,
+    /// Where writes go. SQLite has one writer at a time, so on SQLite this
+    /// is a pool of one connection: this process's writers queue for it
+    /// instead of failing each other with SQLITE_BUSY (other processes wait
+    /// on SQLite's busy timeout), and the one writer stays warm. On
+    /// PostgreSQL it is the main pool.
+    writer: AnyPool,
     backend: Backend,
-    /// SQLite has one writer at a time. Taking this gate before a write
-    /// transaction keeps this process's writers from failing each other
-    /// with SQLITE_BUSY; other processes wait on SQLite's busy timeout.
-    write_gate: Option<Arc<Mutex<()>>>,
 }
 
 /// A write transaction. Dropping it without [`Tx::commit`] rolls back.
 pub struct Tx {
     inner: sqlx::Transaction<'static, Any>,
-    _gate: Option<OwnedMutexGuard<()>>,
 }
 
 impl Tx {
@@ -68,29 +67,28 @@ impl Db {
             return Err(Error::UnsupportedUrl(redact(url)));
         };
         let options = AnyConnectOptions::from_str(url)?;
-        let pool = match backend {
-            Backend::Sqlite => {
-                AnyPoolOptions::new()
-                    .max_connections(8)
-                    .min_connections(1)
-                    .after_connect(|conn, _| {
-                        Box::pin(async move {
-                            conn.execute(
-                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                                 PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
-                            )
-                            .await?;
-                            Ok(())
-                        })
+        let sqlite = |max: u32| {
+            AnyPoolOptions::new()
+                .max_connections(max)
+                .min_connections(1)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                             PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
+                        )
+                        .await?;
+                        Ok(())
                     })
-                    .connect_with(options)
-                    .await?
-            }
+                })
+        };
+        let pool = match backend {
+            Backend::Sqlite => sqlite(8).connect_with(options.clone()).await?,
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))
-                    .connect_with(options)
+                    .connect_with(options.clone())
                     .await?
             }
         };
@@ -98,11 +96,14 @@ impl Db {
             Backend::Sqlite => SQLITE_MIGRATIONS.run(&pool).await?,
             Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
         }
-        let write_gate = (backend == Backend::Sqlite).then(|| Arc::new(Mutex::new(())));
+        let writer = match backend {
+            Backend::Sqlite => sqlite(1).connect_with(options).await?,
+            Backend::Postgres => pool.clone(),
+        };
         Ok(Db {
             pool,
+            writer,
             backend,
-            write_gate,
         })
     }
 
@@ -116,23 +117,17 @@ impl Db {
 
     /// Begins a write transaction.
     pub async fn begin(&self) -> Result<Tx> {
-        let gate = self.write_turn().await;
-        let inner = self.pool.begin().await?;
-        Ok(Tx { inner, _gate: gate })
+        let inner = self.writer.begin().await?;
+        Ok(Tx { inner })
     }
 
-    /// Waits for this process's turn to write. Hold the guard while running
-    /// a single-statement write on [`Db::pool`]; transactions from
-    /// [`Db::begin`] take their turn themselves. On PostgreSQL, where
-    /// writers do not exclude each other, there is no turn to wait for.
-    pub async fn write_turn(&self) -> Option<OwnedMutexGuard<()>> {
-        match &self.write_gate {
-            Some(gate) => Some(gate.clone().lock_owned().await),
-            None => None,
-        }
+    /// The pool for single-statement writes; reads use [`Db::pool`].
+    pub fn writer(&self) -> &AnyPool {
+        &self.writer
     }
 
     pub async fn close(&self) {
+        self.writer.close().await;
         self.pool.close().await;
     }
 }

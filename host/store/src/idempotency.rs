@@ -64,7 +64,6 @@ pub async fn reserve(db: &Db, k: &KeyRef<'_>, fingerprint: &str, now: i64) -> Re
                 None => continue,
             }
         }
-        let _turn = db.write_turn().await;
         let inserted = sqlx::query(
             "INSERT INTO idempotency_keys (scope, method, path, key, fingerprint, state, status, \
              content_type, body, locked_until, created_at, expires_at) \
@@ -79,12 +78,11 @@ pub async fn reserve(db: &Db, k: &KeyRef<'_>, fingerprint: &str, now: i64) -> Re
         .bind(now + LOCK_MS)
         .bind(now)
         .bind(now + RETENTION_MS)
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
         if inserted.rows_affected() == 1 {
             return Ok(Reservation::Acquired);
         }
-        drop(_turn);
         // Someone inserted between our read and our write: judge their record.
         if let Some(row) = fetch(db, k).await? {
             if let Some(verdict) = judge(db, k, fingerprint, now, row).await? {
@@ -119,7 +117,6 @@ async fn judge(
 ) -> Result<Option<Reservation>> {
     let (stored_fp, state, status, content_type, body, locked_until, expires_at) = row;
     if expires_at <= now {
-        let _turn = db.write_turn().await;
         sqlx::query(
             "DELETE FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 \
                  AND key = $4 AND expires_at <= $5",
@@ -129,7 +126,7 @@ async fn judge(
         .bind(k.path)
         .bind(k.key)
         .bind(now)
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
         return Ok(None);
     }
@@ -147,7 +144,6 @@ async fn judge(
         return Ok(Some(Reservation::InProgress));
     }
     // The first request's host died: take the key over if nobody else has.
-    let _turn = db.write_turn().await;
     let taken = sqlx::query(
         "UPDATE idempotency_keys SET locked_until = $5 WHERE scope = $1 AND method = $2 \
              AND path = $3 AND key = $4 AND state = 'running' AND locked_until = $6",
@@ -158,7 +154,7 @@ async fn judge(
     .bind(k.key)
     .bind(now + LOCK_MS)
     .bind(locked_until)
-    .execute(db.pool())
+    .execute(db.writer())
     .await?;
     Ok(Some(if taken.rows_affected() == 1 {
         Reservation::Acquired
@@ -169,7 +165,6 @@ async fn judge(
 
 /// Stores the response of a reserved request for replay.
 pub async fn complete(db: &Db, k: &KeyRef<'_>, response: &StoredResponse) -> Result<()> {
-    let _turn = db.write_turn().await;
     sqlx::query(
         "UPDATE idempotency_keys SET state = 'completed', status = $5, content_type = $6, body = $7 \
          WHERE scope = $1 AND method = $2 AND path = $3 AND key = $4",
@@ -181,7 +176,7 @@ pub async fn complete(db: &Db, k: &KeyRef<'_>, response: &StoredResponse) -> Res
     .bind(i64::from(response.status))
     .bind(&response.content_type)
     .bind(&response.body)
-    .execute(db.pool())
+    .execute(db.writer())
     .await?;
     Ok(())
 }
@@ -189,7 +184,6 @@ pub async fn complete(db: &Db, k: &KeyRef<'_>, response: &StoredResponse) -> Res
 /// Forgets a reservation: the request changed nothing (a 4xx), so the key
 /// may be used again, with a corrected body.
 pub async fn release(db: &Db, k: &KeyRef<'_>) -> Result<()> {
-    let _turn = db.write_turn().await;
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE scope = $1 AND method = $2 AND path = $3 AND key = $4 \
          AND state = 'running'",
@@ -198,17 +192,16 @@ pub async fn release(db: &Db, k: &KeyRef<'_>) -> Result<()> {
     .bind(k.method)
     .bind(k.path)
     .bind(k.key)
-    .execute(db.pool())
+    .execute(db.writer())
     .await?;
     Ok(())
 }
 
 /// Deletes records older than the retention period.
 pub async fn purge_expired(db: &Db, now: i64) -> Result<u64> {
-    let _turn = db.write_turn().await;
     let done = sqlx::query("DELETE FROM idempotency_keys WHERE expires_at <= $1")
         .bind(now)
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
     Ok(done.rows_affected())
 }

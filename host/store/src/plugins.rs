@@ -85,14 +85,6 @@ pub async fn active(db: &Db) -> Result<Vec<ActivePlugin>> {
     Ok(sqlx::query_as(&sql).fetch_all(db.pool()).await?)
 }
 
-pub async fn active_one(tx: &mut Tx, name: &str) -> Result<Option<ActivePlugin>> {
-    let sql = format!("SELECT {PLUGIN_COLUMNS} FROM plugins WHERE name = $1");
-    Ok(sqlx::query_as(&sql)
-        .bind(name)
-        .fetch_optional(tx.conn())
-        .await?)
-}
-
 /// Makes `digest` the active version of `name`, remembering `previous`.
 pub async fn set_active(
     tx: &mut Tx,
@@ -256,7 +248,6 @@ pub async fn add_usage(
     requests: i64,
     fuel: i64,
 ) -> Result<()> {
-    let _turn = db.write_turn().await;
     sqlx::query(
         "INSERT INTO plugin_usage (org_id, plugin, day, requests, fuel) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (org_id, plugin, day) DO UPDATE SET \
@@ -267,7 +258,7 @@ pub async fn add_usage(
     .bind(day)
     .bind(requests)
     .bind(fuel)
-    .execute(db.pool())
+    .execute(db.writer())
     .await?;
     Ok(())
 }

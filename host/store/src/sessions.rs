@@ -3,12 +3,11 @@
 use crate::{Db, Result};
 
 pub async fn create(db: &Db, id_hash: &str, now: i64, expires_at: i64) -> Result<()> {
-    let _turn = db.write_turn().await;
     sqlx::query("INSERT INTO admin_sessions (id_hash, created_at, expires_at) VALUES ($1, $2, $3)")
         .bind(id_hash)
         .bind(now)
         .bind(expires_at)
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
     Ok(())
 }
@@ -23,19 +22,17 @@ pub async fn is_valid(db: &Db, id_hash: &str, now: i64) -> Result<bool> {
 }
 
 pub async fn delete(db: &Db, id_hash: &str) -> Result<()> {
-    let _turn = db.write_turn().await;
     sqlx::query("DELETE FROM admin_sessions WHERE id_hash = $1")
         .bind(id_hash)
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
     Ok(())
 }
 
 pub async fn purge_expired(db: &Db, now: i64) -> Result<u64> {
-    let _turn = db.write_turn().await;
     let done = sqlx::query("DELETE FROM admin_sessions WHERE expires_at <= $1")
         .bind(now)
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
     Ok(done.rows_affected())
 }

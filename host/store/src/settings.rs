@@ -9,11 +9,10 @@ pub async fn get_or_init(db: &Db, key: &str, init: impl FnOnce() -> String) -> R
     if let Some(value) = get(db, key).await? {
         return Ok(value);
     }
-    let _turn = db.write_turn().await;
     sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
         .bind(key)
         .bind(init())
-        .execute(db.pool())
+        .execute(db.writer())
         .await?;
     Ok(get(db, key).await?.unwrap_or_default())
 }
