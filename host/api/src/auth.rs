@@ -303,10 +303,10 @@ pub async fn check(
         }
         Requirement::Token | Requirement::Scope(_) => {
             let caller = authenticate_token(app, &bearer(req)?, ip).await?;
-            if let Requirement::Scope(scope) = requirement {
-                if !caller.scopes.allows(scope) {
-                    return Err(ApiError::MissingScope(scope.clone()));
-                }
+            if let Requirement::Scope(scope) = requirement
+                && !caller.scopes.allows(scope)
+            {
+                return Err(ApiError::MissingScope(scope.clone()));
             }
             req.extensions_mut()
                 .insert(Principal(format!("token:{}", caller.token_id)));
@@ -356,11 +356,11 @@ pub async fn authenticate_token(
     }
     let hash = secret::hash(secret);
     let now = time::now_ms();
-    if let Some(mut caller) = app.token_cache().get(&hash) {
-        if caller.expires_at.is_none_or(|at| at > now) {
-            caller.ip = ip;
-            return Ok(caller);
-        }
+    if let Some(mut caller) = app.token_cache().get(&hash)
+        && caller.expires_at.is_none_or(|at| at > now)
+    {
+        caller.ip = ip;
+        return Ok(caller);
     }
     let found = tokens::find_by_secret_hash(app.db(), &hash)
         .await?

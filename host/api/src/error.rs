@@ -212,10 +212,9 @@ impl IntoResponse for ApiError {
         if let ApiError::TooManyRequests {
             retry_after_secs, ..
         } = &self
+            && let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string())
         {
-            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+            response.headers_mut().insert(header::RETRY_AFTER, v);
         }
         response
     }

@@ -183,14 +183,14 @@ impl<'a> Pager<'a> {
     ) -> Page<T> {
         let mut rows = listed.rows;
         let mut next_cursor = None;
-        if let Some(limit) = self.keyset.limit {
-            if rows.len() > limit as usize {
-                rows.truncate(limit as usize);
-                next_cursor = rows.last().map(|last| {
-                    self.codec
-                        .encode(self.list, &self.owner, &self.filters, &sort_key(last))
-                });
-            }
+        if let Some(limit) = self.keyset.limit
+            && rows.len() > limit as usize
+        {
+            rows.truncate(limit as usize);
+            next_cursor = rows.last().map(|last| {
+                self.codec
+                    .encode(self.list, &self.owner, &self.filters, &sort_key(last))
+            });
         }
         Page {
             items: rows.into_iter().map(to_item).collect(),

@@ -84,10 +84,10 @@ pub async fn reserve(db: &Db, k: &KeyRef<'_>, fingerprint: &str, now: i64) -> Re
             return Ok(Reservation::Acquired);
         }
         // Someone inserted between our read and our write: judge their record.
-        if let Some(row) = fetch(db, k).await? {
-            if let Some(verdict) = judge(db, k, fingerprint, now, row).await? {
-                return Ok(verdict);
-            }
+        if let Some(row) = fetch(db, k).await?
+            && let Some(verdict) = judge(db, k, fingerprint, now, row).await?
+        {
+            return Ok(verdict);
         }
     }
     Ok(Reservation::InProgress)

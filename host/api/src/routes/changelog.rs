@@ -43,11 +43,12 @@ pub fn parse(source: &str) -> Result<Vec<Entry>, String> {
                 .last_mut()
                 .ok_or_else(|| format!("line {}: a change before the first date", n + 1))?;
             entry.changes.push(item.trim().to_owned());
-        } else if line.starts_with("  ") && !line.trim().is_empty() {
-            if let Some(change) = entries.last_mut().and_then(|e| e.changes.last_mut()) {
-                change.push(' ');
-                change.push_str(line.trim());
-            }
+        } else if line.starts_with("  ")
+            && !line.trim().is_empty()
+            && let Some(change) = entries.last_mut().and_then(|e| e.changes.last_mut())
+        {
+            change.push(' ');
+            change.push_str(line.trim());
         }
     }
     entries.sort_by(|a, b| b.date.cmp(&a.date));
