@@ -4,14 +4,7 @@
 //! in the same run; then the per-request instantiation cost of the flags
 //! component, timed in-process over many instantiations.
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use anyhow::{Context, bail};
-use plateau_plugin_runtime::{
-    MemoryStore, PlainCursorCodec, PluginRuntime, PluginSettings, RuntimeConfig, Services,
-    SystemClock,
-};
 
 use crate::load::{self, Scenario};
 use crate::server::Server;
@@ -74,24 +67,23 @@ async fn put_flag(server: &Server) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Mean time of `n` instantiations of the flags component, in microseconds.
+/// Mean time of `n` instantiations of the flags component, in
+/// microseconds, measured in-process by the release binary's
+/// `bench-instantiate` command.
 async fn instantiation_cost(n: u32) -> anyhow::Result<f64> {
-    let dir = tempfile::tempdir()?;
-    let services = Services {
-        storage: Arc::new(MemoryStore::default()),
-        clock: Arc::new(SystemClock),
-        cursors: Arc::new(PlainCursorCodec),
-    };
-    let runtime = PluginRuntime::new(RuntimeConfig::new(dir.path()), services)?;
-    let (_, wasm) = plateau_plugin_artifacts::builtin_plugins()[0];
-    let loaded = runtime.load(wasm, PluginSettings::all_granted()).await?;
-    let version = loaded.version;
-    for _ in 0..200 {
-        version.instantiate_only().await?;
+    let output = tokio::process::Command::new(crate::server::release_binary())
+        .args(["bench-instantiate", "--count", &n.to_string()])
+        .output()
+        .await
+        .context("running plateau bench-instantiate")?;
+    if !output.status.success() {
+        bail!(
+            "plateau bench-instantiate failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
-    let started = Instant::now();
-    for _ in 0..n {
-        version.instantiate_only().await?;
-    }
-    Ok(started.elapsed().as_secs_f64() * 1e6 / f64::from(n))
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .context("reading the instantiation time")
 }

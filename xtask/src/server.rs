@@ -32,10 +32,7 @@ impl Server {
         if !status.success() {
             bail!("cargo build --release -p plateau failed");
         }
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| workspace_root().join("target"));
-        let bin = target.join("release/plateau");
+        let bin = release_binary();
         let dir = tempfile::tempdir()?;
         let mut child = Command::new(bin)
             .arg("serve")
@@ -71,4 +68,12 @@ pub fn workspace_root() -> std::path::PathBuf {
         .parent()
         .expect("xtask sits in the workspace root")
         .to_path_buf()
+}
+
+/// The release `plateau` binary of this workspace's target directory.
+pub fn release_binary() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("release/plateau")
 }

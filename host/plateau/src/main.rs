@@ -28,6 +28,14 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Manage plugins on a running server (admin API).
     Plugin(plugin_cli::PluginArgs),
+    /// Benchmark support: time N instantiations of the built-in flags
+    /// component and print the mean in microseconds.
+    #[cfg(feature = "bench-native")]
+    #[command(hide = true)]
+    BenchInstantiate {
+        #[arg(long, default_value_t = 5000)]
+        count: u32,
+    },
     /// Operator commands that work on the database directly.
     Admin {
         #[command(flatten)]
@@ -43,6 +51,11 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Plugin(args) => plugin_cli::run(args).await,
+        #[cfg(feature = "bench-native")]
+        Command::BenchInstantiate { count } => {
+            println!("{:.2}", plugins::instantiation_micros(count).await?);
+            Ok(())
+        }
         Command::Admin { store, command } => {
             logging::init(config::LogFormat::Text);
             admin::run(store, command).await

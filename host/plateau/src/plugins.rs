@@ -90,3 +90,32 @@ impl Running {
         self.dispatcher.meter.flush(db).await;
     }
 }
+
+/// Mean time of `n` instantiations of the built-in flags component (fresh
+/// store and instance, pooling allocator), in microseconds.
+#[cfg(feature = "bench-native")]
+pub async fn instantiation_micros(n: u32) -> anyhow::Result<f64> {
+    use plateau_plugin_runtime::{MemoryStore, PlainCursorCodec, PluginSettings};
+    let dir = std::env::temp_dir().join(format!("plateau-bench-{}", std::process::id()));
+    let services = Services {
+        storage: Arc::new(MemoryStore::default()),
+        clock: Arc::new(SystemClock),
+        cursors: Arc::new(PlainCursorCodec),
+    };
+    let runtime = PluginRuntime::new(RuntimeConfig::new(&dir), services)?;
+    let (_, wasm) = plateau_plugin_artifacts::builtin_plugins()[0];
+    let version = runtime
+        .load(wasm, PluginSettings::all_granted())
+        .await?
+        .version;
+    for _ in 0..200 {
+        version.instantiate_only().await?;
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..n {
+        version.instantiate_only().await?;
+    }
+    let micros = started.elapsed().as_secs_f64() * 1e6 / f64::from(n.max(1));
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(micros)
+}
