@@ -74,7 +74,7 @@ impl Db {
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; \
                              PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
                         )
                         .await?;
