@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use plateau_api::AppState;
 use plateau_core::time;
-use plateau_plugin_runtime::{Access, Description, PluginRuntime, PluginSlot, PluginVersion};
+use plateau_plugin_runtime::{Description, PluginRuntime, PluginSlot, PluginVersion};
 use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::plugins::{self as db, VersionInfo};
 use serde_json::json;
@@ -316,10 +316,5 @@ impl PluginHost {
                 tracing::warn!(error = %e, "syncing plugins with the database");
             }
         }
-    }
-
-    /// Whether a route is reachable without a token.
-    pub fn is_public(access: &Access) -> bool {
-        matches!(access, Access::Public)
     }
 }

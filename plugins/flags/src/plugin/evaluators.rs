@@ -9,7 +9,7 @@ use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{ApiError, Bucket, NewEvent, Params, Request, Response, paginate_kv};
 use serde::Deserialize;
 
-use super::flags::etag_matches;
+use super::flags::conditional_get;
 use super::scope::{Scope, check_name};
 use super::store::{EvaluatorRecord, FlagRecord, Stamp, references, validation_error};
 use crate::{DefinitionError, FlagSet};
@@ -85,13 +85,7 @@ pub fn get(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let name = &params["name"];
     let scope = Scope::of(req, params)?;
     let record = find(&Bucket::caller()?, &scope, name)?;
-    if req
-        .header("if-none-match")
-        .is_some_and(|tags| etag_matches(tags, &record.etag))
-    {
-        return Ok(Response::new(304).with_header("etag", record.etag));
-    }
-    Ok(Response::ok(&record).with_header("etag", record.etag.clone()))
+    Ok(conditional_get(req, &record, &record.etag))
 }
 
 /// `DELETE /flags/evaluators/{name}`: 204; 409 naming the flags that still use it.

@@ -83,13 +83,7 @@ pub fn get(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let key = &params["key"];
     let scope = Scope::of(req, params)?;
     let record = find(&Bucket::caller()?, &scope, key)?;
-    if req
-        .header("if-none-match")
-        .is_some_and(|tags| etag_matches(tags, &record.etag))
-    {
-        return Ok(Response::new(304).with_header("etag", record.etag));
-    }
-    Ok(Response::ok(&record).with_header("etag", record.etag.clone()))
+    Ok(conditional_get(req, &record, &record.etag))
 }
 
 /// `DELETE /flags/{key}`: 204, or 404 for a flag that does not exist.
@@ -146,4 +140,15 @@ pub fn etag_matches(header: &str, etag: &str) -> bool {
     header
         .split(',')
         .any(|tag| tag.trim() == "*" || bare(tag) == bare(etag))
+}
+
+/// A stored record with its `ETag`, or 304 when `If-None-Match` names it.
+pub fn conditional_get<T: serde::Serialize>(req: &Request, record: &T, etag: &str) -> Response {
+    if req
+        .header("if-none-match")
+        .is_some_and(|tags| etag_matches(tags, etag))
+    {
+        return Response::new(304).with_header("etag", etag.to_owned());
+    }
+    Response::ok(record).with_header("etag", etag.to_owned())
 }
