@@ -6,25 +6,40 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use plateau_api::AppState;
 use plateau_plugin_runtime::egress::parse_allow_list;
-use plateau_plugin_runtime::{PluginRuntime, RuntimeConfig, Services, SystemClock};
+use plateau_plugin_runtime::secrets::{KEY_LEN, Sealer};
+use plateau_plugin_runtime::{
+    Clock, ManualClock, PluginRuntime, RuntimeConfig, Services, SystemClock,
+};
+use plateau_plugins::admin_jobs::HostClock;
 use plateau_plugins::cursors::SignedCursors;
 use plateau_plugins::storage::SqlStorage;
-use plateau_plugins::{Dispatcher, Meter, PluginHost, PluginsConfig};
-use plateau_store::Db;
+use plateau_plugins::{Dispatcher, JobRunner, Meter, PluginHost, PluginsConfig};
+use plateau_store::{Db, settings};
 use tokio::task::JoinHandle;
 
 pub struct Setup {
     pub data_dir: PathBuf,
     pub egress_allow: String,
     pub config: Option<PathBuf>,
+    /// `PLATEAU_SECRET_KEY`, base64.
+    pub secret_key: Option<String>,
+    /// `PLATEAU_CLOCK=manual`: a host clock moved only through `/admin/clock`.
+    pub manual_clock: bool,
 }
 
 pub struct Running {
     pub dispatcher: Dispatcher,
+    pub jobs: Arc<JobRunner>,
+    pub clock: HostClock,
     tasks: Vec<JoinHandle<()>>,
 }
+
+/// How many plugin jobs one host runs at once.
+const JOB_CONCURRENCY: usize = 32;
 
 /// Paths of the core API that no plugin may claim.
 const CORE_PREFIXES: &[&str] = &[
@@ -55,10 +70,21 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
     runtime_config
         .reserved_prefixes
         .extend(CORE_PREFIXES.iter().map(|p| (*p).to_owned()));
+    let manual = setup
+        .manual_clock
+        .then(|| Arc::new(ManualClock::new(SystemClock.now_millis())));
+    let clock = HostClock {
+        clock: match &manual {
+            Some(manual) => manual.clone(),
+            None => Arc::new(SystemClock),
+        },
+        manual,
+    };
     let services = Services {
         storage: Arc::new(SqlStorage::new(app.db().clone())),
-        clock: Arc::new(SystemClock),
+        clock: clock.clock.clone(),
         cursors: Arc::new(SignedCursors(app.cursors().clone())),
+        sealer: Arc::new(Sealer::new(&secret_key(setup, app.db()).await?)),
     };
     let runtime =
         PluginRuntime::new(runtime_config, services).context("starting the plugin runtime")?;
@@ -68,7 +94,15 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         .context("installing the built-in plugins")?;
     host.sync().await.context("loading the active plugins")?;
     let meter = Arc::new(Meter::default());
+    let jobs = Arc::new(JobRunner::new(
+        host.clone(),
+        app.db().clone(),
+        clock.clock.clone(),
+        JOB_CONCURRENCY,
+        Duration::from_millis(100),
+    ));
     let tasks = vec![
+        tokio::spawn(jobs.clone().run()),
         tokio::spawn(host.clone().keep_in_sync(Duration::from_secs(1))),
         tokio::spawn(
             meter
@@ -78,8 +112,28 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
     ];
     Ok(Running {
         dispatcher: Dispatcher { host, meter },
+        jobs,
+        clock,
         tasks,
     })
+}
+
+/// The key of the plugins' `secrets`: `PLATEAU_SECRET_KEY`, or one
+/// generated once and kept in the database.
+async fn secret_key(setup: &Setup, db: &Db) -> anyhow::Result<[u8; KEY_LEN]> {
+    let encoded = match &setup.secret_key {
+        Some(key) => key.clone(),
+        None => {
+            let generated = Sealer::generate_key().map_err(anyhow::Error::msg)?;
+            settings::get_or_init(db, "plugin_secret_key", || BASE64.encode(generated)).await?
+        }
+    };
+    let bytes = BASE64
+        .decode(encoded.trim())
+        .context("PLATEAU_SECRET_KEY must be base64")?;
+    bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("PLATEAU_SECRET_KEY must be {KEY_LEN} bytes in base64"))
 }
 
 impl Running {
@@ -101,6 +155,7 @@ pub async fn instantiation_micros(n: u32) -> anyhow::Result<f64> {
         storage: Arc::new(MemoryStore::default()),
         clock: Arc::new(SystemClock),
         cursors: Arc::new(PlainCursorCodec),
+        sealer: Arc::new(Sealer::new(&[0; KEY_LEN])),
     };
     let runtime = PluginRuntime::new(RuntimeConfig::new(&dir), services)?;
     let (_, wasm) = plateau_plugin_artifacts::builtin_plugins()[0];

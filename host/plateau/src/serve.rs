@@ -44,6 +44,15 @@ pub struct ServeArgs {
     /// configuration and limits.
     #[arg(long, env = "PLATEAU_PLUGINS_CONFIG")]
     plugins_config: Option<std::path::PathBuf>,
+    /// The key plugins' secrets are sealed with (their `secrets`
+    /// capability): 32 bytes in base64. Without it, a key is generated once
+    /// and kept in the database, shared by every host on it.
+    #[arg(long, env = "PLATEAU_SECRET_KEY", hide_env_values = true)]
+    secret_key: Option<String>,
+    /// `system`, or `manual` for tests: the host clock that plugins and
+    /// their schedules see then moves only through `POST /admin/clock`.
+    #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
+    clock: String,
     #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
@@ -86,7 +95,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
-    let routes = plateau_plugins::admin::routes();
+    let routes = plateau_plugins::admin::routes().merge(plateau_plugins::admin_jobs::routes());
     #[cfg(feature = "bench-native")]
     let routes = routes.merge(plateau_plugins::native_bench::routes());
     let extensions = Extensions {
@@ -110,7 +119,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // format, and unknown paths still get the API's problem bodies.
     let api = plateau_api::app_with(state, extensions)
         .map_err(anyhow::Error::msg)?
-        .layer(axum::Extension(plugins.dispatcher.host.clone()));
+        .layer(axum::Extension(plugins.dispatcher.host.clone()))
+        .layer(axum::Extension(plugins.jobs.clone()))
+        .layer(axum::Extension(plugins.clock.clone()));
     let app = plateau_registry::mount(api, registry);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -220,6 +231,8 @@ impl ServeArgs {
             data_dir: self.store.data_dir.clone(),
             egress_allow: self.egress_allow.clone(),
             config: self.plugins_config.clone(),
+            secret_key: self.secret_key.clone(),
+            manual_clock: self.clock == "manual",
         }
     }
 }

@@ -12,6 +12,7 @@ use ipnet::IpNet;
 
 use crate::clock::Clock;
 use crate::cursors::CursorCodec;
+use crate::secrets::Sealer;
 use crate::storage::Storage;
 
 /// A host interface a plugin may be granted. The WASI interfaces that Rust's
@@ -25,10 +26,16 @@ pub enum Capability {
     Config,
     Clock,
     Cursors,
+    /// Durable jobs (WIT 0.2.0).
+    Scheduler,
+    /// Outbound SMTP submission (WIT 0.2.0).
+    Smtp,
+    /// Encryption under the host's key (WIT 0.2.0).
+    Secrets,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 7] = [
+    pub const ALL: [Capability; 10] = [
         Capability::Kv,
         Capability::Events,
         Capability::Http,
@@ -36,6 +43,9 @@ impl Capability {
         Capability::Config,
         Capability::Clock,
         Capability::Cursors,
+        Capability::Scheduler,
+        Capability::Smtp,
+        Capability::Secrets,
     ];
 
     /// The name used in grants and in plugin descriptions.
@@ -48,6 +58,9 @@ impl Capability {
             Capability::Config => "config",
             Capability::Clock => "clock",
             Capability::Cursors => "cursors",
+            Capability::Scheduler => "scheduler",
+            Capability::Smtp => "smtp",
+            Capability::Secrets => "secrets",
         }
     }
 
@@ -62,6 +75,9 @@ impl Capability {
             "config" => Capability::Config,
             "clock" => Capability::Clock,
             "cursors" => Capability::Cursors,
+            "scheduler" => Capability::Scheduler,
+            "smtp" => Capability::Smtp,
+            "secrets" => Capability::Secrets,
             _ => return None,
         })
     }
@@ -82,7 +98,7 @@ impl FromStr for Capability {
             .find(|c| c.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown capability `{s}`; use kv, events, http, log, config, clock or cursors"
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp or secrets"
                 )
             })
     }
@@ -142,12 +158,14 @@ impl RuntimeConfig {
     }
 }
 
-/// What the runtime needs from the host: storage, time and cursor signing.
+/// What the runtime needs from the host: storage, time, cursor signing and
+/// the key of the `secrets` capability.
 #[derive(Clone)]
 pub struct Services {
     pub storage: Arc<dyn Storage>,
     pub clock: Arc<dyn Clock>,
     pub cursors: Arc<dyn CursorCodec>,
+    pub sealer: Arc<Sealer>,
 }
 
 /// Limits applied to every request, tick and event of one plugin.

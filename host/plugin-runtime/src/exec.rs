@@ -14,8 +14,8 @@ use crate::inspect::WitVersion;
 use crate::load::RuntimeInner;
 use crate::overlay::Overlay;
 use crate::state::{Phase, PluginContext, State};
-use crate::storage::StorageError;
-use crate::types::{Caller, Description, Event, Request, Response, Tick};
+use crate::storage::{JobWrite, StorageError};
+use crate::types::{Caller, Description, Event, Job, Request, Response, Tick};
 
 /// Past the deadline, the epoch trap should have fired; the executor-level
 /// timeout is the backstop for a host call that ignores it.
@@ -127,23 +127,49 @@ impl PluginVersion {
             .map_err(|e| instantiate_error(self.name(), e))
     }
 
-    /// Runs a scheduled tick; its writes are committed when it returns `Ok`.
-    pub async fn on_tick(&self, tick: Tick) -> Result<HookOutcome, ExecError> {
-        self.hook(Call::Tick(tick), Phase::Tick).await
+    /// Runs a scheduled tick; its writes, and `finish` (the end of the
+    /// durable tick that triggered it), are committed when it returns `Ok`.
+    pub async fn on_tick(
+        &self,
+        tick: Tick,
+        finish: Option<JobWrite>,
+    ) -> Result<HookOutcome, ExecError> {
+        self.hook(Call::Tick(tick), Phase::Tick, finish).await
     }
 
     /// Delivers an event; its writes are committed when it returns `Ok`.
     pub async fn on_event(&self, event: Event) -> Result<HookOutcome, ExecError> {
-        self.hook(Call::Event(event), Phase::Event).await
+        self.hook(Call::Event(event), Phase::Event, None).await
     }
 
-    async fn hook(&self, call: Call, phase: Phase) -> Result<HookOutcome, ExecError> {
+    /// Runs a due job; its writes, and `finish`, are committed when it
+    /// returns `Ok`. A component of WIT 0.1.0 answers with an error.
+    pub async fn on_job(
+        &self,
+        job: Job,
+        finish: Option<JobWrite>,
+    ) -> Result<HookOutcome, ExecError> {
+        self.hook(Call::Job(job), Phase::Tick, finish).await
+    }
+
+    async fn hook(
+        &self,
+        call: Call,
+        phase: Phase,
+        finish: Option<JobWrite>,
+    ) -> Result<HookOutcome, ExecError> {
         let ran = self.call(phase, None, call).await?;
         let Returned::Hook(result) = ran.returned else {
             unreachable!("hooks return a result");
         };
         let committed = match result {
-            Ok(()) => self.commit(ran.overlay).await?,
+            Ok(()) => {
+                let mut overlay = ran.overlay;
+                if let Some(finish) = finish {
+                    overlay.push_job(finish);
+                }
+                self.commit(overlay).await?
+            }
             Err(_) => false,
         };
         Ok(HookOutcome {

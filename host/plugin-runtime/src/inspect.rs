@@ -13,7 +13,7 @@ use crate::config::Capability;
 use crate::error::Error;
 
 /// The `plateau:plugin` versions this host links, newest last.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
 
 /// The WASI packages Rust's standard library needs; always linked, and
 /// locked down by the store's WASI context.
@@ -31,16 +31,18 @@ const PACKAGE: &str = "plateau:plugin";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WitVersion {
     V0_1,
+    V0_2,
 }
 
 impl WitVersion {
     /// Every supported version, oldest first.
-    pub const ALL: [WitVersion; 1] = [WitVersion::V0_1];
+    pub const ALL: [WitVersion; 2] = [WitVersion::V0_1, WitVersion::V0_2];
 
     /// The version the host links.
     pub fn version(self) -> Version {
         match self {
             WitVersion::V0_1 => Version::new(0, 1, 0),
+            WitVersion::V0_2 => Version::new(0, 2, 0),
         }
     }
 
@@ -174,7 +176,9 @@ mod tests {
         let cases = [
             ("0.1.0", Some(WitVersion::V0_1)),
             ("0.1.3", Some(WitVersion::V0_1)),
-            ("0.2.0", None),
+            ("0.2.0", Some(WitVersion::V0_2)),
+            ("0.2.1", Some(WitVersion::V0_2)),
+            ("0.3.0", None),
             ("0.0.1", None),
             ("1.0.0", None),
             ("0.1.0-rc.1", None),

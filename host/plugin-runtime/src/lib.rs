@@ -39,6 +39,7 @@
 //! - [`egress`]: the outbound HTTP guard and address policy.
 //! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
 //! - `slot`: [`PluginSlot`], hot swap and rollback.
+//! - [`secrets`]: the host-key encryption behind the `secrets` capability.
 
 mod bindings;
 mod cache;
@@ -54,6 +55,7 @@ mod inspect;
 mod load;
 mod memory;
 mod overlay;
+pub mod secrets;
 mod slot;
 mod state;
 pub mod storage;
@@ -68,12 +70,13 @@ pub use self::error::{Error, ExecError, Result};
 pub use self::exec::{HookOutcome, Outcome, PluginVersion};
 pub use self::inspect::{SUPPORTED_WIT_VERSIONS, WitVersion};
 pub use self::load::{LoadReport, Loaded, PluginRuntime};
-pub use self::memory::MemoryStore;
+pub use self::memory::{MemoryStore, StoredJob};
 pub use self::slot::PluginSlot;
 pub use self::storage::{
-    BucketId, Entry, EventRecord, Expectation, KvWrite, Namespace, Storage, StorageError, WriteSet,
+    BucketId, Entry, EventRecord, Expectation, JobId, JobKind, JobWrite, KvWrite, Namespace,
+    Storage, StorageError, WriteSet,
 };
 pub use self::types::{
-    Access, Caller, Description, Event, Request, Response, Route, Schedule, ScopeInfo, Tick,
+    Access, Caller, Description, Event, Job, Request, Response, Route, Schedule, ScopeInfo, Tick,
 };
 pub use self::validate::validate_description;

@@ -8,14 +8,68 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use async_trait::async_trait;
 
 use crate::storage::{
-    BucketId, Entry, EventRecord, KvWrite, Storage, StorageError, WriteSet, apply_increment,
-    encode_counter,
+    BucketId, Entry, EventRecord, JobId, JobWrite, KvWrite, Storage, StorageError, WriteSet,
+    apply_increment, encode_counter,
 };
+
+/// A durable job as the memory store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredJob {
+    pub due: u64,
+    pub every_ms: Option<u64>,
+    pub payload: String,
+    /// Grows on every `Schedule`, as a claim's version.
+    pub version: i64,
+}
 
 #[derive(Default)]
 struct Data {
     buckets: HashMap<BucketId, BTreeMap<String, Vec<u8>>>,
     events: Vec<EventRecord>,
+    jobs: BTreeMap<JobId, StoredJob>,
+    job_versions: i64,
+}
+
+impl Data {
+    fn apply_job(&mut self, write: JobWrite) {
+        match write {
+            JobWrite::Schedule {
+                id,
+                due,
+                every_ms,
+                payload,
+            } => {
+                self.job_versions += 1;
+                let version = self.job_versions;
+                self.jobs.insert(
+                    id,
+                    StoredJob {
+                        due,
+                        every_ms,
+                        payload,
+                        version,
+                    },
+                );
+            }
+            JobWrite::Cancel { id } => {
+                self.jobs.remove(&id);
+            }
+            JobWrite::Finish {
+                id,
+                version,
+                next_due,
+            } => {
+                if self.jobs.get(&id).is_some_and(|j| j.version == version) {
+                    match next_due {
+                        Some(due) => self.jobs.get_mut(&id).expect("checked").due = due,
+                        None => {
+                            self.jobs.remove(&id);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Key-value data and events in memory; commits are serialised by a lock.
@@ -34,6 +88,11 @@ impl MemoryStore {
     /// Every event committed so far, oldest first.
     pub fn events(&self) -> Vec<EventRecord> {
         self.lock().events.clone()
+    }
+
+    /// Every durable job, by identity.
+    pub fn jobs(&self) -> BTreeMap<JobId, StoredJob> {
+        self.lock().jobs.clone()
     }
 
     /// How many non-empty write sets were committed.
@@ -151,6 +210,9 @@ impl Storage for MemoryStore {
         }
         data.buckets.extend(touched);
         data.events.extend(set.events);
+        for job in set.jobs {
+            data.apply_job(job);
+        }
         self.commits.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }

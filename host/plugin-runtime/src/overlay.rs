@@ -8,7 +8,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::storage::{
-    BucketId, Entry, EventRecord, Expectation, KvWrite, Storage, StorageError, WriteSet,
+    BucketId, Entry, EventRecord, Expectation, JobWrite, KvWrite, Storage, StorageError, WriteSet,
     apply_increment, decode_counter, encode_counter,
 };
 
@@ -75,6 +75,7 @@ pub(crate) struct Overlay {
     writes: Vec<KvWrite>,
     expectations: Vec<Expectation>,
     events: Vec<EventRecord>,
+    jobs: Vec<JobWrite>,
     write_bytes: usize,
 }
 
@@ -111,6 +112,18 @@ impl Overlay {
         self.events.push(event);
     }
 
+    /// Buffers a change to durable jobs; it counts against the write budget.
+    pub fn push_job(&mut self, job: JobWrite) {
+        if let JobWrite::Schedule { id, payload, .. } = &job {
+            self.write_bytes += id.key.len() + payload.len();
+        }
+        self.jobs.push(job);
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
     /// The call's changes, for [`Storage::commit`].
     pub fn into_write_set(self, plugin: &str) -> WriteSet {
         WriteSet {
@@ -118,6 +131,7 @@ impl Overlay {
             expectations: self.expectations,
             writes: self.writes,
             events: self.events,
+            jobs: self.jobs,
         }
     }
 

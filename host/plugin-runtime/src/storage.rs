@@ -82,6 +82,57 @@ pub struct EventRecord {
     pub at: u64,
 }
 
+/// What a durable job is: one the plugin scheduled through the `scheduler`
+/// interface, or a tick of a schedule from its description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum JobKind {
+    Job,
+    Tick,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Job => "job",
+            JobKind::Tick => "tick",
+        }
+    }
+}
+
+/// A durable job's identity: plugin and namespace (the bucket), kind and key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId {
+    pub bucket: BucketId,
+    pub kind: JobKind,
+    pub key: String,
+}
+
+/// One buffered change to durable jobs, applied in order at commit with the
+/// call's key-value writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobWrite {
+    /// Create the job, or replace its due time, interval and payload (which
+    /// also resets its attempts and any lease on it).
+    Schedule {
+        id: JobId,
+        /// Milliseconds since the Unix epoch.
+        due: u64,
+        every_ms: Option<u64>,
+        payload: String,
+    },
+    /// Remove the job if it exists.
+    Cancel { id: JobId },
+    /// The end of a successful run of the job as it was when claimed
+    /// (`version`): reschedule it at `next_due`, or remove it when `None`.
+    /// Does nothing if the job was scheduled again since the claim, so a
+    /// replacement made meanwhile (by the run itself, too) stands.
+    Finish {
+        id: JobId,
+        version: i64,
+        next_due: Option<u64>,
+    },
+}
+
 /// Everything one call of a plugin changes, committed atomically.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteSet {
@@ -91,11 +142,16 @@ pub struct WriteSet {
     /// Applied in order.
     pub writes: Vec<KvWrite>,
     pub events: Vec<EventRecord>,
+    /// Applied in order, after the key-value writes.
+    pub jobs: Vec<JobWrite>,
 }
 
 impl WriteSet {
     pub fn is_empty(&self) -> bool {
-        self.expectations.is_empty() && self.writes.is_empty() && self.events.is_empty()
+        self.expectations.is_empty()
+            && self.writes.is_empty()
+            && self.events.is_empty()
+            && self.jobs.is_empty()
     }
 }
 

@@ -97,3 +97,15 @@ pub struct Tick {
     pub schedule: String,
     pub at: u64,
 }
+
+/// A durable job the plugin scheduled, delivered to `on-job` (WIT 0.2.0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub key: String,
+    pub organization_id: Option<String>,
+    pub payload: String,
+    /// Milliseconds since the Unix epoch.
+    pub due: u64,
+    /// 1 on the first delivery.
+    pub attempt: u32,
+}

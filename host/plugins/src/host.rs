@@ -88,6 +88,12 @@ impl PluginHost {
         })
     }
 
+    /// The current version of plugin `name`, if it is active here.
+    pub fn version(&self, name: &str) -> Option<Arc<PluginVersion>> {
+        let active = self.active.read().unwrap_or_else(|e| e.into_inner());
+        active.get(name).map(|a| a.slot.current())
+    }
+
     /// Every active plugin's current version, by name.
     pub fn current(&self) -> Vec<(String, Arc<PluginVersion>, i64)> {
         let active = self.active.read().unwrap_or_else(|e| e.into_inner());

@@ -10,13 +10,16 @@
 //!   timeline; `cursors` signs plugin cursors like core cursors; `meter`
 //!   records fuel per organisation; `docs` puts plugin routes in the
 //!   OpenAPI document; `admin` is the operator's `/admin/plugins` API.
+//! - [`JobRunner`] runs durable jobs and schedule ticks under leases.
 
 pub mod admin;
+pub mod admin_jobs;
 pub mod config;
 pub mod cursors;
 pub mod dispatch;
 pub mod docs;
 pub mod host;
+pub mod jobs;
 pub mod meter;
 #[cfg(feature = "bench-native")]
 pub mod native_bench;
@@ -26,4 +29,5 @@ pub mod storage;
 pub use config::PluginsConfig;
 pub use dispatch::Dispatcher;
 pub use host::PluginHost;
+pub use jobs::JobRunner;
 pub use meter::Meter;

@@ -5,9 +5,11 @@
 use async_trait::async_trait;
 use plateau_plugin_runtime::storage::apply_increment;
 use plateau_plugin_runtime::{
-    BucketId, Entry, EventRecord, KvWrite, Namespace, Storage, StorageError, WriteSet,
+    BucketId, Entry, EventRecord, JobId, JobWrite, KvWrite, Namespace, Storage, StorageError,
+    WriteSet,
 };
 use plateau_store::events::{self, Actor, NewEvent};
+use plateau_store::jobs::{self, JobKey};
 use plateau_store::plugins as kv;
 use plateau_store::{Db, Tx};
 
@@ -105,6 +107,9 @@ impl Storage for SqlStorage {
         for event in &set.events {
             record(&mut tx, event).await?;
         }
+        for job in &set.jobs {
+            apply_job(&mut tx, job).await?;
+        }
         tx.commit().await.map_err(unavailable)
     }
 }
@@ -136,6 +141,48 @@ async fn apply(tx: &mut Tx, write: &KvWrite) -> Result<(), StorageError> {
             .map_err(unavailable)
         }
     }
+}
+
+/// The row key of a durable job.
+pub fn job_key(id: &JobId) -> JobKey {
+    JobKey {
+        plugin: id.bucket.plugin.clone(),
+        namespace: ns(&id.bucket).to_owned(),
+        kind: id.kind.as_str().to_owned(),
+        key: id.key.clone(),
+    }
+}
+
+/// Milliseconds as the database keeps them.
+fn millis(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), StorageError> {
+    match job {
+        JobWrite::Schedule {
+            id,
+            due,
+            every_ms,
+            payload,
+        } => {
+            jobs::schedule(
+                tx,
+                &job_key(id),
+                millis(*due),
+                every_ms.map(millis),
+                payload,
+            )
+            .await
+        }
+        JobWrite::Cancel { id } => jobs::cancel(tx, &job_key(id)).await,
+        JobWrite::Finish {
+            id,
+            version,
+            next_due,
+        } => jobs::finish(tx, &job_key(id), *version, next_due.map(millis)).await,
+    }
+    .map_err(unavailable)
 }
 
 async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {

@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod grants;
 pub mod idempotency;
+pub mod jobs;
 pub mod orgs;
 pub mod plans;
 pub mod plugins;

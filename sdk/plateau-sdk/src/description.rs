@@ -56,6 +56,12 @@ pub enum Capability {
     Config,
     Clock,
     Cursors,
+    /// Durable jobs (WIT 0.2.0).
+    Scheduler,
+    /// SMTP submission (WIT 0.2.0).
+    Smtp,
+    /// Host-key encryption (WIT 0.2.0).
+    Secrets,
 }
 
 impl Capability {
@@ -69,6 +75,9 @@ impl Capability {
             Capability::Config => "config",
             Capability::Clock => "clock",
             Capability::Cursors => "cursors",
+            Capability::Scheduler => "scheduler",
+            Capability::Smtp => "smtp",
+            Capability::Secrets => "secrets",
         }
     }
 }

@@ -75,18 +75,23 @@
 //! - [`PageQuery`], [`Page`], [`paginate_kv`], [`paginate_sorted`]: lists.
 //! - [`NewEvent`], [`config`], [`clock`], [`log`], [`cursors`],
 //!   [`outbound`]: the other host capabilities.
+//! - [`jobs`], [`smtp`], [`secrets`]: durable jobs, SMTP submission and
+//!   host-key encryption (WIT 0.2.0).
 
 mod description;
 mod error;
 mod events;
 mod host;
 mod http;
+pub mod jobs;
 mod json;
 mod kv;
 pub mod outbound;
 mod pagination;
 mod query;
 mod router;
+pub mod secrets;
+pub mod smtp;
 mod sys;
 
 #[cfg(target_arch = "wasm32")]
@@ -146,6 +151,13 @@ pub trait Plugin {
         let _ = event;
         Ok(())
     }
+
+    /// A job scheduled through [`jobs::schedule`], now due. Its writes
+    /// commit when it returns `Ok`; an error is retried with backoff.
+    fn on_job(job: &jobs::Job) -> std::result::Result<(), String> {
+        let _ = job;
+        Ok(())
+    }
 }
 
 /// The full description the host receives: [`Plugin::describe`] with the
@@ -191,6 +203,11 @@ macro_rules! export_plugin {
                 ) -> ::std::result::Result<(), ::std::string::String> {
                     $crate::__private::on_event::<$plugin>(event)
                 }
+                fn on_job(
+                    job: $crate::__private::WitJob,
+                ) -> ::std::result::Result<(), ::std::string::String> {
+                    $crate::__private::on_job::<$plugin>(job)
+                }
             }
 
             $crate::__private::bindings::__export_plugin_world!(
@@ -220,7 +237,7 @@ macro_rules! export_plugin {
 #[cfg(target_arch = "wasm32")]
 pub mod __private {
     pub use crate::guest::{
-        Guest, WitDescription, WitEvent, WitRequest, WitResponse, WitTick, bindings, describe,
-        handle, on_event, on_tick,
+        Guest, WitDescription, WitEvent, WitJob, WitRequest, WitResponse, WitTick, bindings,
+        describe, handle, on_event, on_job, on_tick,
     };
 }

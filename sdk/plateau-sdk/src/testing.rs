@@ -18,7 +18,9 @@ use crate::description::{Event, Tick};
 use crate::events::NewEvent;
 use crate::host::log::Level;
 use crate::http::{Request, Response};
+use crate::jobs::{Job, NewJob};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+use crate::smtp::{Message, Sent, SmtpError, SmtpServer};
 use crate::sys::native::{State, with_state};
 use crate::{Plugin, Router};
 
@@ -64,6 +66,34 @@ pub fn tick<P: Plugin>(schedule: &str) -> Result<(), String> {
             at,
         })
     })
+}
+
+/// Delivers a due job as the host does: no caller organisation, and its
+/// writes are rolled back when it returns an error.
+pub fn run_job<P: Plugin>(job: &Job) -> Result<(), String> {
+    let before = with_state(|s| s.data.clone());
+    let result = without_caller(|| P::on_job(job));
+    if result.is_err() {
+        with_state(|s| s.data = before);
+    }
+    result
+}
+
+/// The jobs scheduled so far, as `(namespace, job)` with namespaces
+/// `global` or `org:<id>`, in key order.
+pub fn jobs() -> Vec<(String, NewJob)> {
+    with_state(|s| {
+        s.data
+            .jobs
+            .iter()
+            .map(|((ns, _), job)| (ns.clone(), job.clone()))
+            .collect()
+    })
+}
+
+/// Answers SMTP submissions with `mock` instead of failing them.
+pub fn mock_smtp(mock: impl Fn(&SmtpServer, &Message) -> Result<Sent, SmtpError> + 'static) {
+    with_state(|s| s.smtp = Some(std::rc::Rc::new(mock)));
 }
 
 /// Delivers an event; there is no caller organisation, as in the host.

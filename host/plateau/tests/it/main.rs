@@ -10,6 +10,7 @@ mod errors;
 mod events;
 mod flags;
 mod idempotency;
+mod jobs;
 mod multihost;
 mod pagination;
 mod plugins;

@@ -25,7 +25,7 @@ pub async fn admin(s: &Server) -> Client {
 }
 
 /// Uploads `wasm` as plugin `name`; returns the response.
-async fn upload(
+pub async fn upload(
     admin: &Client,
     name: &str,
     wasm: &[u8],

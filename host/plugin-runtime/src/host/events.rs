@@ -4,6 +4,7 @@
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::v0_1::plateau::plugin::events as v0_1;
+use crate::bindings::v0_2::plateau::plugin::events as v0_2;
 use crate::state::{Phase, State};
 use crate::storage::EventRecord;
 
@@ -11,7 +12,8 @@ use crate::storage::EventRecord;
 const MAX_DATA: usize = 64 << 10;
 
 pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    v0_1::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+    v0_1::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
+    v0_2::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
 }
 
 /// What a plugin asks to record, independent of the WIT version.
@@ -90,17 +92,29 @@ impl State {
         Ok(())
     }
 }
+/// The traits of one WIT version's bindings, on the logic above.
+macro_rules! wit_impls {
+    ($module:ident, $version:ident) => {
+        mod $module {
+            use super::$version as wit;
+            use super::*;
 
-impl v0_1::Host for State {
-    async fn emit(&mut self, e: v0_1::NewEvent) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.emit_event(NewEvent {
-            organization_id: e.organization_id,
-            event_type: e.type_,
-            action: e.action,
-            resource_type: e.resource_type,
-            resource_id: e.resource_id,
-            data: e.data,
-            audit: e.audit,
-        }))
-    }
+            impl wit::Host for State {
+                async fn emit(&mut self, e: wit::NewEvent) -> wasmtime::Result<Result<(), String>> {
+                    Ok(self.emit_event(NewEvent {
+                        organization_id: e.organization_id,
+                        event_type: e.type_,
+                        action: e.action,
+                        resource_type: e.resource_type,
+                        resource_id: e.resource_id,
+                        data: e.data,
+                        audit: e.audit,
+                    }))
+                }
+            }
+        }
+    };
 }
+
+wit_impls!(impls_v0_1, v0_1);
+wit_impls!(impls_v0_2, v0_2);

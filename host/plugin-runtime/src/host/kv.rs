@@ -4,6 +4,7 @@
 use wasmtime::component::{HasSelf, Linker, Resource};
 
 use crate::bindings::v0_1::plateau::plugin::kv as v0_1;
+use crate::bindings::v0_2::plateau::plugin::kv as v0_2;
 use crate::overlay::{Fail, KvError};
 use crate::state::{Phase, State};
 use crate::storage::{BucketId, Namespace};
@@ -21,7 +22,8 @@ pub struct BucketHandle {
 }
 
 pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    v0_1::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+    v0_1::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
+    v0_2::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
 }
 
 fn check_key(key: &str) -> Result<(), KvError> {
@@ -74,7 +76,7 @@ impl State {
     /// Resolves a namespace under the rules of the WIT: `caller` needs a
     /// caller organisation, `organization(id)` is allowed only without one or
     /// for the caller's own.
-    fn open_bucket(&self, ns: Namespace0) -> Result<BucketId, KvError> {
+    pub(crate) fn open_bucket(&self, ns: Namespace0) -> Result<BucketId, KvError> {
         if self.phase == Phase::Describe {
             return Err(KvError::AccessDenied(
                 "key-value data is not available in describe".into(),
@@ -128,7 +130,10 @@ impl State {
     }
 
     /// Turns a kv outcome into what the generated bindings return.
-    fn finish<T>(&mut self, result: Result<T, Fail>) -> wasmtime::Result<Result<T, v0_1::Error>> {
+    fn finish<T, E: From<KvError>>(
+        &mut self,
+        result: Result<T, Fail>,
+    ) -> wasmtime::Result<Result<T, E>> {
         match result {
             Ok(value) => Ok(Ok(value)),
             Err(Fail::Kv(e)) => Ok(Err(e.into())),
@@ -138,174 +143,204 @@ impl State {
 }
 
 /// The namespace as the guest named it, before the access rules.
-enum Namespace0 {
+pub(crate) enum Namespace0 {
     Caller,
     Organization(String),
     Global,
 }
+/// The traits of one WIT version's bindings, on the logic above.
+macro_rules! wit_impls {
+    ($module:ident, $version:ident) => {
+        mod $module {
+            use super::$version as wit;
+            use super::*;
 
-impl From<v0_1::Namespace> for Namespace0 {
-    fn from(ns: v0_1::Namespace) -> Self {
-        match ns {
-            v0_1::Namespace::Caller => Namespace0::Caller,
-            v0_1::Namespace::Organization(id) => Namespace0::Organization(id),
-            v0_1::Namespace::Global => Namespace0::Global,
-        }
-    }
-}
-
-impl From<KvError> for v0_1::Error {
-    fn from(e: KvError) -> Self {
-        match e {
-            KvError::AccessDenied(m) => v0_1::Error::AccessDenied(m),
-            KvError::InvalidKey(m) => v0_1::Error::InvalidKey(m),
-            KvError::TooLarge(m) => v0_1::Error::TooLarge(m),
-            KvError::InvalidCursor => v0_1::Error::InvalidCursor,
-            KvError::Unavailable(m) => v0_1::Error::Unavailable(m),
-        }
-    }
-}
-
-type Answer<T> = wasmtime::Result<Result<T, v0_1::Error>>;
-
-impl v0_1::Host for State {}
-
-impl v0_1::HostBucket for State {
-    async fn open(&mut self, ns: v0_1::Namespace) -> Answer<Resource<BucketHandle>> {
-        match self.open_bucket(ns.into()) {
-            Ok(bucket) => Ok(Ok(self.table.push(BucketHandle { bucket })?)),
-            Err(e) => Ok(Err(e.into())),
-        }
-    }
-
-    async fn get(&mut self, this: Resource<BucketHandle>, key: String) -> Answer<Option<Vec<u8>>> {
-        let bucket = self.bucket_of(&this)?;
-        let result = match check_key(&key) {
-            Ok(()) => self.overlay.get(&self.reads, &bucket, &key).await,
-            Err(e) => Err(e.into()),
-        };
-        self.finish(result)
-    }
-
-    async fn set(
-        &mut self,
-        this: Resource<BucketHandle>,
-        key: String,
-        value: Vec<u8>,
-    ) -> Answer<()> {
-        let bucket = self.bucket_of(&this)?;
-        let checked = check_key(&key)
-            .and_then(|()| check_value(&value))
-            .and_then(|()| self.check_write_budget(key.len() + value.len()));
-        let result = checked.map(|()| self.overlay.set(&bucket, &key, value));
-        self.finish(result.map_err(Fail::from))
-    }
-
-    async fn delete(&mut self, this: Resource<BucketHandle>, key: String) -> Answer<bool> {
-        let bucket = self.bucket_of(&this)?;
-        let result = match check_key(&key).and_then(|()| self.check_write_budget(key.len())) {
-            Ok(()) => self.overlay.delete(&self.reads, &bucket, &key).await,
-            Err(e) => Err(e.into()),
-        };
-        self.finish(result)
-    }
-
-    async fn list(
-        &mut self,
-        this: Resource<BucketHandle>,
-        prefix: String,
-        cursor: Option<String>,
-        limit: u32,
-    ) -> Answer<v0_1::Page> {
-        let bucket = self.bucket_of(&this)?;
-        if let Err(e) = check_prefix(&prefix) {
-            return Ok(Err(e.into()));
-        }
-        let scope = self.cursor_scope();
-        let codec = self.plugin.services.cursors.clone();
-        let list_name = cursor_list(&bucket, &prefix);
-        let after = match cursor {
-            None => None,
-            Some(c) => match codec.decode(&scope, &list_name, &c) {
-                Ok(position) => Some(position),
-                Err(_) => return Ok(Err(KvError::InvalidCursor.into())),
-            },
-        };
-        let limit = limit.clamp(1, MAX_LIMIT);
-        let result = self
-            .overlay
-            .list(&self.reads, &bucket, &prefix, after.as_deref(), limit)
-            .await
-            .map(|(entries, more)| {
-                let next_cursor = match (more, entries.last()) {
-                    (true, Some(last)) => Some(codec.encode(&scope, &list_name, &last.key)),
-                    _ => None,
-                };
-                v0_1::Page {
-                    entries: entries
-                        .into_iter()
-                        .map(|e| v0_1::Entry {
-                            key: e.key,
-                            value: e.value,
-                        })
-                        .collect(),
-                    next_cursor,
+            impl From<wit::Namespace> for Namespace0 {
+                fn from(ns: wit::Namespace) -> Self {
+                    match ns {
+                        wit::Namespace::Caller => Namespace0::Caller,
+                        wit::Namespace::Organization(id) => Namespace0::Organization(id),
+                        wit::Namespace::Global => Namespace0::Global,
+                    }
                 }
-            });
-        self.finish(result)
-    }
-
-    async fn count(&mut self, this: Resource<BucketHandle>, prefix: String) -> Answer<u64> {
-        let bucket = self.bucket_of(&this)?;
-        let result = match check_prefix(&prefix) {
-            Ok(()) => self.overlay.count(&self.reads, &bucket, &prefix).await,
-            Err(e) => Err(e.into()),
-        };
-        self.finish(result)
-    }
-
-    async fn compare_and_swap(
-        &mut self,
-        this: Resource<BucketHandle>,
-        key: String,
-        expected: Option<Vec<u8>>,
-        new: Option<Vec<u8>>,
-    ) -> Answer<bool> {
-        let bucket = self.bucket_of(&this)?;
-        let checked = check_key(&key)
-            .and_then(|()| new.as_deref().map_or(Ok(()), check_value))
-            .and_then(|()| self.check_write_budget(key.len() + new.as_ref().map_or(0, Vec::len)));
-        let result = match checked {
-            Ok(()) => {
-                self.overlay
-                    .compare_and_swap(&self.reads, &bucket, &key, expected, new)
-                    .await
             }
-            Err(e) => Err(e.into()),
-        };
-        self.finish(result)
-    }
 
-    async fn increment(
-        &mut self,
-        this: Resource<BucketHandle>,
-        key: String,
-        delta: i64,
-    ) -> Answer<i64> {
-        let bucket = self.bucket_of(&this)?;
-        let result = match check_key(&key).and_then(|()| self.check_write_budget(key.len())) {
-            Ok(()) => {
-                self.overlay
-                    .increment(&self.reads, &bucket, &key, delta)
-                    .await
+            impl From<KvError> for wit::Error {
+                fn from(e: KvError) -> Self {
+                    match e {
+                        KvError::AccessDenied(m) => wit::Error::AccessDenied(m),
+                        KvError::InvalidKey(m) => wit::Error::InvalidKey(m),
+                        KvError::TooLarge(m) => wit::Error::TooLarge(m),
+                        KvError::InvalidCursor => wit::Error::InvalidCursor,
+                        KvError::Unavailable(m) => wit::Error::Unavailable(m),
+                    }
+                }
             }
-            Err(e) => Err(e.into()),
-        };
-        self.finish(result)
-    }
 
-    async fn drop(&mut self, this: Resource<BucketHandle>) -> wasmtime::Result<()> {
-        self.table.delete(this)?;
-        Ok(())
-    }
+            type Answer<T> = wasmtime::Result<Result<T, wit::Error>>;
+
+            impl wit::Host for State {}
+
+            impl wit::HostBucket for State {
+                async fn open(&mut self, ns: wit::Namespace) -> Answer<Resource<BucketHandle>> {
+                    match self.open_bucket(ns.into()) {
+                        Ok(bucket) => Ok(Ok(self.table.push(BucketHandle { bucket })?)),
+                        Err(e) => Ok(Err(e.into())),
+                    }
+                }
+
+                async fn get(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    key: String,
+                ) -> Answer<Option<Vec<u8>>> {
+                    let bucket = self.bucket_of(&this)?;
+                    let result = match check_key(&key) {
+                        Ok(()) => self.overlay.get(&self.reads, &bucket, &key).await,
+                        Err(e) => Err(e.into()),
+                    };
+                    self.finish(result)
+                }
+
+                async fn set(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    key: String,
+                    value: Vec<u8>,
+                ) -> Answer<()> {
+                    let bucket = self.bucket_of(&this)?;
+                    let checked = check_key(&key)
+                        .and_then(|()| check_value(&value))
+                        .and_then(|()| self.check_write_budget(key.len() + value.len()));
+                    let result = checked.map(|()| self.overlay.set(&bucket, &key, value));
+                    self.finish(result.map_err(Fail::from))
+                }
+
+                async fn delete(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    key: String,
+                ) -> Answer<bool> {
+                    let bucket = self.bucket_of(&this)?;
+                    let result =
+                        match check_key(&key).and_then(|()| self.check_write_budget(key.len())) {
+                            Ok(()) => self.overlay.delete(&self.reads, &bucket, &key).await,
+                            Err(e) => Err(e.into()),
+                        };
+                    self.finish(result)
+                }
+
+                async fn list(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    prefix: String,
+                    cursor: Option<String>,
+                    limit: u32,
+                ) -> Answer<wit::Page> {
+                    let bucket = self.bucket_of(&this)?;
+                    if let Err(e) = check_prefix(&prefix) {
+                        return Ok(Err(e.into()));
+                    }
+                    let scope = self.cursor_scope();
+                    let codec = self.plugin.services.cursors.clone();
+                    let list_name = cursor_list(&bucket, &prefix);
+                    let after = match cursor {
+                        None => None,
+                        Some(c) => match codec.decode(&scope, &list_name, &c) {
+                            Ok(position) => Some(position),
+                            Err(_) => return Ok(Err(KvError::InvalidCursor.into())),
+                        },
+                    };
+                    let limit = limit.clamp(1, MAX_LIMIT);
+                    let result = self
+                        .overlay
+                        .list(&self.reads, &bucket, &prefix, after.as_deref(), limit)
+                        .await
+                        .map(|(entries, more)| {
+                            let next_cursor = match (more, entries.last()) {
+                                (true, Some(last)) => {
+                                    Some(codec.encode(&scope, &list_name, &last.key))
+                                }
+                                _ => None,
+                            };
+                            wit::Page {
+                                entries: entries
+                                    .into_iter()
+                                    .map(|e| wit::Entry {
+                                        key: e.key,
+                                        value: e.value,
+                                    })
+                                    .collect(),
+                                next_cursor,
+                            }
+                        });
+                    self.finish(result)
+                }
+
+                async fn count(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    prefix: String,
+                ) -> Answer<u64> {
+                    let bucket = self.bucket_of(&this)?;
+                    let result = match check_prefix(&prefix) {
+                        Ok(()) => self.overlay.count(&self.reads, &bucket, &prefix).await,
+                        Err(e) => Err(e.into()),
+                    };
+                    self.finish(result)
+                }
+
+                async fn compare_and_swap(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    key: String,
+                    expected: Option<Vec<u8>>,
+                    new: Option<Vec<u8>>,
+                ) -> Answer<bool> {
+                    let bucket = self.bucket_of(&this)?;
+                    let checked = check_key(&key)
+                        .and_then(|()| new.as_deref().map_or(Ok(()), check_value))
+                        .and_then(|()| {
+                            self.check_write_budget(key.len() + new.as_ref().map_or(0, Vec::len))
+                        });
+                    let result = match checked {
+                        Ok(()) => {
+                            self.overlay
+                                .compare_and_swap(&self.reads, &bucket, &key, expected, new)
+                                .await
+                        }
+                        Err(e) => Err(e.into()),
+                    };
+                    self.finish(result)
+                }
+
+                async fn increment(
+                    &mut self,
+                    this: Resource<BucketHandle>,
+                    key: String,
+                    delta: i64,
+                ) -> Answer<i64> {
+                    let bucket = self.bucket_of(&this)?;
+                    let result =
+                        match check_key(&key).and_then(|()| self.check_write_budget(key.len())) {
+                            Ok(()) => {
+                                self.overlay
+                                    .increment(&self.reads, &bucket, &key, delta)
+                                    .await
+                            }
+                            Err(e) => Err(e.into()),
+                        };
+                    self.finish(result)
+                }
+
+                async fn drop(&mut self, this: Resource<BucketHandle>) -> wasmtime::Result<()> {
+                    self.table.delete(this)?;
+                    Ok(())
+                }
+            }
+        }
+    };
 }
+
+wit_impls!(impls_v0_1, v0_1);
+wit_impls!(impls_v0_2, v0_2);

@@ -8,6 +8,7 @@
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::bindings::v0_1::plateau::plugin as v0_1;
+use crate::bindings::v0_2::plateau::plugin as v0_2;
 use crate::state::State;
 
 pub(crate) mod clock;
@@ -17,11 +18,14 @@ pub(crate) mod events;
 pub(crate) mod http;
 pub(crate) mod kv;
 pub(crate) mod log;
+pub(crate) mod scheduler;
+pub(crate) mod secrets;
 pub(crate) mod wasi;
 
 /// Links every capability of every supported version.
 pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     v0_1::types::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
+    v0_2::types::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
     kv::add_to_linker(linker)?;
     events::add_to_linker(linker)?;
     http::add_to_linker(linker)?;
@@ -29,7 +33,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> 
     config::add_to_linker(linker)?;
     clock::add_to_linker(linker)?;
     cursors::add_to_linker(linker)?;
+    scheduler::add_to_linker(linker)?;
+    secrets::add_to_linker(linker)?;
     Ok(())
 }
 
 impl v0_1::types::Host for State {}
+impl v0_2::types::Host for State {}

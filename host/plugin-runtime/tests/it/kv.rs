@@ -453,10 +453,13 @@ async fn ticks_and_events_commit_only_when_they_succeed() {
     let echo = h.echo().await.version;
     for _ in 0..2 {
         let tick = echo
-            .on_tick(Tick {
-                schedule: "count".into(),
-                at: 1,
-            })
+            .on_tick(
+                Tick {
+                    schedule: "count".into(),
+                    at: 1,
+                },
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(tick.result, Ok(()));

@@ -54,6 +54,7 @@ pub fn runtime_over(
         storage,
         clock: clock.clone(),
         cursors: Arc::new(PlainCursorCodec),
+        sealer: Arc::new(plateau_plugin_runtime::secrets::Sealer::new(&[9; 32])),
     };
     (
         PluginRuntime::new(config, services).expect("runtime"),

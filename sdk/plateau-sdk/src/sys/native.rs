@@ -13,16 +13,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::events::NewEvent;
 use crate::host::log::Level;
+use crate::jobs::{NewJob, SchedulerError};
 use crate::kv::{Entry, KvError, KvPage, Namespace};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+use crate::smtp;
 
 pub(crate) type HttpMock = Rc<dyn Fn(&OutgoingRequest) -> Result<IncomingResponse, HttpError>>;
+pub(crate) type SmtpMock =
+    Rc<dyn Fn(&smtp::SmtpServer, &smtp::Message) -> Result<smtp::Sent, smtp::SmtpError>>;
 
 /// What a request may commit or roll back.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Committed {
     pub(crate) kv: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
     pub(crate) events: Vec<NewEvent>,
+    /// Scheduled jobs by resolved namespace and key.
+    pub(crate) jobs: BTreeMap<(String, String), NewJob>,
 }
 
 #[derive(Default)]
@@ -34,6 +40,7 @@ pub(crate) struct State {
     /// The organisation `Namespace::Caller` resolves to.
     pub(crate) organization: Option<String>,
     pub(crate) http: Option<HttpMock>,
+    pub(crate) smtp: Option<SmtpMock>,
 }
 
 thread_local! {
@@ -42,6 +49,20 @@ thread_local! {
 
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     STATE.with(|state| f(&mut state.borrow_mut()))
+}
+
+/// The namespace under the host's rules: `global` or `org:<id>`.
+pub(crate) fn resolve(namespace: &Namespace) -> Result<String, String> {
+    let current = with_state(|s| s.organization.clone());
+    match (namespace, current) {
+        (Namespace::Global, _) => Ok("global".to_owned()),
+        (Namespace::Caller, Some(org)) => Ok(format!("org:{org}")),
+        (Namespace::Caller, None) => Err("there is no caller organisation here".to_owned()),
+        (Namespace::Organization(id), Some(org)) if *id != org => {
+            Err(format!("organisation {id} is not the caller's"))
+        }
+        (Namespace::Organization(id), _) => Ok(format!("org:{id}")),
+    }
 }
 
 const MAX_KEY_BYTES: usize = 512;
@@ -54,22 +75,7 @@ pub(crate) struct RawBucket {
 
 impl RawBucket {
     pub(crate) fn open(namespace: &Namespace) -> Result<Self, KvError> {
-        let current = with_state(|s| s.organization.clone());
-        let namespace = match (namespace, current) {
-            (Namespace::Global, _) => "global".to_owned(),
-            (Namespace::Caller, Some(org)) => format!("org:{org}"),
-            (Namespace::Caller, None) => {
-                return Err(KvError::AccessDenied(
-                    "there is no caller organisation here".to_owned(),
-                ));
-            }
-            (Namespace::Organization(id), Some(org)) if *id != org => {
-                return Err(KvError::AccessDenied(format!(
-                    "organisation {id} is not the caller's"
-                )));
-            }
-            (Namespace::Organization(id), _) => format!("org:{id}"),
-        };
+        let namespace = resolve(namespace).map_err(KvError::AccessDenied)?;
         Ok(RawBucket { namespace })
     }
 
@@ -285,6 +291,65 @@ pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpE
         None => Err(HttpError::ConnectionFailed(
             "a native build has no outbound http: install a mock with testing::mock_http"
                 .to_owned(),
+        )),
+    }
+}
+
+pub(crate) fn job_schedule(job: &NewJob) -> Result<(), SchedulerError> {
+    let ns = resolve(&job.namespace).map_err(SchedulerError::AccessDenied)?;
+    if job.key.is_empty() || job.key.len() > 256 || job.key.chars().any(char::is_control) {
+        return Err(SchedulerError::Invalid(
+            "a job key is 1 to 256 bytes without control characters".to_owned(),
+        ));
+    }
+    if job.payload.len() > 64 << 10 {
+        return Err(SchedulerError::Invalid(
+            "a job payload is at most 64 KiB".to_owned(),
+        ));
+    }
+    if job
+        .every_ms
+        .is_some_and(|ms| ms < crate::jobs::MIN_EVERY_MS)
+    {
+        return Err(SchedulerError::Invalid(
+            "a repeating job runs at most every 1000 ms".to_owned(),
+        ));
+    }
+    with_state(|s| s.data.jobs.insert((ns, job.key.clone()), job.clone()));
+    Ok(())
+}
+
+pub(crate) fn job_cancel(namespace: &Namespace, key: &str) -> Result<(), SchedulerError> {
+    let ns = resolve(namespace).map_err(SchedulerError::AccessDenied)?;
+    with_state(|s| s.data.jobs.remove(&(ns, key.to_owned())));
+    Ok(())
+}
+
+/// The native stand-in of sealing: the namespace, then the bytes reversed.
+/// Not encryption; it only keeps the binding rule of the host.
+pub(crate) fn secret_seal(namespace: &Namespace, plaintext: &[u8]) -> Result<Vec<u8>, String> {
+    let ns = resolve(namespace)?;
+    let mut sealed = format!("sealed:{ns}:").into_bytes();
+    sealed.extend(plaintext.iter().rev());
+    Ok(sealed)
+}
+
+pub(crate) fn secret_open(namespace: &Namespace, sealed: &[u8]) -> Result<Vec<u8>, String> {
+    let prefix = format!("sealed:{}:", resolve(namespace)?).into_bytes();
+    match sealed.strip_prefix(prefix.as_slice()) {
+        Some(body) => Ok(body.iter().rev().copied().collect()),
+        None => Err("not a value sealed for this plugin and namespace".to_owned()),
+    }
+}
+
+pub(crate) fn smtp_send(
+    server: &smtp::SmtpServer,
+    message: &smtp::Message,
+) -> Result<smtp::Sent, smtp::SmtpError> {
+    match with_state(|s| s.smtp.clone()) {
+        Some(mock) => mock(server, message),
+        None => Err(smtp::SmtpError::ConnectionFailed(
+            "a native build has no smtp: install a mock with testing::mock_smtp".to_owned(),
         )),
     }
 }

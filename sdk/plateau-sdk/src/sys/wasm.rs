@@ -6,8 +6,10 @@ use std::fmt;
 use crate::events::NewEvent;
 use crate::guest::bindings::plateau::plugin as wit;
 use crate::host::log::Level;
+use crate::jobs::{NewJob, SchedulerError};
 use crate::kv::{Entry, KvError, KvPage, Namespace};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+use crate::smtp;
 
 pub(crate) struct RawBucket(wit::kv::Bucket);
 
@@ -155,4 +157,104 @@ pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpE
         connect_ms: res.connect_ms,
         total_ms: res.total_ms,
     })
+}
+
+fn namespace(ns: &Namespace) -> wit::kv::Namespace {
+    match ns {
+        Namespace::Caller => wit::kv::Namespace::Caller,
+        Namespace::Organization(id) => wit::kv::Namespace::Organization(id.clone()),
+        Namespace::Global => wit::kv::Namespace::Global,
+    }
+}
+
+fn scheduler_error(error: wit::scheduler::Error) -> SchedulerError {
+    match error {
+        wit::scheduler::Error::AccessDenied(why) => SchedulerError::AccessDenied(why),
+        wit::scheduler::Error::Invalid(why) => SchedulerError::Invalid(why),
+        wit::scheduler::Error::Unavailable(why) => SchedulerError::Unavailable(why),
+    }
+}
+
+pub(crate) fn job_schedule(job: &NewJob) -> Result<(), SchedulerError> {
+    wit::scheduler::schedule(&wit::scheduler::NewJob {
+        namespace: namespace(&job.namespace),
+        key: job.key.clone(),
+        at: job.at,
+        every_ms: job.every_ms,
+        payload: job.payload.clone(),
+    })
+    .map_err(scheduler_error)
+}
+
+pub(crate) fn job_cancel(ns: &Namespace, key: &str) -> Result<(), SchedulerError> {
+    wit::scheduler::cancel(&namespace(ns), key).map_err(scheduler_error)
+}
+
+pub(crate) fn secret_seal(ns: &Namespace, plaintext: &[u8]) -> Result<Vec<u8>, String> {
+    wit::secrets::seal(&namespace(ns), plaintext)
+}
+
+pub(crate) fn secret_open(ns: &Namespace, sealed: &[u8]) -> Result<Vec<u8>, String> {
+    wit::secrets::open(&namespace(ns), sealed)
+}
+
+fn reply(r: wit::smtp::Reply) -> smtp::Reply {
+    smtp::Reply {
+        code: r.code,
+        message: r.message,
+    }
+}
+
+pub(crate) fn smtp_send(
+    server: &smtp::SmtpServer,
+    message: &smtp::Message,
+) -> Result<smtp::Sent, smtp::SmtpError> {
+    use wit::smtp as w;
+    let server = w::Server {
+        host: server.host.clone(),
+        port: server.port,
+        tls: match server.tls {
+            smtp::TlsMode::Implicit => w::TlsMode::Implicit,
+            smtp::TlsMode::StartTls => w::TlsMode::Starttls,
+            smtp::TlsMode::None => w::TlsMode::None,
+        },
+        username: server.username.clone(),
+        password: server.password.clone(),
+        timeout_ms: server.timeout_ms,
+    };
+    let message = w::Message {
+        sender: message.sender.clone(),
+        reply_to: message.reply_to.clone(),
+        to: message.to.clone(),
+        cc: message.cc.clone(),
+        bcc: message.bcc.clone(),
+        subject: message.subject.clone(),
+        text: message.text.clone(),
+        html: message.html.clone(),
+        headers: message.headers.clone(),
+        attachments: message
+            .attachments
+            .iter()
+            .map(|a| w::Attachment {
+                filename: a.filename.clone(),
+                content_type: a.content_type.clone(),
+                content: a.content.clone(),
+            })
+            .collect(),
+    };
+    match w::send(&server, &message) {
+        Ok(sent) => Ok(smtp::Sent {
+            message_id: sent.message_id,
+            reply: reply(sent.reply),
+        }),
+        Err(e) => Err(match e {
+            w::Error::Invalid(why) => smtp::SmtpError::Invalid(why),
+            w::Error::HostNotAllowed(why) => smtp::SmtpError::HostNotAllowed(why),
+            w::Error::AddressRefused(why) => smtp::SmtpError::AddressRefused(why),
+            w::Error::ConnectionFailed(why) => smtp::SmtpError::ConnectionFailed(why),
+            w::Error::TlsFailed(why) => smtp::SmtpError::TlsFailed(why),
+            w::Error::Timeout => smtp::SmtpError::Timeout,
+            w::Error::Rejected(r) => smtp::SmtpError::Rejected(reply(r)),
+        }),
+    }
 }

@@ -1,0 +1,311 @@
+//! [`JobRunner`]: runs the plugins' durable jobs and the ticks of their
+//! schedules, one host at a time per job.
+//!
+//! Each pass claims the due jobs under a lease (see `plateau_store::jobs`),
+//! runs each in the plugin's current version, and commits the end of the
+//! run (the next due time of a repeating job, or its removal) with the
+//! run's own writes. A failed run is retried with exponential backoff; a
+//! one-shot job that fails [`MAX_ATTEMPTS`] times is dropped, a repeating
+//! one waits for its next interval. A host that dies mid-run leaves a lease
+//! that expires, and another host runs the job again: at least once.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use plateau_core::id::new_id;
+use plateau_plugin_runtime::{
+    BucketId, Clock, HookOutcome, Job, JobId, JobKind, JobWrite, Namespace, PluginVersion, Tick,
+};
+use plateau_store::Db;
+use plateau_store::jobs::{self, Backlog, ClaimedJob};
+use tokio::sync::{Notify, Semaphore};
+
+use crate::host::PluginHost;
+
+/// A run that fails this many times in a row stops being retried.
+pub const MAX_ATTEMPTS: i32 = 8;
+/// The longest wait between two attempts.
+const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
+/// How long a claim holds; longer than any plugin's deadline.
+const LEASE_MS: i64 = 5 * 60 * 1000;
+/// The most jobs one pass claims.
+const BATCH: i64 = 256;
+/// How many lateness samples the statistics keep.
+const SAMPLES: usize = 100_000;
+
+/// Lateness of recent runs: how long after its due time each one started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Lateness {
+    pub samples: u64,
+    pub p50_ms: u64,
+    pub p99_ms: u64,
+    pub max_ms: u64,
+}
+
+pub struct JobRunner {
+    host: Arc<PluginHost>,
+    db: Db,
+    clock: Arc<dyn Clock>,
+    owner: String,
+    permits: Arc<Semaphore>,
+    wake: Notify,
+    poll: Duration,
+    samples: Mutex<VecDeque<u64>>,
+    ticks_synced: Mutex<HashMap<String, String>>,
+}
+
+impl JobRunner {
+    /// A runner with at most `concurrency` runs at once, looking for due jobs
+    /// every `poll` (and at once after [`JobRunner::wake`]).
+    pub fn new(
+        host: Arc<PluginHost>,
+        db: Db,
+        clock: Arc<dyn Clock>,
+        concurrency: usize,
+        poll: Duration,
+    ) -> Self {
+        JobRunner {
+            host,
+            db,
+            clock,
+            owner: new_id("host"),
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            wake: Notify::new(),
+            poll,
+            samples: Mutex::new(VecDeque::with_capacity(SAMPLES)),
+            ticks_synced: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Looks for due jobs now, for instance after the clock was moved.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// The lateness of the most recent runs (up to 100,000).
+    pub fn lateness(&self) -> Lateness {
+        let mut sorted: Vec<u64> = self.lock_samples().iter().copied().collect();
+        if sorted.is_empty() {
+            return Lateness::default();
+        }
+        sorted.sort_unstable();
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        Lateness {
+            samples: sorted.len() as u64,
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+            max_ms: *sorted.last().expect("not empty"),
+        }
+    }
+
+    /// Forgets the lateness samples.
+    pub fn reset_lateness(&self) {
+        self.lock_samples().clear();
+    }
+
+    pub async fn backlog(&self) -> Result<Backlog, plateau_store::Error> {
+        jobs::backlog(&self.db, self.now()).await
+    }
+
+    fn lock_samples(&self) -> std::sync::MutexGuard<'_, VecDeque<u64>> {
+        self.samples.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> i64 {
+        i64::try_from(self.clock.now_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Runs passes until the task is dropped.
+    pub async fn run(self: Arc<Self>) {
+        loop {
+            let claimed = match self.clone().pass().await {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "running plugin jobs");
+                    0
+                }
+            };
+            // A full batch means more may be due: go on at once.
+            if claimed < BATCH as usize {
+                tokio::select! {
+                    () = tokio::time::sleep(self.poll) => {}
+                    () = self.wake.notified() => {}
+                }
+            }
+        }
+    }
+
+    /// Syncs ticks, claims what is due and starts the runs; returns how many
+    /// jobs it claimed.
+    async fn pass(self: Arc<Self>) -> Result<usize, plateau_store::Error> {
+        self.sync_ticks().await?;
+        let free = self.permits.available_permits().min(BATCH as usize);
+        if free == 0 {
+            // Wait for one run to end rather than spin.
+            drop(self.permits.acquire().await);
+            return Ok(BATCH as usize);
+        }
+        let now = self.now();
+        let claimed = jobs::claim(&self.db, &self.owner, now, now + LEASE_MS, free as i64).await?;
+        let count = claimed.len();
+        for job in claimed {
+            let permit = self
+                .permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed");
+            let runner = self.clone();
+            tokio::spawn(async move {
+                runner.run_one(job).await;
+                drop(permit);
+            });
+        }
+        Ok(count)
+    }
+
+    /// Puts the schedules of each plugin's current version in the jobs
+    /// table, once per version.
+    async fn sync_ticks(&self) -> Result<(), plateau_store::Error> {
+        for (name, version, _) in self.host.current() {
+            let synced = self
+                .ticks_synced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&name)
+                .is_some_and(|d| d == version.digest());
+            if synced {
+                continue;
+            }
+            let schedules: Vec<(String, i64)> = version
+                .description()
+                .schedules
+                .iter()
+                .map(|s| (s.name.clone(), i64::from(s.every_seconds) * 1000))
+                .collect();
+            jobs::sync_ticks(&self.db, &name, &schedules, self.now()).await?;
+            self.ticks_synced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name, version.digest().to_owned());
+        }
+        Ok(())
+    }
+
+    async fn run_one(&self, job: ClaimedJob) {
+        let started = self.now();
+        {
+            let mut samples = self.lock_samples();
+            if samples.len() == SAMPLES {
+                samples.pop_front();
+            }
+            samples.push_back(started.saturating_sub(job.due).max(0) as u64);
+        }
+        let outcome = match self.host.version(&job.plugin) {
+            Some(version) => run_in(&version, &job, started).await,
+            None => Err(format!("plugin {} is not active", job.plugin)),
+        };
+        if let Err(why) = outcome {
+            tracing::warn!(plugin = %job.plugin, kind = %job.kind, key = %job.key, attempt = job.attempt, error = %why, "plugin job failed");
+            if let Err(e) = self.after_failure(&job).await {
+                tracing::error!(plugin = %job.plugin, error = %e, "rescheduling a failed job");
+            }
+        }
+    }
+
+    /// Backoff, or giving up after [`MAX_ATTEMPTS`].
+    async fn after_failure(&self, job: &ClaimedJob) -> Result<(), plateau_store::Error> {
+        let key = job.job_key();
+        let now = self.now();
+        if job.attempt < MAX_ATTEMPTS {
+            let backoff = (1000_i64 << (job.attempt - 1).clamp(0, 20)).min(MAX_BACKOFF_MS);
+            return jobs::retry(&self.db, &key, job.version, now + backoff, false).await;
+        }
+        match job.every_ms {
+            Some(every) => {
+                let next = next_due(job.due, every, now);
+                jobs::retry(&self.db, &key, job.version, next, true).await
+            }
+            None => {
+                tracing::error!(plugin = %job.plugin, key = %job.key, "dropping a job that failed {MAX_ATTEMPTS} times");
+                jobs::give_up(&self.db, &key, job.version).await
+            }
+        }
+    }
+}
+
+/// The first time after `now` on the grid `due + k * every`, so a repeating
+/// job that fell behind skips the runs it missed instead of bunching them.
+pub fn next_due(due: i64, every: i64, now: i64) -> i64 {
+    if every <= 0 {
+        return now;
+    }
+    let behind = (now - due).max(0) / every + 1;
+    due + behind * every
+}
+
+/// Runs the job in `version`, committing `finish` with its writes.
+async fn run_in(version: &PluginVersion, job: &ClaimedJob, now: i64) -> Result<(), String> {
+    let namespace = if job.namespace.is_empty() {
+        Namespace::Global
+    } else {
+        Namespace::Organization(job.namespace.clone())
+    };
+    let kind = if job.kind == "tick" {
+        JobKind::Tick
+    } else {
+        JobKind::Job
+    };
+    let finish = JobWrite::Finish {
+        id: JobId {
+            bucket: BucketId {
+                plugin: job.plugin.clone(),
+                namespace,
+            },
+            kind,
+            key: job.key.clone(),
+        },
+        version: job.version,
+        next_due: job
+            .every_ms
+            .map(|every| next_due(job.due, every, now) as u64),
+    };
+    let due = job.due.max(0) as u64;
+    let outcome: HookOutcome = match kind {
+        JobKind::Tick => {
+            let tick = Tick {
+                schedule: job.key.clone(),
+                at: due,
+            };
+            version.on_tick(tick, Some(finish)).await
+        }
+        JobKind::Job => {
+            let run = Job {
+                key: job.key.clone(),
+                organization_id: (!job.namespace.is_empty()).then(|| job.namespace.clone()),
+                payload: job.payload.clone(),
+                due,
+                attempt: job.attempt.max(1) as u32,
+            };
+            version.on_job(run, Some(finish)).await
+        }
+    }
+    .map_err(|e| e.to_string())?;
+    outcome.result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_due;
+
+    #[test]
+    fn repeating_jobs_skip_missed_runs() {
+        assert_eq!(next_due(1000, 100, 1000), 1100);
+        assert_eq!(next_due(1000, 100, 1050), 1100);
+        assert_eq!(next_due(1000, 100, 1100), 1200);
+        assert_eq!(next_due(1000, 100, 1575), 1600);
+        assert_eq!(next_due(1000, 100, 900), 1100);
+    }
+}
