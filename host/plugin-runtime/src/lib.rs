@@ -36,7 +36,7 @@
 //! - `host/*`: one module per capability (kv, events, http, log, config,
 //!   clock, cursors, locked-down WASI), each with its `add_to_linker`.
 //! - `overlay`: the per-call buffer of key-value writes and events.
-//! - [`egress`]: the outbound HTTP guard and address policy.
+//! - [`egress`]: the outbound HTTP and SMTP guard and address policy.
 //! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
 //! - `slot`: [`PluginSlot`], hot swap and rollback.
 //! - [`secrets`]: the host-key encryption behind the `secrets` capability.

@@ -1,14 +1,17 @@
 //! Test support for black-box tests: start the real `plateau` binary on
 //! embedded SQLite or on a throwaway PostgreSQL server, and talk HTTP to it
-//! like a user would.
+//! like a user would; a real SMTP server to relay mail to.
 
 mod client;
 mod postgres;
 mod server;
+mod smtp_session;
+mod smtp_sink;
 
 pub use client::{Client, Response};
 pub use postgres::PgCluster;
 pub use server::{Backend, Server, ServerOptions};
+pub use smtp_sink::{ReceivedMail, SinkTls, SmtpSink, SmtpSinkOptions};
 
 /// A valid API-token secret, for `PLATEAU_BOOTSTRAP_TOKEN`.
 pub fn random_token() -> String {

@@ -55,11 +55,13 @@ pub enum HttpError {
     ConnectionFailed(String),
 }
 
-/// Outbound HTTP under the operator's address policy.
+/// Outbound HTTP and SMTP under the operator's address policy.
 #[derive(Clone)]
 pub struct EgressGuard {
     allow: Vec<IpNet>,
     tls: TlsConnector,
+    /// The same roots and protocol versions, without ALPN (SMTP has none).
+    smtp_tls: TlsConnector,
 }
 
 impl std::fmt::Debug for EgressGuard {
@@ -91,16 +93,23 @@ impl EgressGuard {
             })?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::Config(format!("TLS setup: {e}")))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut http = config.clone();
+        http.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(EgressGuard {
             allow,
-            tls: TlsConnector::from(Arc::new(config)),
+            tls: TlsConnector::from(Arc::new(http)),
+            smtp_tls: TlsConnector::from(Arc::new(config)),
         })
+    }
+
+    /// The TLS connector for SMTP: the guard's roots, no ALPN.
+    pub(super) fn smtp_tls(&self) -> &TlsConnector {
+        &self.smtp_tls
     }
 
     /// Sends `req` if its host is among `granted` and resolves to an allowed
@@ -172,7 +181,7 @@ impl EgressGuard {
     }
 
     /// Resolves `host` once and keeps only the addresses the policy allows.
-    async fn resolve(
+    pub(super) async fn resolve(
         &self,
         host: &str,
         port: u16,
@@ -208,7 +217,10 @@ impl EgressGuard {
 }
 
 /// Connects to the first reachable checked address.
-async fn connect(addrs: &[SocketAddr], deadline: Instant) -> Result<TcpStream, HttpError> {
+pub(super) async fn connect(
+    addrs: &[SocketAddr],
+    deadline: Instant,
+) -> Result<TcpStream, HttpError> {
     let mut last_error = String::new();
     for addr in addrs {
         match tokio::time::timeout_at(deadline.into(), TcpStream::connect(addr)).await {

@@ -1,6 +1,7 @@
-//! The egress guard: the only way a plugin reaches the network.
+//! The egress guard: the only way a plugin reaches the network, for HTTP
+//! (`client`) and SMTP submission (`smtp`, with messages built by `mail`).
 //!
-//! A request may go only to a host granted to the plugin. The name is
+//! A request or a mail may go only to a host granted to the plugin. The name is
 //! resolved once, every resolved address is checked, and the connection goes
 //! to a checked address, so a DNS answer cannot rebind the request to an
 //! internal address. Loopback, private, shared (CGNAT), link-local (cloud
@@ -14,8 +15,15 @@ use ipnet::IpNet;
 use crate::error::Error;
 
 mod client;
+mod mail;
+mod smtp;
 
 pub use self::client::{EgressGuard, HttpError, IncomingResponse, OutgoingRequest};
+pub use self::mail::{
+    Attachment, MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, MAX_MESSAGE_BYTES, MAX_RECIPIENTS,
+    MailMessage,
+};
+pub use self::smtp::{Sent, SmtpError, SmtpReply, SmtpServer, TlsMode};
 
 /// Parses the operator's exemptions, `127.0.0.0/8,::1/128`: CIDRs or bare
 /// addresses, separated by commas or whitespace.

@@ -5,6 +5,7 @@ mod egress;
 mod kv;
 mod limits;
 mod load;
+mod smtp;
 mod swap;
 
 use std::sync::Arc;

@@ -1,0 +1,291 @@
+//! Outbound SMTP submission for plugins. The host opens the connection: the
+//! server's host must be granted, its name is resolved once, every address
+//! is checked, and the connection goes to a checked address. TLS is the
+//! guard's (rustls with ring, its roots, no ALPN). lettre then speaks SMTP
+//! over that stream, so it never resolves or connects anything itself.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use lettre::transport::smtp::authentication::{Credentials, Mechanism};
+use lettre::transport::smtp::client::{AsyncSmtpConnection, AsyncTokioStream};
+use lettre::transport::smtp::extension::ClientId;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use self::wire::{REPLAYED_GREETING, SmtpTls, starttls_prelude};
+use super::client::{EgressGuard, HttpError, connect};
+use super::host_granted;
+use super::mail::{self, Built, MailMessage};
+
+mod wire;
+
+/// How the connection is encrypted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// TLS from the first byte (usually port 465).
+    Implicit,
+    /// Plain, then upgraded with STARTTLS; a server that does not offer it
+    /// is refused.
+    StartTls,
+    /// No TLS, credentials included: the caller's explicit choice, for a
+    /// server the operator trusts the path to.
+    None,
+}
+
+/// The submission server and how to reach it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SmtpServer {
+    pub host: String,
+    pub port: u16,
+    pub tls: TlsMode,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// For the whole exchange, from resolving the name to the last reply.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for SmtpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpServer")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// An SMTP reply: its code and its text (lines joined by spaces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmtpReply {
+    pub code: u16,
+    pub message: String,
+}
+
+impl std::fmt::Display for SmtpReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.code, self.message)
+    }
+}
+
+/// A message the server accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The `Message-ID` header the host gave the message.
+    pub message_id: String,
+    /// The server's reply to the end of the data.
+    pub reply: SmtpReply,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmtpError {
+    /// The message, an address or the server settings are invalid; nothing
+    /// was sent.
+    #[error("invalid message: {0}")]
+    Invalid(String),
+    #[error("host `{0}` is not granted to the plugin")]
+    HostNotAllowed(String),
+    #[error("address refused: {0}")]
+    AddressRefused(String),
+    #[error("connection failed: {0}")]
+    ConnectionFailed(String),
+    /// The handshake failed, or STARTTLS was required and not offered.
+    #[error("tls failed: {0}")]
+    TlsFailed(String),
+    #[error("the smtp exchange timed out")]
+    Timeout,
+    /// A 4xx (temporary) or 5xx (permanent) reply, authentication included.
+    #[error("the server replied {0}")]
+    Rejected(SmtpReply),
+}
+
+/// How long the connection waits for the reply to QUIT, after the send.
+const QUIT_WAIT: Duration = Duration::from_secs(5);
+
+impl EgressGuard {
+    /// Sends `message` through `server` if its host is among `granted` and
+    /// resolves to an allowed address. A 4xx or 5xx reply at any step is
+    /// [`SmtpError::Rejected`] with the server's code and text.
+    pub async fn send_mail(
+        &self,
+        granted: &[String],
+        server: SmtpServer,
+        message: MailMessage,
+    ) -> Result<Sent, SmtpError> {
+        let start = Instant::now();
+        let built = mail::build(&message)?;
+        let host = server
+            .host
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if host.is_empty() || server.port == 0 {
+            return Err(SmtpError::Invalid(
+                "the server needs a host and a port other than 0".into(),
+            ));
+        }
+        if server.username.is_some() != server.password.is_some() {
+            return Err(SmtpError::Invalid(
+                "give the server's user name and password together, or neither".into(),
+            ));
+        }
+        if !host_granted(&host, server.port, granted) {
+            return Err(SmtpError::HostNotAllowed(host));
+        }
+        let addrs = self
+            .resolve(&host, server.port, server.timeout)
+            .await
+            .map_err(from_http)?;
+        let deadline = start + server.timeout;
+        let tcp = connect(&addrs, deadline).await.map_err(from_http)?;
+        let _ = tcp.set_nodelay(true);
+        let (reply, mut conn) =
+            tokio::time::timeout_at(deadline.into(), self.session(tcp, &host, &server, &built))
+                .await
+                .map_err(|_| SmtpError::Timeout)??;
+        // The message is accepted: QUIT is a courtesy that can neither delay
+        // nor fail the send.
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(QUIT_WAIT, conn.quit()).await;
+        });
+        Ok(Sent {
+            message_id: built.message_id,
+            reply,
+        })
+    }
+
+    /// Everything after the TCP connection up to the reply to the data:
+    /// TLS, greeting, EHLO, AUTH, MAIL, RCPT, DATA.
+    async fn session(
+        &self,
+        mut tcp: TcpStream,
+        host: &str,
+        server: &SmtpServer,
+        built: &Built,
+    ) -> Result<(SmtpReply, AsyncSmtpConnection), SmtpError> {
+        // The EHLO name is the address literal of this end of the connection.
+        let hello = match tcp.local_addr() {
+            Ok(SocketAddr::V4(addr)) => ClientId::Ipv4(*addr.ip()),
+            Ok(SocketAddr::V6(addr)) => ClientId::Ipv6(*addr.ip()),
+            Err(_) => ClientId::Domain("localhost".into()),
+        };
+        let stream: Box<dyn AsyncTokioStream> = match server.tls {
+            TlsMode::None => Box::new(tcp),
+            TlsMode::Implicit => Box::new(SmtpTls {
+                replay: b"",
+                inner: self.handshake(host, tcp).await?,
+            }),
+            TlsMode::StartTls => {
+                starttls_prelude(&mut tcp, &hello).await?;
+                Box::new(SmtpTls {
+                    replay: REPLAYED_GREETING,
+                    inner: self.handshake(host, tcp).await?,
+                })
+            }
+        };
+        let mut conn = AsyncSmtpConnection::connect_with_transport(stream, &hello)
+            .await
+            .map_err(from_lettre)?;
+        if let (Some(user), Some(password)) = (&server.username, &server.password) {
+            let mechanisms = [Mechanism::Plain, Mechanism::Login];
+            if conn.server_info().get_auth_mechanism(&mechanisms).is_none() {
+                conn.abort().await;
+                return Err(SmtpError::ConnectionFailed(
+                    "the server offers neither AUTH PLAIN nor AUTH LOGIN".into(),
+                ));
+            }
+            let credentials = Credentials::new(user.clone(), password.clone());
+            if let Err(e) = conn.auth(&mechanisms, &credentials).await {
+                conn.abort().await;
+                return Err(from_lettre(e));
+            }
+        }
+        let response = conn
+            .send(&built.envelope, &built.bytes)
+            .await
+            .map_err(from_lettre)?;
+        let reply = SmtpReply {
+            code: response.code().into(),
+            message: response.message().collect::<Vec<_>>().join(" "),
+        };
+        Ok((reply, conn))
+    }
+
+    async fn handshake(
+        &self,
+        host: &str,
+        tcp: TcpStream,
+    ) -> Result<TlsStream<TcpStream>, SmtpError> {
+        let name = ServerName::try_from(host.to_string()).map_err(|_| {
+            SmtpError::Invalid(format!("the server host `{host}` is not a TLS server name"))
+        })?;
+        self.smtp_tls()
+            .connect(name, tcp)
+            .await
+            .map_err(|e| SmtpError::TlsFailed(e.to_string()))
+    }
+}
+
+fn from_http(e: HttpError) -> SmtpError {
+    match e {
+        HttpError::Timeout => SmtpError::Timeout,
+        HttpError::AddressRefused(reason) => SmtpError::AddressRefused(reason),
+        HttpError::HostNotAllowed(host) => SmtpError::HostNotAllowed(host),
+        HttpError::ConnectionFailed(reason) => SmtpError::ConnectionFailed(reason),
+        other => SmtpError::ConnectionFailed(other.to_string()),
+    }
+}
+
+/// A negative reply becomes [`SmtpError::Rejected`] with its code and text.
+fn from_lettre(e: lettre::transport::smtp::Error) -> SmtpError {
+    if let Some(code) = e.status() {
+        let message = std::error::Error::source(&e)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        return SmtpError::Rejected(SmtpReply {
+            code: code.into(),
+            message,
+        });
+    }
+    if e.is_timeout() {
+        return SmtpError::Timeout;
+    }
+    SmtpError::ConnectionFailed(format!("smtp: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_is_never_debug_printed() {
+        let server = SmtpServer {
+            host: "smtp.example.com".into(),
+            port: 587,
+            tls: TlsMode::StartTls,
+            username: Some("relay".into()),
+            password: Some("hunter2-secret".into()),
+            timeout: Duration::from_secs(10),
+        };
+        let printed = format!("{server:?}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("<redacted>") && printed.contains("relay"));
+    }
+
+    #[test]
+    fn negative_replies_keep_their_code_and_text() {
+        let reply = SmtpReply {
+            code: 451,
+            message: "try later".into(),
+        };
+        assert_eq!(
+            SmtpError::Rejected(reply).to_string(),
+            "the server replied 451 try later"
+        );
+    }
+}
