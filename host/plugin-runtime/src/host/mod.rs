@@ -20,6 +20,7 @@ pub(crate) mod kv;
 pub(crate) mod log;
 pub(crate) mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod smtp;
 pub(crate) mod wasi;
 
 /// Links every capability of every supported version.
@@ -35,6 +36,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> 
     cursors::add_to_linker(linker)?;
     scheduler::add_to_linker(linker)?;
     secrets::add_to_linker(linker)?;
+    smtp::add_to_linker(linker)?;
     Ok(())
 }
 
