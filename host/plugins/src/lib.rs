@@ -10,6 +10,7 @@
 //!   timeline; `cursors` signs plugin cursors like core cursors; `meter`
 //!   records fuel per organisation; `docs` puts plugin routes in the
 //!   OpenAPI document; `admin` is the operator's `/admin/plugins` API.
+//! - `oci` pulls plugins packaged as Wasm OCI artifacts from a registry.
 
 pub mod admin;
 pub mod config;
@@ -20,6 +21,7 @@ pub mod host;
 pub mod meter;
 #[cfg(feature = "bench-native")]
 pub mod native_bench;
+pub mod oci;
 pub mod routes;
 pub mod storage;
 
