@@ -12,6 +12,7 @@ mod flags;
 mod idempotency;
 mod multihost;
 mod pagination;
+mod plugin_oci;
 mod plugins;
 mod projects;
 mod registry;
