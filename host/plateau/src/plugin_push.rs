@@ -86,15 +86,17 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
     if reference.digest().is_some() {
         bail!("push to a tag (registry/repository:tag); the registry names the digest");
     }
-    let wasm =
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    if wasm.len() > MAX_COMPONENT_BYTES {
+    let file_size = std::fs::metadata(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?
+        .len();
+    if file_size > MAX_COMPONENT_BYTES as u64 {
         bail!(
-            "{} is {} bytes; Plateau loads components of at most {MAX_COMPONENT_BYTES} bytes",
-            args.file.display(),
-            wasm.len()
+            "{} is {file_size} bytes; Plateau loads components of at most {MAX_COMPONENT_BYTES} bytes",
+            args.file.display()
         );
     }
+    let wasm =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let layer_digest = sha256(&wasm);
     let config = WasmConfig::for_component(&wasm, &layer_digest, time::to_rfc3339(time::now_ms()))
         .with_context(|| format!("{} cannot be pushed as a plugin", args.file.display()))?;
@@ -120,7 +122,7 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
     let registry = reference.resolve_registry().to_owned();
     client.store_auth_if_needed(&registry, &auth).await;
     let size = wasm.len();
-    push_layer(&client, &reference, Bytes::from(wasm), &layer_digest)
+    let uploaded = push_layer(&client, &reference, Bytes::from(wasm), &layer_digest)
         .await
         .with_context(|| format!("pushing the component to {registry}"))?;
     client
@@ -136,23 +138,29 @@ pub async fn run(args: PushArgs) -> anyhow::Result<()> {
         "reference": reference.whole(),
         "pinned": pinned.whole(),
         "digest": manifest_digest,
-        "layer": { "mediaType": LAYER_MEDIA_TYPE, "digest": layer_digest, "size": size },
+        "layer": {
+            "mediaType": LAYER_MEDIA_TYPE,
+            "digest": layer_digest,
+            "size": size,
+            "uploaded": uploaded,
+        },
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }
 
-/// Pushes the component in chunks unless the registry has it already.
+/// Pushes the component in chunks unless the repository has it already;
+/// returns whether it was uploaded.
 async fn push_layer(
     client: &Client,
     reference: &Reference,
     wasm: Bytes,
     digest: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let bar = progress_bar(wasm.len() as u64);
     if client.blob_exists(reference, digest).await? {
         bar.finish_with_message("component already in the registry");
-        return Ok(());
+        return Ok(false);
     }
     let chunks =
         futures::stream::unfold((wasm, 0usize, bar.clone()), |(wasm, at, bar)| async move {
@@ -168,7 +176,7 @@ async fn push_layer(
         .push_blob_stream(reference, chunks, digest, None)
         .await?;
     bar.finish_with_message("component pushed");
-    Ok(())
+    Ok(true)
 }
 
 /// A bar on standard error when it is a terminal; hidden otherwise.

@@ -54,6 +54,7 @@ async fn pushed_plugins_load_by_tag_and_by_digest(backend: Backend) {
     let layer_digest = sha256(wasm);
     assert_eq!(pushed["layer"]["digest"], layer_digest.as_str());
     assert_eq!(pushed["layer"]["size"], wasm.len());
+    assert_eq!(pushed["layer"]["uploaded"], true);
 
     // skopeo sees the CNCF layout: the Wasm config and one application/wasm layer.
     let manifest = skopeo_inspect(&env, &tagged, false);
@@ -148,6 +149,19 @@ async fn pushed_plugins_load_by_tag_and_by_digest(backend: Backend) {
         let loaded = success_json(&env.cli_load("notes", reference, true).await);
         assert_eq!(loaded["digest"], layer_digest.as_str(), "{reference}");
     }
+    // Pushed again under another tag, the component is not sent twice and
+    // loads as the same stored version.
+    let retagged = env.reference("plugins/notes:latest");
+    let again = env.push(wasm, &retagged).await;
+    assert_eq!(
+        (&again["layer"]["digest"], &again["layer"]["uploaded"]),
+        (&json!(layer_digest), &json!(false))
+    );
+    let r = env
+        .api_load("notes", env.by_reference(&retagged, true))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+
     // The same component is one stored version, whatever the route.
     let versions = env.versions("notes").await;
     assert_eq!(versions.len(), 1, "{versions:?}");
