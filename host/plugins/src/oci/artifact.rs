@@ -27,6 +27,8 @@ pub enum ArtifactError {
         "the manifest's media type is {0}; a plugin is an OCI image manifest ({MANIFEST_MEDIA_TYPE})"
     )]
     ManifestMediaType(String),
+    #[error("the manifest is not an OCI image manifest: {0}")]
+    ManifestInvalid(String),
     #[error(
         "the artifact's config media type is {0}; a plugin artifact has {CONFIG_MEDIA_TYPE} (push it with `plateau plugin push`)"
     )]

@@ -98,9 +98,8 @@ pub async fn pull(source: &OciSource, max_bytes: usize) -> Result<Pulled, PullEr
             });
         }
     }
-    let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| {
-        ArtifactError::ManifestMediaType(format!("unreadable ({e}), not {MANIFEST_MEDIA_TYPE}"))
-    })?;
+    let manifest: OciImageManifest =
+        serde_json::from_slice(&raw).map_err(|e| ArtifactError::ManifestInvalid(e.to_string()))?;
     let layer = artifact::component_layer(&manifest)?;
     if layer.size < 0 || layer.size as u64 > max_bytes as u64 {
         return Err(PullError::TooLarge {
