@@ -61,6 +61,10 @@ pub enum ApiError {
     Internal(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A server this one called on the caller's behalf (an OCI registry)
+    /// could not be reached or failed.
+    #[error("{detail}")]
+    BadGateway { code: &'static str, detail: String },
     /// A plugin failed (trap, deadline, memory, fuel, conflict); the detail
     /// names the plugin.
     #[error("{detail}")]
@@ -125,6 +129,7 @@ impl ApiError {
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Plugin { status, .. } => *status,
         }
     }
@@ -136,6 +141,7 @@ impl ApiError {
             | ApiError::Forbidden { code, .. }
             | ApiError::Conflict { code, .. }
             | ApiError::Unprocessable { code, .. }
+            | ApiError::BadGateway { code, .. }
             | ApiError::Plugin { code, .. } => code,
             ApiError::Validation(_) => "validation_failed",
             ApiError::MissingScope(_) => "missing_scope",

@@ -4,6 +4,7 @@ mod admin;
 mod config;
 mod logging;
 mod plugin_cli;
+mod plugin_push;
 mod plugins;
 mod serve;
 
@@ -47,6 +48,9 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // TLS for the OCI client (registry pulls and pushes): ring, like the
+    // rest of the binary.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args).await,

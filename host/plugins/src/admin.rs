@@ -1,7 +1,10 @@
 //! The operator's plugin management under `/admin/plugins` (admin
 //! session): list plugins and their versions, load a version from an
-//! uploaded component, switch to a stored version, roll back, and read the
-//! platform's plugin audit events.
+//! uploaded component or an OCI reference, switch to a stored version,
+//! roll back, and read the platform's plugin audit events.
+//!
+//! Pulling by reference makes this host fetch from an address the request
+//! names; only the admin session may ask for it.
 
 use std::sync::Arc;
 
@@ -24,9 +27,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::host::{HostError, PLATFORM_ORG, PluginHost};
+use crate::oci::{OciSource, PullError};
 
-/// Largest component upload.
+/// Largest component, uploaded or pulled.
 pub const MAX_COMPONENT_BYTES: usize = 64 << 20;
+
+/// Largest JSON body naming a reference.
+const MAX_REFERENCE_BODY: usize = 64 << 10;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -44,7 +51,34 @@ impl From<HostError> for ApiError {
             HostError::NotFound(m) => ApiError::not_found(m),
             HostError::Runtime(e) => ApiError::bad_request("plugin_rejected", e.to_string()),
             HostError::Store(e) => e.into(),
+            HostError::Pull(e) => pull_error(e),
         }
+    }
+}
+
+/// A failed pull: 4xx for what the operator can fix in the request or the
+/// artifact, 502 when the registry cannot be reached or fails.
+fn pull_error(e: PullError) -> ApiError {
+    let detail = e.to_string();
+    let unprocessable = |code| ApiError::Unprocessable {
+        code,
+        detail: detail.clone(),
+    };
+    match e {
+        PullError::InvalidReference(_) => ApiError::invalid("reference", detail),
+        PullError::Unknown { .. } => unprocessable("oci_reference_unknown"),
+        PullError::Denied { .. } => unprocessable("oci_registry_denied"),
+        PullError::NotAPlugin(_) => unprocessable("oci_not_a_plugin"),
+        PullError::DigestMismatch { .. } => unprocessable("oci_digest_mismatch"),
+        PullError::TooLarge { .. } => unprocessable("oci_artifact_too_large"),
+        PullError::Unreachable { .. } => ApiError::BadGateway {
+            code: "oci_registry_unreachable",
+            detail,
+        },
+        PullError::Registry(_) => ApiError::BadGateway {
+            code: "oci_registry_failed",
+            detail,
+        },
     }
 }
 
@@ -112,6 +146,14 @@ async fn view(host: &PluginHost, name: &str) -> Result<PluginView, ApiError> {
     })
 }
 
+fn is_json(req: &Request) -> bool {
+    req.headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
 fn actor(session: &AdminSession) -> Actor {
     Actor::admin(session.ip.clone())
 }
@@ -141,15 +183,41 @@ pub struct UploadQuery {
     pub activate: Option<bool>,
 }
 
-/// Load a version of plugin `name` from a component (`application/wasm`
-/// body): it must compile, import only granted capabilities of a
-/// supported WIT version, and describe itself as `name`.
+/// A plugin artifact to pull from an OCI registry.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoadReference {
+    /// `registry/repository:tag` or `registry/repository@sha256:...`
+    /// (an `oci://` prefix is allowed). A digest pins the manifest.
+    pub reference: String,
+    /// Also make the new version serve (default: the `activate` query
+    /// parameter, else false).
+    pub activate: Option<bool>,
+    /// The registry's user name (default `plateau`, with a password).
+    pub username: Option<String>,
+    /// The registry's password or token; used for this pull, never stored.
+    pub password: Option<String>,
+    /// Allow plain HTTP to this registry (default false: HTTPS only).
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// Load a version of plugin `name`, from a component (`application/wasm`
+/// body) or from a Wasm OCI artifact in a registry (`application/json`
+/// body naming its reference). Either way it must compile, import only
+/// granted capabilities of a supported WIT version, and describe itself
+/// as `name`.
 #[utoipa::path(post, path = "/admin/plugins/{name}/versions", tag = "admin",
     security(("adminSession" = [])),
     params(("name" = String, Path, description = "plugin name"), UploadQuery),
-    request_body(content = Vec<u8>, content_type = "application/wasm"),
+    request_body(content(
+        (Vec<u8> = "application/wasm"),
+        (LoadReference = "application/json"),
+    )),
     responses((status = 201, description = "the stored version", body = VersionView),
-              (status = 400, description = "the component was refused; the problem says why", body = plateau_api::error::Problem)))]
+              (status = 400, description = "the component was refused; the problem says why", body = plateau_api::error::Problem),
+              (status = 422, description = "the reference could not be pulled as a plugin: unknown, denied, not a Wasm artifact, or a digest mismatch", body = plateau_api::error::Problem),
+              (status = 502, description = "the registry could not be reached or failed", body = plateau_api::error::Problem)))]
 pub async fn upload(
     Extension(host): Extension<Arc<PluginHost>>,
     session: AdminSession,
@@ -157,6 +225,21 @@ pub async fn upload(
     Query(q): Query<UploadQuery>,
     req: Request,
 ) -> Result<(StatusCode, Json<VersionView>), ApiError> {
+    if is_json(&req) {
+        let body = plateau_api::json::read_body(req.into_body(), MAX_REFERENCE_BODY).await?;
+        let input: LoadReference = plateau_api::json::parse(&body)?;
+        let source = OciSource {
+            reference: input.reference,
+            username: input.username,
+            password: input.password,
+            insecure: input.insecure,
+        };
+        let activate = input.activate.or(q.activate).unwrap_or(false);
+        let info = host
+            .load_reference(&name, &source, activate, &actor(&session))
+            .await?;
+        return Ok((StatusCode::CREATED, Json(info.into())));
+    }
     let wasm = axum::body::to_bytes(req.into_body(), MAX_COMPONENT_BYTES)
         .await
         .map_err(|_| {

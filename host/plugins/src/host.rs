@@ -15,8 +15,10 @@ use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::plugins::{self as db, VersionInfo};
 use serde_json::json;
 
+use crate::admin::MAX_COMPONENT_BYTES;
 use crate::config::PluginsConfig;
 use crate::docs;
+use crate::oci::{self, OciSource, PullError};
 use crate::routes::CompiledRoute;
 
 /// The organisation id under which platform-level events (plugin loads,
@@ -33,6 +35,8 @@ pub enum HostError {
     Runtime(#[from] plateau_plugin_runtime::Error),
     #[error(transparent)]
     Store(#[from] plateau_store::Error),
+    #[error(transparent)]
+    Pull(#[from] PullError),
 }
 
 /// One active plugin on this host.
@@ -131,7 +135,7 @@ impl PluginHost {
             loaded_at: time::now_ms(),
         };
         let mut tx = self.app.db().begin().await?;
-        db::insert_version(&mut tx, &info, wasm).await?;
+        let inserted = db::insert_version(&mut tx, &info, wasm).await?;
         let event = NewEvent::audited(
             PLATFORM_ORG,
             "plugin.version.loaded",
@@ -143,10 +147,36 @@ impl PluginHost {
         .data(json!({ "digest": info.digest, "version": info.version, "source": source }));
         events::record(&mut tx, &event, info.loaded_at).await?;
         tx.commit().await?;
+        // Loaded before (from this or another source): that record stays.
+        let stored = if inserted {
+            info
+        } else {
+            db::version(self.app.db(), name, &info.digest)
+                .await?
+                .unwrap_or(info)
+        };
         if activate {
-            self.switch(name, &info.digest, actor).await?;
+            self.switch(name, &stored.digest, actor).await?;
         }
-        Ok(info)
+        Ok(stored)
+    }
+
+    /// Pulls the plugin artifact `source` names and loads its component
+    /// exactly as [`PluginHost::load`] loads an upload. The version's
+    /// source is the reference pinned to the manifest digest it resolved
+    /// to; its bytes are stored, so switching back to it later needs no
+    /// registry.
+    pub async fn load_reference(
+        &self,
+        name: &str,
+        source: &OciSource,
+        activate: bool,
+        actor: &Actor,
+    ) -> Result<VersionInfo, HostError> {
+        let pulled = oci::pull(source, MAX_COMPONENT_BYTES).await?;
+        tracing::info!(plugin = name, reference = %pulled.pinned, layer = %pulled.layer_digest, "pulled a plugin artifact");
+        self.load(name, &pulled.wasm, &pulled.pinned, activate, actor)
+            .await
     }
 
     /// Makes the stored version `digest` serve `name`.

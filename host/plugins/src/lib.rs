@@ -11,6 +11,7 @@
 //!   records fuel per organisation; `docs` puts plugin routes in the
 //!   OpenAPI document; `admin` is the operator's `/admin/plugins` API.
 //! - [`JobRunner`] runs durable jobs and schedule ticks under leases.
+//! - `oci` pulls plugins packaged as Wasm OCI artifacts from a registry.
 
 pub mod admin;
 pub mod admin_jobs;
@@ -23,6 +24,7 @@ pub mod jobs;
 pub mod meter;
 #[cfg(feature = "bench-native")]
 pub mod native_bench;
+pub mod oci;
 pub mod routes;
 pub mod storage;
 

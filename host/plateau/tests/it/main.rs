@@ -13,6 +13,7 @@ mod idempotency;
 mod jobs;
 mod multihost;
 mod pagination;
+mod plugin_oci;
 mod plugins;
 mod projects;
 mod registry;

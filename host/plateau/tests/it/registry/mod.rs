@@ -3,9 +3,10 @@
 //! Python package, the `oci-client` crate) pushing and pulling.
 
 mod auth;
+mod blobs;
 mod clients;
 mod gc;
-mod protocol;
+mod manifests;
 
 use plateau_testkit::{Backend, Server, ServerOptions};
 use reqwest::{Method, RequestBuilder};
