@@ -11,7 +11,9 @@
 //! ```
 //!
 //! A plugin the file does not name is granted kv, events, log, config,
-//! clock and cursors: everything but outbound HTTP.
+//! clock and cursors: everything but the network, durable jobs and secrets.
+//! The built-in plugins that need more get it by default (see
+//! [`BUILTIN_GRANTS`]); an entry in the file replaces those defaults.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -50,6 +52,27 @@ pub const DEFAULT_GRANTS: [Capability; 6] = [
     Capability::Cursors,
 ];
 
+/// The extra capabilities and outbound hosts of the built-in plugins that
+/// reach the network: checks and the email relay reach whatever host their
+/// users configure (`*`; the address policy still refuses internal ones).
+pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
+    (
+        "email",
+        &[Capability::Smtp, Capability::Secrets, Capability::Scheduler],
+        &["*"],
+    ),
+    (
+        "checks",
+        &[Capability::Http, Capability::Scheduler, Capability::Secrets],
+        &["*"],
+    ),
+    (
+        "heartbeats",
+        &[Capability::Http, Capability::Scheduler, Capability::Secrets],
+        &["*"],
+    ),
+];
+
 impl PluginsConfig {
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
@@ -67,17 +90,22 @@ impl PluginsConfig {
     /// The runtime settings of plugin `name`.
     pub fn settings(&self, name: &str) -> PluginSettings {
         match self.plugins.get(name) {
-            Some(plugin) => plugin.settings().unwrap_or_else(|_| default_settings()),
-            None => default_settings(),
+            Some(plugin) => plugin.settings().unwrap_or_else(|_| default_settings(name)),
+            None => default_settings(name),
         }
     }
 }
 
-fn default_settings() -> PluginSettings {
-    PluginSettings {
+fn default_settings(name: &str) -> PluginSettings {
+    let mut settings = PluginSettings {
         grants: DEFAULT_GRANTS.into_iter().collect(),
         ..PluginSettings::default()
+    };
+    if let Some((_, grants, hosts)) = BUILTIN_GRANTS.iter().find(|(n, _, _)| *n == name) {
+        settings.grants.extend(grants.iter().copied());
+        settings.outbound_hosts = hosts.iter().map(|h| (*h).to_owned()).collect();
     }
+    settings
 }
 
 impl PluginConfig {

@@ -76,7 +76,7 @@
 //! - [`NewEvent`], [`config`], [`clock`], [`log`], [`cursors`],
 //!   [`outbound`]: the other host capabilities.
 //! - [`jobs`], [`smtp`], [`secrets`]: durable jobs, SMTP submission and
-//!   host-key encryption (WIT 0.2.0).
+//!   host-key encryption (WIT 0.2.0); [`webhooks`]: Standard Webhooks.
 
 mod description;
 mod error;
@@ -93,6 +93,7 @@ mod router;
 pub mod secrets;
 pub mod smtp;
 mod sys;
+pub mod webhooks;
 
 #[cfg(target_arch = "wasm32")]
 mod guest;

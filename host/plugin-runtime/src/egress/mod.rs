@@ -117,7 +117,9 @@ pub fn check_address(ip: IpAddr, allow: &[IpNet]) -> Result<(), String> {
 }
 
 /// Whether `host:port` matches one of the plugin's granted hosts:
-/// `api.example.com`, `*.example.com`, each optionally with `:port`.
+/// `api.example.com`, `*.example.com`, or `*` (any host: for plugins that
+/// reach addresses their users choose, such as checks and the email relay;
+/// the address policy still applies), each optionally with `:port`.
 pub fn host_granted(host: &str, port: u16, granted: &[String]) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     granted.iter().any(|grant| {
@@ -126,6 +128,7 @@ pub fn host_granted(host: &str, port: u16, granted: &[String]) -> bool {
             return false;
         };
         let host_matches = match pattern.strip_prefix("*.") {
+            _ if pattern == "*" => true,
             Some(domain) => host.ends_with(&format!(".{domain}")),
             None => host == pattern,
         };
@@ -218,5 +221,8 @@ mod tests {
         assert!(!host_granted("127.0.0.1", 8081, &granted));
         assert!(host_granted("::1", 9000, &granted));
         assert!(!host_granted("::1", 80, &granted));
+        assert!(host_granted("anything.example", 25, &["*".to_string()]));
+        assert!(host_granted("anything.example", 25, &["*:25".to_string()]));
+        assert!(!host_granted("anything.example", 26, &["*:25".to_string()]));
     }
 }

@@ -26,9 +26,7 @@ impl State {
                 "smtp is not available in describe".into(),
             )));
         }
-        server.timeout = server
-            .timeout
-            .min(self.plugin.settings.limits.http_timeout);
+        server.timeout = server.timeout.min(self.plugin.settings.limits.http_timeout);
         let plugin = self.plugin.clone();
         let send = plugin
             .egress
