@@ -18,6 +18,13 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", ulid.to_string().to_ascii_lowercase())
 }
 
+/// The smallest id with `prefix` created at `millis` (since the Unix
+/// epoch): every id made earlier sorts before it.
+pub fn time_boundary(prefix: &str, millis: u64) -> String {
+    let ulid = ulid::Ulid::from_parts(millis, 0);
+    format!("{prefix}_{}", ulid.to_string().to_ascii_lowercase())
+}
+
 /// Whether `id` has the given prefix and a well-formed ULID part. Used to
 /// answer 404 early for ids that cannot exist.
 pub fn is_well_formed(id: &str, prefix: &str) -> bool {
@@ -38,5 +45,11 @@ mod tests {
         assert!(is_well_formed(&a, "prj"));
         assert!(!is_well_formed(&a, "tok"));
         assert!(!is_well_formed("prj_short", "prj"));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        assert!(time_boundary("prj", now - 1000) < a);
+        assert!(a < time_boundary("prj", now + 1000));
     }
 }

@@ -17,7 +17,7 @@ use plateau_plugin_runtime::{
 use plateau_plugins::admin_jobs::HostClock;
 use plateau_plugins::cursors::SignedCursors;
 use plateau_plugins::storage::SqlStorage;
-use plateau_plugins::{Dispatcher, JobRunner, Meter, PluginHost, PluginsConfig};
+use plateau_plugins::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
 use plateau_store::{Db, settings};
 use tokio::task::JoinHandle;
 
@@ -101,8 +101,14 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         JOB_CONCURRENCY,
         Duration::from_millis(100),
     ));
+    let delivery = Arc::new(EventDelivery::new(
+        host.clone(),
+        app.db().clone(),
+        clock.clock.clone(),
+    ));
     let tasks = vec![
         tokio::spawn(jobs.clone().run()),
+        tokio::spawn(delivery.run(Duration::from_millis(250))),
         tokio::spawn(host.clone().keep_in_sync(Duration::from_secs(1))),
         tokio::spawn(
             meter

@@ -10,13 +10,15 @@
 //!   timeline; `cursors` signs plugin cursors like core cursors; `meter`
 //!   records fuel per organisation; `docs` puts plugin routes in the
 //!   OpenAPI document; `admin` is the operator's `/admin/plugins` API.
-//! - [`JobRunner`] runs durable jobs and schedule ticks under leases.
+//! - [`JobRunner`] runs durable jobs and schedule ticks under leases;
+//!   [`EventDelivery`] hands subscribed events to plugins.
 //! - `oci` pulls plugins packaged as Wasm OCI artifacts from a registry.
 
 pub mod admin;
 pub mod admin_jobs;
 pub mod config;
 pub mod cursors;
+pub mod delivery;
 pub mod dispatch;
 pub mod docs;
 pub mod host;
@@ -29,6 +31,7 @@ pub mod routes;
 pub mod storage;
 
 pub use config::PluginsConfig;
+pub use delivery::EventDelivery;
 pub use dispatch::Dispatcher;
 pub use host::PluginHost;
 pub use jobs::JobRunner;

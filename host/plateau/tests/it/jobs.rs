@@ -1,6 +1,7 @@
 //! Durable ticks and jobs: schedules from a plugin's description run on the
 //! host clock (moved by `/admin/clock` on a `PLATEAU_CLOCK=manual` server),
-//! survive restarts, and with two hosts on one database run once.
+//! survive restarts, and with two hosts on one database run once. And the
+//! delivery of subscribed events to `on-event`.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use crate::start_with;
 crate::on_both_backends!(
     ticks_follow_the_host_clock_and_survive_restarts,
     two_hosts_run_each_tick_once,
+    subscribed_events_reach_the_plugin,
 );
 
 fn manual(backend: Backend) -> ServerOptions {
@@ -117,4 +119,43 @@ async fn two_hosts_run_each_tick_once(backend: Backend) {
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(ticks(&c).await, 3);
+}
+
+async fn subscribed_events_reach_the_plugin(backend: Backend) {
+    let server = start_with(ServerOptions::new(backend)).await;
+    let admin_c = admin(&server).await;
+    assert_eq!(
+        upload(&admin_c, "echo", fixtures::ECHO, true).await.status,
+        201
+    );
+    let c = server.client();
+    let other = server
+        .anonymous()
+        .with_token(&crate::create_org(&server, "other", "free").await);
+    // echo subscribes to `echo.*` and records each event it receives in the
+    // event's organisation.
+    let r = c.post("/echo/event?id=t1", json!({ "n": 1 })).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let received = |c: Client| async move {
+        c.get("/echo/count?prefix=events/")
+            .await
+            .text()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let mut seen = 0;
+    for _ in 0..60 {
+        seen = received(c.clone()).await;
+        if seen == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, 1, "the event was not delivered");
+    // Delivered once, and only to its own organisation's data.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(received(c.clone()).await, 1);
+    assert_eq!(received(other).await, 0);
+    let listed = c.get("/echo/list?prefix=events/").await.text();
+    assert!(listed.contains("echo.thing.created"), "{listed}");
 }
