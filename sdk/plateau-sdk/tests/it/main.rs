@@ -11,6 +11,8 @@ mod router;
 #[cfg(not(target_arch = "wasm32"))]
 mod host;
 #[cfg(not(target_arch = "wasm32"))]
+mod jobs;
+#[cfg(not(target_arch = "wasm32"))]
 mod kv;
 #[cfg(not(target_arch = "wasm32"))]
 mod pagination;
