@@ -77,14 +77,14 @@ async fn pushed_plugins_load_by_tag_and_by_digest(backend: Backend) {
         config["component"]["exports"]
             .as_array()
             .unwrap()
-            .contains(&json!("plateau:plugin/handler@0.1.0")),
+            .contains(&json!("plateau:plugin/handler@0.2.0")),
         "{config}"
     );
     assert!(
         config["component"]["imports"]
             .as_array()
             .unwrap()
-            .contains(&json!("plateau:plugin/kv@0.1.0")),
+            .contains(&json!("plateau:plugin/kv@0.2.0")),
         "{config}"
     );
     // oras pulls the component back byte for byte, under its file name.
