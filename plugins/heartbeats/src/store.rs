@@ -87,14 +87,3 @@ pub fn sync_deadline(org: &str, heartbeat: &Heartbeat) -> Result<(), ApiError> {
     }
     Ok(())
 }
-
-/// Schedules the deadline job to run at once: after a change of schedule,
-/// the job settles the state under the new rules.
-pub fn check_now(org: &str, id: &str, now: u64) -> Result<(), ApiError> {
-    jobs::schedule(
-        NewJob::at(deadline_job_key(id), now)
-            .namespace(Namespace::Organization(org.to_owned()))
-            .payload(id.to_owned()),
-    )?;
-    Ok(())
-}
