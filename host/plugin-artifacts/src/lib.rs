@@ -12,6 +12,9 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 1] {
-    [("flags", builtin::PLATEAU_PLUGIN_FLAGS)]
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 2] {
+    [
+        ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
+        ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
+    ]
 }

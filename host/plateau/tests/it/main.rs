@@ -9,6 +9,7 @@ mod connect;
 mod errors;
 mod events;
 mod flags;
+mod heartbeats;
 mod idempotency;
 mod jobs;
 mod multihost;

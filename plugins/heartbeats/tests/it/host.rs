@@ -1,0 +1,124 @@
+//! A client for the plugin's API over the SDK's in-memory host, and a
+//! stand-in of the host's job runner.
+
+use plateau_plugin_heartbeats::HeartbeatsPlugin;
+use plateau_sdk::jobs::{self, Job};
+use plateau_sdk::{Caller, Method, Namespace, Request, Response, testing};
+use serde_json::Value;
+
+pub const ORG: &str = "org_1";
+pub const OTHER_ORG: &str = "org_2";
+
+pub fn caller() -> Caller {
+    Caller::new(ORG, &["heartbeats:read", "heartbeats:write"])
+}
+
+/// Sends a request as [`caller`], with a JSON body when one is given, from
+/// `Host: plateau.test`.
+pub fn send(method: Method, target: &str, body: Option<&Value>) -> Response {
+    send_as(caller(), method, target, body)
+}
+
+pub fn send_as(caller: Caller, method: Method, target: &str, body: Option<&Value>) -> Response {
+    let mut req = Request::new(method, target)
+        .with_caller(caller)
+        .with_header("host", "plateau.test");
+    if let Some(body) = body {
+        req = req.with_json(body);
+    }
+    testing::handle::<HeartbeatsPlugin>(&req)
+}
+
+/// A ping without a token, as a cron job's `curl` sends it.
+pub fn ping(method: Method, url: &str) -> Response {
+    let path = url
+        .strip_prefix("http://plateau.test/api/v1")
+        .unwrap_or_else(|| panic!("ping URL {url} is not under the request's host"));
+    let req = Request::new(method, path)
+        .with_caller(Caller::anonymous())
+        .with_header("x-forwarded-for", "203.0.113.7, 10.0.0.1")
+        .with_header("user-agent", "curl/8.5.0");
+    testing::handle::<HeartbeatsPlugin>(&req)
+}
+
+pub fn json(res: &Response) -> Value {
+    serde_json::from_slice(&res.body).unwrap_or_else(|e| {
+        panic!(
+            "status {}: body is not json ({e}): {}",
+            res.status,
+            String::from_utf8_lossy(&res.body)
+        )
+    })
+}
+
+/// Creates a heartbeat, which must succeed; returns the body.
+pub fn create(body: Value) -> Value {
+    let res = send(Method::Post, "/heartbeats", Some(&body));
+    assert_eq!(res.status, 201, "{}", String::from_utf8_lossy(&res.body));
+    json(&res)
+}
+
+pub fn get(id: &str) -> Value {
+    let res = send(Method::Get, &format!("/heartbeats/{id}"), None);
+    assert_eq!(res.status, 200, "{}", String::from_utf8_lossy(&res.body));
+    json(&res)
+}
+
+/// The scheduled jobs as `(key, due)`, in key order.
+pub fn scheduled() -> Vec<(String, u64)> {
+    testing::jobs()
+        .into_iter()
+        .map(|(_, job)| (job.key, job.at))
+        .collect()
+}
+
+/// Runs every job due at `now`, in due order, like the host's runner: a
+/// job that succeeds and was not scheduled again during its run is
+/// finished (removed); one that fails stays, and its error is returned.
+/// Jobs that runs schedule for `now` or earlier run too.
+pub fn run_due(now: u64) -> Vec<(String, Result<(), String>)> {
+    testing::set_now(now);
+    let mut ran = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    loop {
+        let mut due: Vec<_> = testing::jobs()
+            .into_iter()
+            .filter(|(_, job)| job.at <= now && !failed.contains(&job.key))
+            .collect();
+        due.sort_by_key(|(_, job)| job.at);
+        let Some((ns, job)) = due.into_iter().next() else {
+            return ran;
+        };
+        let org = ns.strip_prefix("org:").map(str::to_owned);
+        let run = Job {
+            key: job.key.clone(),
+            organization_id: org.clone(),
+            payload: job.payload.clone(),
+            due: job.at,
+            attempt: 1,
+        };
+        let result = testing::run_job::<HeartbeatsPlugin>(&run);
+        let after = testing::jobs()
+            .into_iter()
+            .find(|(n, j)| *n == ns && j.key == job.key)
+            .map(|(_, j)| j);
+        match &result {
+            Ok(()) if after.as_ref() == Some(&job) => {
+                let namespace = org.map_or(Namespace::Global, Namespace::Organization);
+                jobs::cancel(namespace, &job.key).expect("finishing a job");
+            }
+            Ok(()) => {}
+            Err(_) => failed.push(job.key.clone()),
+        }
+        ran.push((job.key, result));
+    }
+}
+
+/// The events recorded so far of type `event_type`, as `(resource id, data)`.
+pub fn events(event_type: &str) -> Vec<(Option<String>, Value)> {
+    testing::events()
+        .into_iter()
+        .filter(|e| e.event_type == event_type)
+        .map(|e| (e.resource_id, serde_json::from_str(&e.data).unwrap()))
+        .collect()
+}
