@@ -11,7 +11,10 @@
 
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
-/// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 1] {
-    [("flags", builtin::PLATEAU_PLUGIN_FLAGS)]
+/// The built-in plugins, as `(name, component bytes)`; flags first.
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 2] {
+    [
+        ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
+        ("checks", builtin::PLATEAU_PLUGIN_CHECKS),
+    ]
 }
