@@ -50,6 +50,12 @@ const DEFAULT: &[Package] = &[
         module: "builtin",
         targets: Targets::Lib,
     },
+    Package {
+        name: "plateau-plugin-checks",
+        dir: "plugins/checks",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
 ];
 
 /// The runtime's test components and the template plugin, behind the

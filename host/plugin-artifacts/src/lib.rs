@@ -12,9 +12,10 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 2] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 3] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
+        ("checks", builtin::PLATEAU_PLUGIN_CHECKS),
     ]
 }

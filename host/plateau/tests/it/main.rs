@@ -5,6 +5,7 @@
 mod account;
 mod admin;
 mod auth;
+mod checks;
 mod connect;
 mod errors;
 mod events;

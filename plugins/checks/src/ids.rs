@@ -1,0 +1,83 @@
+//! Identifiers like the core's (`chk_` and a lowercase ULID, so ids sort by
+//! creation time) and unguessable ping tokens.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+
+/// `prefix_` and a ULID of `now_ms` and 80 random bits.
+pub fn new_id(prefix: &str, now_ms: u64) -> String {
+    let mut random = [0u8; 10];
+    fill(&mut random);
+    let mut value: u128 = u128::from(now_ms & ((1 << 48) - 1)) << 80;
+    for (i, byte) in random.iter().enumerate() {
+        value |= u128::from(*byte) << (72 - 8 * i);
+    }
+    let mut ulid = [0u8; 26];
+    for (i, slot) in ulid.iter_mut().enumerate() {
+        let shift = 5 * (25 - i);
+        *slot = CROCKFORD[((value >> shift) & 0x1f) as usize];
+    }
+    format!(
+        "{prefix}_{}",
+        std::str::from_utf8(&ulid).expect("crockford digits are ascii")
+    )
+}
+
+/// Whether `id` could have been made by [`new_id`] with `prefix`.
+pub fn is_well_formed(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|ulid| ulid.len() == 26 && ulid.bytes().all(|b| CROCKFORD.contains(&b)))
+}
+
+/// 32 random bytes, URL-safe base64: a ping token.
+pub fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    fill(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The SHA-256 of a token in hex: what the ping index stores, so the index
+/// alone does not reveal tokens.
+pub fn token_digest(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn fill(bytes: &mut [u8]) {
+    getrandom::fill(bytes).expect("the host provides randomness");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_time_and_are_well_formed() {
+        let a = new_id("chk", 1_700_000_000_000);
+        let b = new_id("chk", 1_700_000_000_001);
+        assert!(a < b, "{a} < {b}");
+        assert_eq!(a.len(), 4 + 26);
+        assert!(is_well_formed(&a, "chk"));
+        assert!(!is_well_formed(&a, "res"));
+        assert!(!is_well_formed("chk_../../x", "chk"));
+        // The time is the ULID's first 10 characters.
+        assert_eq!(&new_id("x", 0)[2..12], "0000000000");
+    }
+
+    #[test]
+    fn tokens_are_long_and_digests_stable() {
+        let t = new_token();
+        assert_eq!(t.len(), 43);
+        assert_ne!(t, new_token());
+        assert_eq!(
+            token_digest("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
