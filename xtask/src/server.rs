@@ -8,17 +8,27 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 pub struct Server {
-    _child: Child,
-    _dir: tempfile::TempDir,
+    child: Child,
+    dir: tempfile::TempDir,
     pub base: String,
     pub token: String,
 }
 
 /// The bootstrap token of benchmark servers: fixed, so runs are alike.
 const TOKEN: &str = "plt_BenchBenchBenchBenchBenchBenchBenchBench";
+/// The operator password of benchmark servers, for the admin API.
+pub const ADMIN_PASSWORD: &str = "bench-admin-password";
 
 impl Server {
     pub async fn start_release(features: &[&str]) -> anyhow::Result<Server> {
+        Self::start_release_with(features, &[]).await
+    }
+
+    /// [`Server::start_release`] with extra environment variables.
+    pub async fn start_release_with(
+        features: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Server> {
         let mut args = vec!["build", "--release", "--quiet", "-p", "plateau"];
         let features = features.join(",");
         if !features.is_empty() {
@@ -40,6 +50,8 @@ impl Server {
             .env("PLATEAU_DATA_DIR", dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", TOKEN)
             .env("PLATEAU_LOG", "error")
+            .env("PLATEAU_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .envs(env.iter().copied())
             .env_remove("PLATEAU_DATABASE_URL")
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -55,11 +67,47 @@ impl Server {
         }
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Ok(Server {
-            _child: child,
-            _dir: dir,
+            child,
+            dir,
             base: base.context("plateau exited before listening")?,
             token: TOKEN.to_owned(),
         })
+    }
+}
+
+impl Server {
+    /// The server process's CPU time so far (user and system), where
+    /// `/proc` tells it.
+    pub fn cpu_time(&self) -> Option<std::time::Duration> {
+        let pid = self.child.id()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name, which is in parentheses.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // Linux reports clock ticks of 1/100 s (USER_HZ) on every architecture we run on.
+        Some(std::time::Duration::from_millis(ticks * 10))
+    }
+
+    /// Runs `plateau ARGS` (the release binary) on this server's store, as
+    /// an operator would; its standard output.
+    pub async fn command(&self, args: &[&str]) -> anyhow::Result<String> {
+        let output = Command::new(release_binary())
+            .args(args)
+            .env("PLATEAU_DATA_DIR", self.dir.path())
+            .env("PLATEAU_LOG", "error")
+            .env_remove("PLATEAU_DATABASE_URL")
+            .output()
+            .await
+            .context("running plateau")?;
+        if !output.status.success() {
+            bail!(
+                "plateau {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 }
 
