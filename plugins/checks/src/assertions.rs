@@ -365,7 +365,12 @@ pub fn first_failure(assertions: &[Assertion], observed: &Observed<'_>) -> Optio
     None
 }
 
+/// The longest actual value a failure keeps, in bytes of JSON; a longer one
+/// (a whole body) is cut, so results stay small.
+pub const MAX_ACTUAL: usize = 1024;
+
 fn failed(index: usize, assertion: &Assertion, actual: Value, why: String) -> Failed {
+    let actual = clip(actual);
     let expected = match &assertion.value {
         Some(v) => format!("{} {v}", assertion.operator.as_str()),
         None => assertion.operator.as_str().to_owned(),
@@ -424,18 +429,39 @@ fn holds(assertion: &Assertion, actual: Option<&Value>) -> Result<(), String> {
     }
 }
 
-/// Long bodies are cut in messages (the result keeps the whole actual value
-/// only for short ones).
+/// Long values are cut to 200 bytes in messages.
 fn shorten(value: &Value) -> String {
     let text = value.to_string();
     if text.len() <= 200 {
         return text;
     }
-    let mut end = 200;
+    format!("{}... ({} bytes)", prefix(&text, 200), text.len())
+}
+
+/// `value`, or for one over [`MAX_ACTUAL`] bytes of JSON, its beginning as
+/// a string that says how long it was.
+fn clip(value: Value) -> Value {
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.len() <= MAX_ACTUAL {
+        return value;
+    }
+    Value::String(format!(
+        "{}... ({} bytes)",
+        prefix(&text, MAX_ACTUAL),
+        text.len()
+    ))
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}... ({} bytes)", &text[..end], text.len())
+    &text[..end]
 }
 
 /// JSON equality where numbers compare by value (`1 == 1.0`) and a string
@@ -656,6 +682,14 @@ mod tests {
             f.assertion_json(),
             json!({"type": "jsonPath", "path": "$.data.items[0].id", "operator": "equals", "value": "b2", "index": 1})
         );
+        let long = format!(
+            "{{\"data\": {{\"items\": [{{\"id\": \"{}\"}}]}}}}",
+            "é".repeat(2000)
+        );
+        let clipped = first_failure(&assertions[1..], &observed(&[], &long)).unwrap();
+        let actual = clipped.actual.as_str().unwrap();
+        assert!(actual.len() < MAX_ACTUAL + 40, "{}", actual.len());
+        assert!(actual.ends_with("... (4000 bytes)"), "{actual}");
         let not_json = first_failure(&assertions[1..], &observed(&[], "<html>")).unwrap();
         assert!(
             not_json.message.contains("the body is not JSON"),

@@ -71,7 +71,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     }
     let bucket = Bucket::open(ns.clone())?;
     if !bucket.insert_new(&records::check_key(&record.id), &record)? {
-        return Err(ApiError::conflict("a check with this id exists: retry"));
+        return Err(ApiError::internal("a new check id is already taken"));
     }
     runner::schedule(&ns, &record, now)?;
     NewEvent::new("checks.check.created", "create")
