@@ -12,6 +12,11 @@
 //!   `idempotency_in_progress` (retry later with the same key);
 //! - a 4xx answer changed nothing, so its key is released and may be used
 //!   again with a corrected request.
+//!
+//! A handler whose last write ends with `Tx::commit_last` has its response
+//! recorded in the same transaction as its change (one commit for the
+//! change, its event and its record); otherwise the record is a write of
+//! its own after the handler.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -20,6 +25,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use plateau_core::time;
 use plateau_store::idempotency::{self, KeyRef, Reservation, StoredResponse};
+use plateau_store::{Tx, db};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Principal;
@@ -79,15 +85,10 @@ async fn run(app: &AppState, req: Request, next: Next) -> Result<Response, ApiEr
         path: &path,
         key: &key,
     };
-    match idempotency::reserve(app.db(), &k, &fingerprint, time::now_ms()).await? {
-        Reservation::Acquired => {}
+    let lease = match idempotency::reserve(app.db(), &k, &fingerprint, time::now_ms()).await? {
+        Reservation::Acquired { lease } => lease,
         Reservation::Replay(stored) => return Ok(replay(stored)),
-        Reservation::InProgress => {
-            return Err(ApiError::conflict(
-                "idempotency_in_progress",
-                "a request with this Idempotency-Key is still being processed; retry shortly",
-            ));
-        }
+        Reservation::InProgress => return Err(in_progress()),
         Reservation::Mismatch => {
             return Err(ApiError::Unprocessable {
                 code: "idempotency_key_reused",
@@ -96,19 +97,34 @@ async fn run(app: &AppState, req: Request, next: Next) -> Result<Response, ApiEr
                         .to_owned(),
             });
         }
-    }
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    };
+    // A handler that ends with `Tx::commit_last` hands its transaction back
+    // open: the record of the response joins the change's commit.
+    let (response, held) =
+        db::hold_last_commit(next.run(Request::from_parts(parts, Body::from(bytes)))).await;
     let status = response.status();
     if status.is_client_error() {
-        idempotency::release(app.db(), &k).await?;
+        match held {
+            Some(mut tx) => {
+                let released = match idempotency::release_in(&mut tx, &k).await {
+                    Ok(()) => tx.commit().await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = released {
+                    idempotency::release(app.db(), &k).await?;
+                    return Err(e.into());
+                }
+            }
+            None => idempotency::release(app.db(), &k).await?,
+        }
         return Ok(response);
     }
     let (parts, body) = response.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_STORED_BODY).await {
         Ok(bytes) => bytes,
         Err(e) => {
+            // A held change is rolled back: nothing happened, the key is free.
+            drop(held);
             idempotency::release(app.db(), &k).await?;
             return Err(ApiError::Internal(format!(
                 "reading a response to store it: {e}"
@@ -124,8 +140,41 @@ async fn run(app: &AppState, req: Request, next: Next) -> Result<Response, ApiEr
             .map(str::to_owned),
         body: bytes.to_vec(),
     };
-    idempotency::complete(app.db(), &k, &stored).await?;
+    match held {
+        Some(tx) => commit_with_record(app, tx, &k, lease, &stored).await?,
+        None => idempotency::complete(app.db(), &k, &stored).await?,
+    }
     Ok(Response::from_parts(parts, Body::from(bytes)))
+}
+
+/// Commits a held change together with the record of its response. If
+/// either fails the change is rolled back, so the key is released for a
+/// retry; if the key was taken over meanwhile (the lock expired), the change
+/// is rolled back and the other request's outcome stands.
+async fn commit_with_record(
+    app: &AppState,
+    mut tx: Tx,
+    k: &KeyRef<'_>,
+    lease: i64,
+    stored: &StoredResponse,
+) -> Result<(), ApiError> {
+    let committed = match idempotency::complete_in(&mut tx, k, lease, stored).await {
+        Ok(true) => tx.commit().await,
+        Ok(false) => return Err(in_progress()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = committed {
+        idempotency::release(app.db(), k).await?;
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+fn in_progress() -> ApiError {
+    ApiError::conflict(
+        "idempotency_in_progress",
+        "a request with this Idempotency-Key is still being processed; retry shortly",
+    )
 }
 
 fn replay(stored: StoredResponse) -> Response {

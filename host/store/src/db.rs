@@ -1,12 +1,22 @@
-//! The database handle: a pool, its backend, and write transactions.
+//! The database handle: a pool for reads, the writer, its backend.
+
+mod checkpoint;
+mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyConnection, AnyPool, Executor};
+use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
+use tokio::sync::Mutex;
 
+pub(crate) use writer::Writer;
+use writer::commit_held;
+pub use writer::{Tx, WriteConn, hold_last_commit};
+
+use crate::idempotency::Reservations;
 use crate::{Error, Result};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
@@ -22,29 +32,10 @@ pub enum Backend {
 #[derive(Clone)]
 pub struct Db {
     pool: AnyPool,
-    /// Where writes go. SQLite has one writer at a time, so on SQLite this
-    /// is a pool of one connection: this process's writers queue for it
-    /// instead of failing each other with SQLITE_BUSY (other processes wait
-    /// on SQLite's busy timeout), and the one writer stays warm. On
-    /// PostgreSQL it is the main pool.
-    writer: AnyPool,
+    writer: Writer,
     backend: Backend,
-}
-
-/// A write transaction. Dropping it without [`Tx::commit`] rolls back.
-pub struct Tx {
-    inner: sqlx::Transaction<'static, Any>,
-}
-
-impl Tx {
-    pub fn conn(&mut self) -> &mut AnyConnection {
-        &mut self.inner
-    }
-
-    pub async fn commit(self) -> Result<()> {
-        self.inner.commit().await?;
-        Ok(())
-    }
+    /// SQLite: idempotency reservations, written in groups.
+    reservations: Option<Reservations>,
 }
 
 impl Db {
@@ -71,13 +62,11 @@ impl Db {
             AnyPoolOptions::new()
                 .max_connections(max)
                 .min_connections(1)
+                // An embedded file cannot hang up: no ping before each use.
+                .test_before_acquire(false)
                 .after_connect(|conn, _| {
                     Box::pin(async move {
-                        conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; \
-                             PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;",
-                        )
-                        .await?;
+                        conn.execute(SQLITE_PRAGMAS).await?;
                         Ok(())
                     })
                 })
@@ -97,13 +86,29 @@ impl Db {
             Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
         }
         let writer = match backend {
-            Backend::Sqlite => sqlite(1).connect_with(options).await?,
-            Backend::Postgres => pool.clone(),
+            Backend::Sqlite => {
+                let mut conn = options.connect().await?;
+                conn.execute(SQLITE_PRAGMAS).await?;
+                // The writer never checkpoints; the checkpointer does.
+                conn.execute("PRAGMA wal_autocheckpoint = 0").await?;
+                let writer = Arc::new(Mutex::new(Some(conn)));
+                let mut checkpoints = options.connect().await?;
+                checkpoints.execute(SQLITE_PRAGMAS).await?;
+                tokio::spawn(checkpoint::checkpointer(
+                    checkpoints,
+                    Arc::downgrade(&writer),
+                ));
+                Writer::Sqlite(writer)
+            }
+            Backend::Postgres => Writer::Pool(pool.clone()),
         };
+        let reservations =
+            (backend == Backend::Sqlite).then(|| Reservations::start(writer.clone()));
         Ok(Db {
             pool,
             writer,
             backend,
+            reservations,
         })
     }
 
@@ -117,20 +122,37 @@ impl Db {
 
     /// Begins a write transaction.
     pub async fn begin(&self) -> Result<Tx> {
-        let inner = self.writer.begin().await?;
-        Ok(Tx { inner })
+        Tx::begin(self.writer().await?).await
     }
 
-    /// The pool for single-statement writes; reads use [`Db::pool`].
-    pub fn writer(&self) -> &AnyPool {
-        &self.writer
+    /// A connection for single-statement writes, held until dropped; reads
+    /// use [`Db::pool`].
+    pub async fn writer(&self) -> Result<WriteConn> {
+        commit_held().await?;
+        self.writer.acquire().await
+    }
+
+    /// The group writer of idempotency reservations (SQLite only).
+    pub(crate) fn reservations(&self) -> Option<&Reservations> {
+        self.reservations.as_ref()
     }
 
     pub async fn close(&self) {
-        self.writer.close().await;
+        if let Writer::Sqlite(conn) = &self.writer
+            && let Some(conn) = conn.lock().await.take()
+            && let Err(e) = conn.close().await
+        {
+            tracing::warn!(error = %e, "closing the database writer");
+        }
         self.pool.close().await;
     }
 }
+
+/// Set on every SQLite connection. WAL with `synchronous = NORMAL`: a
+/// commit is durable against a crash of the process, and the WAL is synced
+/// at each checkpoint.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+    PRAGMA wal_autocheckpoint = 16384; PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON;";
 
 /// A database URL with any password replaced, for error messages and logs.
 pub fn redact(url: &str) -> String {

@@ -10,6 +10,9 @@ pub enum Error {
     UnsupportedUrl(String),
     #[error("{0}")]
     Invalid(String),
+    /// A write made together with others failed; each gets the message.
+    #[error("database error: {0}")]
+    Grouped(String),
 }
 
 impl Error {

@@ -258,7 +258,7 @@ pub async fn add_usage(
     .bind(day)
     .bind(requests)
     .bind(fuel)
-    .execute(db.writer())
+    .execute(&mut *db.writer().await?)
     .await?;
     Ok(())
 }

@@ -7,7 +7,7 @@ pub async fn create(db: &Db, id_hash: &str, now: i64, expires_at: i64) -> Result
         .bind(id_hash)
         .bind(now)
         .bind(expires_at)
-        .execute(db.writer())
+        .execute(&mut *db.writer().await?)
         .await?;
     Ok(())
 }
@@ -24,7 +24,7 @@ pub async fn is_valid(db: &Db, id_hash: &str, now: i64) -> Result<bool> {
 pub async fn delete(db: &Db, id_hash: &str) -> Result<()> {
     sqlx::query("DELETE FROM admin_sessions WHERE id_hash = $1")
         .bind(id_hash)
-        .execute(db.writer())
+        .execute(&mut *db.writer().await?)
         .await?;
     Ok(())
 }
@@ -32,7 +32,7 @@ pub async fn delete(db: &Db, id_hash: &str) -> Result<()> {
 pub async fn purge_expired(db: &Db, now: i64) -> Result<u64> {
     let done = sqlx::query("DELETE FROM admin_sessions WHERE expires_at <= $1")
         .bind(now)
-        .execute(db.writer())
+        .execute(&mut *db.writer().await?)
         .await?;
     Ok(done.rows_affected())
 }

@@ -12,7 +12,7 @@ pub async fn get_or_init(db: &Db, key: &str, init: impl FnOnce() -> String) -> R
     sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
         .bind(key)
         .bind(init())
-        .execute(db.writer())
+        .execute(&mut *db.writer().await?)
         .await?;
     Ok(get(db, key).await?.unwrap_or_default())
 }

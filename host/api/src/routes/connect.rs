@@ -216,7 +216,7 @@ pub async fn create(
         .resource("connect_grant", &grant.id)
         .data(json!({ "name": grant.name, "allowedScopes": scopes.names(), "projectId": grant.project_id }));
     events::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
+    tx.commit_last().await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedGrant {
@@ -295,7 +295,7 @@ pub async fn update(
     .data(json!({ "name": grant.name, "enabled": grant.enabled != 0,
                       "allowedScopes": Scopes::from_stored(&grant.allowed_scopes).names() }));
     events::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
+    tx.commit_last().await?;
     Ok(Json(grant.into()))
 }
 
@@ -325,7 +325,7 @@ pub async fn delete(
     .resource("connect_grant", &id)
     .data(json!({ "name": grant.name }));
     events::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
+    tx.commit_last().await?;
     Ok(Json(grant.into()))
 }
 

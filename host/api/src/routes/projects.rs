@@ -141,7 +141,7 @@ pub async fn create(
     .resource("project", &project.id)
     .data(json!({ "name": project.name }));
     events::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
+    tx.commit_last().await?;
     Ok((StatusCode::CREATED, Json(project.into())))
 }
 
@@ -193,7 +193,7 @@ pub async fn delete(
     .resource("project", &id)
     .data(json!({ "name": project.name }));
     events::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
+    tx.commit_last().await?;
     Ok(Json(project.into()))
 }
 

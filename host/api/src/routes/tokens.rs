@@ -310,7 +310,7 @@ pub async fn mint(
         .resource("token", &token.id)
         .data(data);
     events::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
+    tx.commit_last().await?;
     Ok(CreatedToken {
         token: secret,
         view: TokenView::from_row(token, now),
