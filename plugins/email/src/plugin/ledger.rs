@@ -238,40 +238,31 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     };
     let size = query.page_size() as usize;
     let mut items: Vec<Entry> = Vec::with_capacity(size);
-    // Entries taken from the current prefix in this request, when it was
-    // listed from its start: once they reach its count it is exhausted,
-    // even if the host's last page could not tell.
-    let mut from_start = at.c.is_none();
-    let mut taken = 0u64;
     while at.p < prefixes.len() && items.len() < size {
         if counts[at.p] == 0 {
-            at = Position {
-                p: at.p + 1,
-                c: None,
-            };
+            at = Position { p: at.p + 1, c: None };
             continue;
         }
         let want = u32::try_from(size - items.len()).unwrap_or(u32::MAX);
         let page = bucket.list(&prefixes[at.p], at.c.as_deref(), want)?;
-        taken += page.entries.len() as u64;
         for entry in &page.entries {
             items.push(entry.json()?);
         }
         at = match page.next_cursor {
-            Some(next) if !(from_start && taken >= counts[at.p]) => Position {
+            Some(next) => Position {
                 p: at.p,
                 c: Some(next),
             },
-            _ => {
-                (from_start, taken) = (true, 0);
-                Position {
-                    p: at.p + 1,
-                    c: None,
-                }
-            }
+            None => Position { p: at.p + 1, c: None },
         };
     }
-    // Skip empty prefixes so the last page carries no cursor.
+    // The host gives a cursor whenever a page is full; look one entry
+    // ahead so the last page carries none, as on core lists.
+    if let Some(cursor) = &at.c
+        && bucket.list(&prefixes[at.p], Some(cursor), 1)?.entries.is_empty()
+    {
+        at = Position { p: at.p + 1, c: None };
+    }
     while at.c.is_none() && at.p < prefixes.len() && counts[at.p] == 0 {
         at.p += 1;
     }
