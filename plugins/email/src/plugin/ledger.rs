@@ -209,6 +209,13 @@ struct Position {
     c: Option<String>,
 }
 
+impl Position {
+    /// The start of prefix `p`.
+    fn start(p: usize) -> Position {
+        Position { p, c: None }
+    }
+}
+
 /// `GET /email/messages`: the ledger, newest first.
 pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let filter = Filter::parse(req)?;
@@ -232,7 +239,7 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         return Ok(Page::all(items).into_response());
     }
     let mut at = match &query.cursor {
-        None => Position { p: 0, c: None },
+        None => Position::start(0),
         Some(cursor) => serde_json::from_str(&cursors::decode(&filter.list, cursor)?)
             .map_err(|_| ApiError::invalid_cursor())?,
     };
@@ -240,7 +247,7 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let mut items: Vec<Entry> = Vec::with_capacity(size);
     while at.p < prefixes.len() && items.len() < size {
         if counts[at.p] == 0 {
-            at = Position { p: at.p + 1, c: None };
+            at = Position::start(at.p + 1);
             continue;
         }
         let want = u32::try_from(size - items.len()).unwrap_or(u32::MAX);
@@ -253,15 +260,18 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
                 p: at.p,
                 c: Some(next),
             },
-            None => Position { p: at.p + 1, c: None },
+            None => Position::start(at.p + 1),
         };
     }
     // The host gives a cursor whenever a page is full; look one entry
     // ahead so the last page carries none, as on core lists.
     if let Some(cursor) = &at.c
-        && bucket.list(&prefixes[at.p], Some(cursor), 1)?.entries.is_empty()
+        && bucket
+            .list(&prefixes[at.p], Some(cursor), 1)?
+            .entries
+            .is_empty()
     {
-        at = Position { p: at.p + 1, c: None };
+        at = Position::start(at.p + 1);
     }
     while at.c.is_none() && at.p < prefixes.len() && counts[at.p] == 0 {
         at.p += 1;
