@@ -2,7 +2,8 @@
 //! (the testkit's sink): message content and envelope, plain, STARTTLS and
 //! implicit TLS with authentication, the rate limit, retries of temporary
 //! failures on the host clock, permanent failures and suppressions, the
-//! ledger's filters, and isolation between organisations.
+//! ledger's filters, isolation between organisations, and the alerts that
+//! other plugins request with events.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,6 +22,7 @@ crate::on_both_backends!(
     the_rate_limit_answers_429_with_retry_after,
     temporary_failures_are_retried_and_permanent_ones_recorded,
     the_ledger_filters_and_organisations_are_isolated,
+    heartbeat_alerts_are_relayed_once,
 );
 
 /// The relay may reach the sink on loopback.
@@ -103,10 +105,16 @@ async fn messages_are_relayed_with_their_content_and_envelope(backend: Backend) 
     );
     assert!(!mail.tls && mail.user.is_none());
     let from = mail.header("From").unwrap();
-    assert!(from.contains("Ann Example") && from.ends_with("<ann@example.com>"), "{from}");
+    assert!(
+        from.contains("Ann Example") && from.ends_with("<ann@example.com>"),
+        "{from}"
+    );
     assert_eq!(mail.header("To").as_deref(), Some("Bob <bob@example.net>"));
     assert_eq!(mail.header("Cc").as_deref(), Some("carl@example.net"));
-    assert_eq!(mail.header("Reply-To").as_deref(), Some("support@example.com"));
+    assert_eq!(
+        mail.header("Reply-To").as_deref(),
+        Some("support@example.com")
+    );
     assert_eq!(mail.header("X-Campaign").as_deref(), Some("november"));
     assert_eq!(mail.header("Bcc"), None, "bcc is never in the headers");
     assert!(!mail.text().contains("dan@example.net"));
@@ -116,22 +124,46 @@ async fn messages_are_relayed_with_their_content_and_envelope(backend: Backend) 
         "a non-ASCII subject is encoded: {subject}"
     );
     let text = mail.text();
-    assert!(text.contains("Hello Bob,\r\nyour invoice is attached."), "{text}");
-    assert!(text.contains("filename=\"invoice.txt\"") && text.contains(&BASE64.encode("invoice body")));
+    assert!(
+        text.contains("Hello Bob,\r\nyour invoice is attached."),
+        "{text}"
+    );
+    assert!(
+        text.contains("filename=\"invoice.txt\"") && text.contains(&BASE64.encode("invoice body"))
+    );
     assert_eq!(
-        (entry["smtpCode"].clone(), entry["attempts"].clone(), entry["bccCount"].clone()),
+        (
+            entry["smtpCode"].clone(),
+            entry["attempts"].clone(),
+            entry["bccCount"].clone()
+        ),
         (json!(250), json!(1), json!(1))
     );
-    assert_eq!(entry["messageId"].as_str(), mail.header("Message-ID").as_deref());
+    assert_eq!(
+        entry["messageId"].as_str(),
+        mail.header("Message-ID").as_deref()
+    );
     let events = c.get("/events?type=email.message.*").await.json();
-    let types: Vec<&str> = events["items"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["email.message.sent", "email.message.queued"], "{events}");
+    let types: Vec<&str> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["email.message.sent", "email.message.queued"],
+        "{events}"
+    );
 
     // Header injection is refused before anything is queued.
     let r = c
-        .post("/email/send", json!({ "from": "ann@example.com", "to": "bob@example.net",
+        .post(
+            "/email/send",
+            json!({ "from": "ann@example.com", "to": "bob@example.net",
             "subject": "hi\r\nBcc: eve@example.net", "text": "x",
-            "headers": { "X-Evil": "a\r\nBcc: eve@example.net" } }))
+            "headers": { "X-Evil": "a\r\nBcc: eve@example.net" } }),
+        )
         .await;
     assert_eq!(r.status, 400, "{}", r.text());
     let problem = r.json();
@@ -153,7 +185,11 @@ async fn messages_are_relayed_with_their_content_and_envelope(backend: Backend) 
     .await;
     wait_for_status(&c, &id, "sent").await;
     let mail = sink.wait_for(2, Duration::from_secs(10)).await.remove(1);
-    assert!(mail.data.len() > big.len() * 4 / 3, "{} bytes", mail.data.len());
+    assert!(
+        mail.data.len() > big.len() * 4 / 3,
+        "{} bytes",
+        mail.data.len()
+    );
     let r = c
         .post("/email/send", json!({ "from": "ann@example.com", "to": "bob@example.net", "subject": "too big", "text": "x",
                 "attachments": [{ "filename": "big.bin", "content": BASE64.encode([&big[..], b"!"].concat()) }] }))
@@ -188,7 +224,8 @@ async fn tls_and_authentication(backend: Backend) {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let roots = ca_file(&dir, &[&starttls, &implicit]);
-    let s = start_with(options(backend).env("PLATEAU_EGRESS_CA_FILE", roots.to_str().unwrap())).await;
+    let s =
+        start_with(options(backend).env("PLATEAU_EGRESS_CA_FILE", roots.to_str().unwrap())).await;
     let c = s.client();
     let message = json!({ "from": "ann@example.com", "to": "bob@example.net", "subject": "Hello", "text": "Hi" });
 
@@ -227,7 +264,10 @@ async fn tls_and_authentication(backend: Backend) {
     configure(&c, config(&untrusted, "implicit")).await;
     let id = send(&c, message).await;
     let failed = wait_for_status(&c, &id, "failed").await;
-    assert!(failed["error"].as_str().unwrap().contains("TLS"), "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap().contains("TLS"),
+        "{failed}"
+    );
     assert_eq!(untrusted.count(), 0);
 }
 
@@ -243,14 +283,21 @@ async fn the_rate_limit_answers_429_with_retry_after(backend: Backend) {
         send(&c, message.clone()).await;
     }
     let r = c.post("/email/send", message.clone()).await;
-    assert_eq!((r.status, r.code()), (429, "rate_limited".to_owned()), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code()),
+        (429, "rate_limited".to_owned()),
+        "{}",
+        r.text()
+    );
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     assert!(r.json()["detail"].as_str().unwrap().contains("free plan"));
     sink.wait_for(10, Duration::from_secs(20)).await;
     let mut sent = 0;
     for _ in 0..100 {
-        sent = c.get("/email/messages?status=sent").await.json()["total"].as_u64().unwrap();
+        sent = c.get("/email/messages?status=sent").await.json()["total"]
+            .as_u64()
+            .unwrap();
         if sent == 10 {
             break;
         }
@@ -272,29 +319,63 @@ async fn temporary_failures_are_retried_and_permanent_ones_recorded(backend: Bac
     sink.fail_next(1, 451, "4.3.0 try again later");
     let id = send(&c, json!({ "from": "ann@example.com", "to": "bob@example.net", "subject": "retry me", "text": "Hi" })).await;
     let deferred = wait_for_status(&c, &id, "deferred").await;
-    assert_eq!((deferred["smtpCode"].clone(), deferred["attempts"].clone()), (json!(451), json!(1)));
-    assert!(deferred["smtpMessage"].as_str().unwrap().contains("try again later"));
+    assert_eq!(
+        (deferred["smtpCode"].clone(), deferred["attempts"].clone()),
+        (json!(451), json!(1))
+    );
+    assert!(
+        deferred["smtpMessage"]
+            .as_str()
+            .unwrap()
+            .contains("try again later")
+    );
     assert!(deferred["nextAttemptAt"].is_string());
     // Nothing is retried before the backoff (1 minute) has passed.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!((sink.attempts(), sink.count()), (1, 0));
     advance(&admin_c, 61_000).await;
     let sent = wait_for_status(&c, &id, "sent").await;
-    assert_eq!((sent["attempts"].clone(), sent["smtpCode"].clone()), (json!(2), json!(250)));
+    assert_eq!(
+        (sent["attempts"].clone(), sent["smtpCode"].clone()),
+        (json!(2), json!(250))
+    );
     assert_eq!(sink.count(), 1);
 
-    sink.reject_recipient("gone@example.net", 550, "5.1.1 <gone@example.net>: no such user");
+    sink.reject_recipient(
+        "gone@example.net",
+        550,
+        "5.1.1 <gone@example.net>: no such user",
+    );
     let id = send(&c, json!({ "from": "ann@example.com", "to": "gone@example.net", "subject": "lost", "text": "Hi" })).await;
     let failed = wait_for_status(&c, &id, "failed").await;
     assert_eq!(failed["smtpCode"], 550);
-    assert!(failed["smtpMessage"].as_str().unwrap().contains("no such user"), "{failed}");
+    assert!(
+        failed["smtpMessage"]
+            .as_str()
+            .unwrap()
+            .contains("no such user"),
+        "{failed}"
+    );
     let suppressions = c.get("/email/suppressions").await.json();
-    assert_eq!(suppressions["items"][0]["address"], "gone@example.net", "{suppressions}");
+    assert_eq!(
+        suppressions["items"][0]["address"], "gone@example.net",
+        "{suppressions}"
+    );
     // Nobody left to send to: 422; lifting the suppression sends again.
     let again = json!({ "from": "ann@example.com", "to": "gone@example.net", "subject": "lost", "text": "Hi" });
     let r = c.post("/email/send", again.clone()).await;
-    assert_eq!((r.status, r.code()), (422, "unprocessable".to_owned()), "{}", r.text());
-    assert_eq!(c.delete("/email/suppressions/gone@example.net").await.status, 204);
+    assert_eq!(
+        (r.status, r.code()),
+        (422, "unprocessable".to_owned()),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        c.delete("/email/suppressions/gone@example.net")
+            .await
+            .status,
+        204
+    );
     let events = c.get("/events?type=email.message.failed").await.json();
     assert_eq!(events["total"], 1, "{events}");
     let id = send(&c, again).await;
@@ -319,31 +400,138 @@ async fn the_ledger_filters_and_organisations_are_isolated(backend: Backend) {
     wait_for_status(&c, &failed, "failed").await;
 
     let ids = |page: &Value| -> Vec<String> {
-        page["items"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect()
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
     };
-    assert_eq!(ids(&c.get("/email/messages").await.json()), [failed.clone(), sent.clone()], "newest first");
-    assert_eq!(ids(&c.get("/email/messages?status=sent").await.json()), [sent.clone()]);
-    assert_eq!(ids(&c.get("/email/messages?status=failed").await.json()), [failed.clone()]);
+    assert_eq!(
+        ids(&c.get("/email/messages").await.json()),
+        [failed.clone(), sent.clone()],
+        "newest first"
+    );
+    assert_eq!(
+        ids(&c.get("/email/messages?status=sent").await.json()),
+        [sent.clone()]
+    );
+    assert_eq!(
+        ids(&c.get("/email/messages?status=failed").await.json()),
+        [failed.clone()]
+    );
     let page = c.get("/email/messages?limit=1").await.json();
-    assert_eq!((ids(&page), page["total"].clone()), (vec![failed.clone()], json!(2)));
-    let next = c.get(&format!("/email/messages?limit=1&cursor={}", page["nextCursor"].as_str().unwrap())).await.json();
-    assert_eq!((ids(&next), next["nextCursor"].clone()), (vec![sent.clone()], Value::Null));
-    assert_eq!(c.get("/email/messages?since=2000-01-01&until=2000-01-02").await.json()["total"], 0);
-    assert_eq!(c.get("/email/messages?since=2000-01-01").await.json()["total"], 2);
+    assert_eq!(
+        (ids(&page), page["total"].clone()),
+        (vec![failed.clone()], json!(2))
+    );
+    let next = c
+        .get(&format!(
+            "/email/messages?limit=1&cursor={}",
+            page["nextCursor"].as_str().unwrap()
+        ))
+        .await
+        .json();
+    assert_eq!(
+        (ids(&next), next["nextCursor"].clone()),
+        (vec![sent.clone()], Value::Null)
+    );
+    assert_eq!(
+        c.get("/email/messages?since=2000-01-01&until=2000-01-02")
+            .await
+            .json()["total"],
+        0
+    );
+    assert_eq!(
+        c.get("/email/messages?since=2000-01-01").await.json()["total"],
+        2
+    );
     assert_eq!(c.get("/email/messages?status=bounced").await.status, 400);
 
     // Scopes: reading does not allow sending.
-    let reader = s.anonymous().with_token(&crate::mint(&s, json!({ "scopes": ["email:read"] })).await);
+    let reader = s
+        .anonymous()
+        .with_token(&crate::mint(&s, json!({ "scopes": ["email:read"] })).await);
     assert_eq!(reader.get("/email/messages").await.json()["total"], 2);
     let r = reader.post("/email/send", json!({})).await;
-    assert_eq!((r.status, r.json()["scope"].clone()), (403, json!("email:send")));
+    assert_eq!(
+        (r.status, r.json()["scope"].clone()),
+        (403, json!("email:send"))
+    );
 
     // Another organisation sees none of it, and has no configuration.
-    let other = s.anonymous().with_token(&crate::create_org(&s, "Other", "pro").await);
+    let other = s
+        .anonymous()
+        .with_token(&crate::create_org(&s, "Other", "pro").await);
     assert_eq!(other.get("/email/messages").await.json()["total"], 0);
-    assert_eq!(other.get(&format!("/email/messages/{sent}")).await.status, 404);
+    assert_eq!(
+        other.get(&format!("/email/messages/{sent}")).await.status,
+        404
+    );
     assert_eq!(other.get("/email/config").await.status, 404);
     let r = other.post("/email/send", json!({ "from": "ann@example.com", "to": "bob@example.net", "subject": "x", "text": "y" })).await;
     assert_eq!(r.status, 409, "{}", r.text());
     assert_eq!(other.get("/email/suppressions").await.json()["total"], 0);
+}
+
+/// A heartbeat that goes down asks for an email (`heartbeats.email.requested`);
+/// the relay sends it from the configured alert sender, once.
+async fn heartbeat_alerts_are_relayed_once(backend: Backend) {
+    let s = start_with(options(backend).env("PLATEAU_CLOCK", "manual")).await;
+    let admin_c = admin(&s).await;
+    let sink = SmtpSink::plain().await;
+    let c = s.client();
+    let mut body = config(&sink, "none");
+    body["alertsFrom"] = json!("Plateau Alerts <alerts@example.org>");
+    configure(&c, body).await;
+    let r = c
+        .post(
+            "/heartbeats",
+            json!({ "name": "nightly backup", "periodSeconds": 60, "graceSeconds": 120,
+                    "alertEmails": ["ops@example.net"] }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let ping_url = r.json()["pingUrl"].as_str().unwrap().to_owned();
+    let pinged = reqwest::get(&ping_url).await.unwrap();
+    assert_eq!(pinged.status(), 200);
+    // Late after the period, down after the grace: one alert.
+    advance(&admin_c, 61_000).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    advance(&admin_c, 120_000).await;
+    let mail = sink.wait_for(1, Duration::from_secs(20)).await;
+    assert_eq!(mail.len(), 1, "the down alert is relayed");
+    assert_eq!(mail[0].from, "alerts@example.org");
+    assert_eq!(mail[0].recipients, ["ops@example.net"]);
+    assert!(
+        mail[0]
+            .header("Subject")
+            .unwrap()
+            .contains("nightly backup"),
+        "{:?}",
+        mail[0].header("Subject")
+    );
+    let mut ledger = Value::Null;
+    for _ in 0..100 {
+        ledger = c.get("/email/messages").await.json();
+        if ledger["items"][0]["status"] == "sent" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ledger["total"], 1, "{ledger}");
+    let entry = &ledger["items"][0];
+    assert_eq!(
+        (&entry["source"], &entry["eventType"], &entry["status"]),
+        (
+            &json!("event"),
+            &json!("heartbeats.email.requested"),
+            &json!("sent")
+        ),
+        "{entry}"
+    );
+    // No second email while it stays down.
+    advance(&admin_c, 3_600_000).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(sink.count(), 1);
 }
