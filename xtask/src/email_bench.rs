@@ -81,7 +81,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         &[],
         &[
             ("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
-            ("PLATEAU_PLUGINS_CONFIG", plugins_config.to_str().context("utf-8 path")?),
+            (
+                "PLATEAU_PLUGINS_CONFIG",
+                plugins_config.to_str().context("utf-8 path")?,
+            ),
         ],
     )
     .await?;
@@ -124,7 +127,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         p99_ms: Some(projects.p99_ms),
         errors: projects.errors,
     };
-    api.admin(hyper::Method::POST, "/admin/jobs/lateness/reset").await?;
+    api.admin(hyper::Method::POST, "/admin/jobs/lateness/reset")
+        .await?;
     let (accepted, relayed, sink_done) = relay(&api, &sink, &opts).await?;
     let jobs = api.admin(hyper::Method::GET, "/admin/jobs").await?;
 
@@ -170,8 +174,12 @@ async fn direct_smtp(sink: &SmtpSink, opts: &Options) -> anyhow::Result<Row> {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..opts.connections {
-        let (transport, next, errors, total) =
-            (transport.clone(), next.clone(), errors.clone(), opts.messages);
+        let (transport, next, errors, total) = (
+            transport.clone(),
+            next.clone(),
+            errors.clone(),
+            opts.messages,
+        );
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
@@ -346,7 +354,10 @@ impl Api {
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
         if !status.is_success() {
-            bail!("{path} answered {status}: {}", String::from_utf8_lossy(&body));
+            bail!(
+                "{path} answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
         }
         Ok(if body.is_empty() {
             serde_json::Value::Null
@@ -379,10 +390,17 @@ impl Api {
     /// The ledger's count of sent messages.
     async fn sent_total(&self) -> anyhow::Result<u64> {
         let (status, body) = self
-            .send(hyper::Method::GET, "/email/messages?status=sent&limit=1", "")
+            .send(
+                hyper::Method::GET,
+                "/email/messages?status=sent&limit=1",
+                "",
+            )
             .await?;
         if status != 200 {
-            bail!("the ledger answered {status}: {}", String::from_utf8_lossy(&body));
+            bail!(
+                "the ledger answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
         }
         let page: serde_json::Value = serde_json::from_slice(&body)?;
         page["total"].as_u64().context("the ledger has a total")
