@@ -16,8 +16,12 @@
 //!   (p50, p99) of the checks scheduler running 10,000 URL checks a minute
 //!   against a local HTTP server, with the same rate hit directly as the
 //!   baseline (issue 5).
+//! - `cargo xtask bench email [--messages N] [--connections N]`: the email
+//!   relay's throughput to a local SMTP sink, ledger included, against a
+//!   direct SMTP client and the core's write path in the same run (issue 5).
 
 mod checks_bench;
+mod email_bench;
 mod flags_bench;
 mod load;
 mod server;
@@ -57,10 +61,18 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(checks_bench::run(opts))
         }
+        ["bench", "email", rest @ ..] => {
+            let opts = email_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(email_bench::run(opts))
+        }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] | bench checks [--checks N] [--seconds N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N]"
         ),
     }
 }

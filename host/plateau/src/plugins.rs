@@ -1,7 +1,7 @@
 //! Starting the plugin host for `plateau serve`: the runtime, the built-in
 //! plugins, the sync with other hosts and the fuel meter.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,11 +19,15 @@ use plateau_plugins::cursors::SignedCursors;
 use plateau_plugins::storage::SqlStorage;
 use plateau_plugins::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
 use plateau_store::{Db, settings};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 use tokio::task::JoinHandle;
 
 pub struct Setup {
     pub data_dir: PathBuf,
     pub egress_allow: String,
+    /// `PLATEAU_EGRESS_CA_FILE`: extra roots for plugins' outbound TLS.
+    pub egress_ca_file: Option<PathBuf>,
     pub config: Option<PathBuf>,
     /// `PLATEAU_SECRET_KEY`, base64.
     pub secret_key: Option<String>,
@@ -67,6 +71,9 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
     let mut runtime_config = RuntimeConfig::new(setup.data_dir.join("plugin-cache"));
     runtime_config.egress_allow = parse_allow_list(&setup.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
+    if let Some(path) = &setup.egress_ca_file {
+        runtime_config.extra_tls_roots = read_ca_file(path)?;
+    }
     runtime_config
         .reserved_prefixes
         .extend(CORE_PREFIXES.iter().map(|p| (*p).to_owned()));
@@ -122,6 +129,31 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         clock,
         tasks,
     })
+}
+
+/// The certificates of `PLATEAU_EGRESS_CA_FILE` (DER): every certificate
+/// of a PEM file, or the file itself when it is not PEM.
+fn read_ca_file(path: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("PLATEAU_EGRESS_CA_FILE: reading {}", path.display()))?;
+    if !bytes.trim_ascii_start().starts_with(b"-----BEGIN") {
+        return Ok(vec![bytes]);
+    }
+    let certificates = CertificateDer::pem_slice_iter(&bytes)
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "PLATEAU_EGRESS_CA_FILE: {} is not a valid PEM file: {e:?}",
+                path.display()
+            )
+        })?;
+    anyhow::ensure!(
+        !certificates.is_empty(),
+        "PLATEAU_EGRESS_CA_FILE: {} has no CERTIFICATE block",
+        path.display()
+    );
+    Ok(certificates)
 }
 
 /// The key of the plugins' `secrets`: `PLATEAU_SECRET_KEY`, or one

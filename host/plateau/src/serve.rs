@@ -40,6 +40,11 @@ pub struct ServeArgs {
     /// private, link-local and metadata addresses (`127.0.0.0/8,::1/128`).
     #[arg(long, env = "PLATEAU_EGRESS_ALLOW", default_value = "")]
     egress_allow: String,
+    /// Certificates plugins' outbound TLS (HTTPS and SMTP) trusts besides
+    /// Mozilla's roots, for a private CA: a PEM file of one or more
+    /// certificates, or one DER certificate.
+    #[arg(long, env = "PLATEAU_EGRESS_CA_FILE")]
+    egress_ca_file: Option<std::path::PathBuf>,
     /// JSON file granting plugins their capabilities, outbound hosts,
     /// configuration and limits.
     #[arg(long, env = "PLATEAU_PLUGINS_CONFIG")]
@@ -230,6 +235,7 @@ impl ServeArgs {
         plugins::Setup {
             data_dir: self.store.data_dir.clone(),
             egress_allow: self.egress_allow.clone(),
+            egress_ca_file: self.egress_ca_file.clone(),
             config: self.plugins_config.clone(),
             secret_key: self.secret_key.clone(),
             manual_clock: self.clock == "manual",

@@ -37,6 +37,9 @@ pub enum ErrorCode {
     Conflict,
     PayloadTooLarge,
     UnsupportedMediaType,
+    /// The request is well-formed but cannot be carried out as it stands
+    /// (422), for instance every recipient of a message is suppressed.
+    Unprocessable,
     RateLimited,
     Internal,
     Unavailable,
@@ -44,7 +47,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in status order.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::BadRequest,
         ErrorCode::ValidationFailed,
         ErrorCode::InvalidJson,
@@ -58,6 +61,7 @@ impl ErrorCode {
         ErrorCode::Conflict,
         ErrorCode::PayloadTooLarge,
         ErrorCode::UnsupportedMediaType,
+        ErrorCode::Unprocessable,
         ErrorCode::RateLimited,
         ErrorCode::Internal,
         ErrorCode::Unavailable,
@@ -79,6 +83,7 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ErrorCode::Unprocessable => "unprocessable",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",
             ErrorCode::Unavailable => "unavailable",
@@ -100,6 +105,7 @@ impl ErrorCode {
             ErrorCode::Conflict => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::Unprocessable => 422,
             ErrorCode::RateLimited => 429,
             ErrorCode::Internal => 500,
             ErrorCode::Unavailable => 503,
@@ -117,6 +123,7 @@ impl ErrorCode {
             409 => "Conflict",
             413 => "Payload Too Large",
             415 => "Unsupported Media Type",
+            422 => "Unprocessable Entity",
             429 => "Too Many Requests",
             503 => "Service Unavailable",
             _ => "Internal Server Error",
@@ -249,6 +256,12 @@ impl ApiError {
 
     pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::UnsupportedMediaType, detail)
+    }
+
+    /// Well-formed but not possible as it stands (422); say what would make
+    /// it possible.
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unprocessable, detail)
     }
 
     /// Too many requests; the client may retry after `retry_after_secs`.

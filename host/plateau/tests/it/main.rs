@@ -7,6 +7,7 @@ mod admin;
 mod auth;
 mod checks;
 mod connect;
+mod email;
 mod errors;
 mod events;
 mod flags;

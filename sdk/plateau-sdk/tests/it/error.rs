@@ -22,6 +22,7 @@ fn codes_have_their_status_and_title() {
         ("conflict", 409, "Conflict"),
         ("payload_too_large", 413, "Payload Too Large"),
         ("unsupported_media_type", 415, "Unsupported Media Type"),
+        ("unprocessable", 422, "Unprocessable Entity"),
         ("rate_limited", 429, "Too Many Requests"),
         ("internal", 500, "Internal Server Error"),
         ("unavailable", 503, "Service Unavailable"),

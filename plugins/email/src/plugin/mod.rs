@@ -1,0 +1,102 @@
+//! The email relay plugin: its self-description, route table and hooks.
+//! Everything it stores is in the caller's organisation's bucket (see
+//! [`crate::keys`]); it reaches the network only through the host's `smtp`
+//! capability.
+//!
+//! | Route | Scope |
+//! |---|---|
+//! | `GET /email/config` | `email:read` |
+//! | `PUT /email/config`, `DELETE /email/config` | `email:write` |
+//! | `POST /email/send` | `email:send` |
+//! | `GET /email/messages`, `GET /email/messages/{id}` | `email:read` |
+//! | `GET /email/suppressions` | `email:read` |
+//! | `DELETE /email/suppressions/{address}` | `email:write` |
+//!
+//! Hooks: `on_job` delivers a queued message (`send:{id}` jobs, see
+//! [`delivery`]); `on_event` queues alerts that other plugins ask for with
+//! `checks.email.requested` and `heartbeats.email.requested` (see
+//! [`alerts`]).
+
+pub mod alerts;
+pub mod config;
+pub mod content;
+pub mod delivery;
+pub mod ledger;
+pub mod rate;
+pub mod send;
+pub mod suppressions;
+
+use plateau_sdk::jobs::Job;
+use plateau_sdk::{Capability, Description, Event, Plugin, Router};
+
+/// The plugin type handed to [`plateau_sdk::export_plugin!`].
+pub struct EmailPlugin;
+
+/// The event types whose data asks for an alert email.
+pub const ALERT_EVENTS: [&str; 2] = ["checks.email.requested", "heartbeats.email.requested"];
+
+impl Plugin for EmailPlugin {
+    fn describe() -> Description {
+        let description = Description::new("email", env!("CARGO_PKG_VERSION"))
+            .prefix("/email")
+            .scope(
+                "email:read",
+                "Read the email relay's SMTP configuration (never its password), delivery ledger and suppression list",
+            )
+            .scope(
+                "email:write",
+                "Change or remove the email relay's SMTP configuration and suppression list",
+            )
+            .scope("email:send", "Send email through the organisation's SMTP server")
+            .capabilities(&[
+                Capability::Kv,
+                Capability::Events,
+                Capability::Log,
+                Capability::Config,
+                Capability::Clock,
+                Capability::Cursors,
+                Capability::Scheduler,
+                Capability::Smtp,
+                Capability::Secrets,
+            ]);
+        ALERT_EVENTS
+            .iter()
+            .fold(description, |d, event| d.subscribe(*event))
+    }
+
+    fn router() -> Router {
+        Router::new()
+            .get("/email/config", config::get)
+            .scope("email:read")
+            .summary("Get the SMTP configuration; the password is never returned")
+            .put("/email/config", config::put)
+            .scope("email:write")
+            .summary("Create or replace the SMTP configuration")
+            .delete("/email/config", config::delete)
+            .scope("email:write")
+            .summary("Remove the SMTP configuration")
+            .post("/email/send", send::send)
+            .scope("email:send")
+            .summary("Queue a message for delivery (202 with its ledger entry)")
+            .get("/email/messages", ledger::list)
+            .scope("email:read")
+            .summary("The delivery ledger, newest first, filterable by status, since and until")
+            .get("/email/messages/{id}", ledger::get)
+            .scope("email:read")
+            .summary("One ledger entry")
+            .get("/email/suppressions", suppressions::list)
+            .scope("email:read")
+            .summary("Recipients skipped because an earlier message to them failed permanently")
+            .delete("/email/suppressions/{address}", suppressions::delete)
+            .scope("email:write")
+            .summary("Send to a suppressed recipient again")
+    }
+
+    fn on_job(job: &Job) -> Result<(), String> {
+        delivery::run(job)
+    }
+
+    fn on_event(event: &Event) -> Result<(), String> {
+        alerts::on_event(event)
+    }
+}
