@@ -48,7 +48,7 @@ pub async fn lease(
     )
     .bind(plugin)
     .bind(start)
-    .execute(db.writer())
+    .execute(&mut *db.writer().await?)
     .await?;
     Ok(sqlx::query_as(
         "UPDATE plugin_event_cursors SET lease_until = $1, lease_owner = $2 \
@@ -59,7 +59,7 @@ pub async fn lease(
     .bind(owner)
     .bind(plugin)
     .bind(now)
-    .fetch_optional(db.writer())
+    .fetch_optional(&mut *db.writer().await?)
     .await?)
 }
 
@@ -72,7 +72,7 @@ pub async fn advance(db: &Db, plugin: &str, owner: &str, position: &str) -> Resu
     .bind(position)
     .bind(plugin)
     .bind(owner)
-    .execute(db.writer())
+    .execute(&mut *db.writer().await?)
     .await?;
     Ok(())
 }
@@ -93,7 +93,7 @@ pub async fn failed(
     .bind(not_before)
     .bind(plugin)
     .bind(owner)
-    .execute(db.writer())
+    .execute(&mut *db.writer().await?)
     .await?;
     Ok(())
 }

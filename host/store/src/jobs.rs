@@ -131,7 +131,7 @@ pub async fn retry(
     .bind(&job.key)
     .bind(version)
     .bind(due)
-    .execute(db.writer())
+    .execute(&mut *db.writer().await?)
     .await?;
     Ok(())
 }
@@ -146,7 +146,7 @@ pub async fn give_up(db: &Db, job: &JobKey, version: i64) -> Result<()> {
     .bind(&job.kind)
     .bind(&job.key)
     .bind(version)
-    .execute(db.writer())
+    .execute(&mut *db.writer().await?)
     .await?;
     Ok(())
 }
@@ -177,7 +177,7 @@ pub async fn claim(
         .bind(owner)
         .bind(now)
         .bind(limit)
-        .fetch_all(db.writer())
+        .fetch_all(&mut *db.writer().await?)
         .await?;
     jobs.sort_by_key(|j| j.due);
     Ok(jobs)
