@@ -170,6 +170,9 @@ fn create_read_list_change_and_delete_keep_the_job_in_step() {
     );
     assert_eq!(get(&format!("/checks/{id}")), check);
 
+    // Ids sort by creation time; in the same millisecond their order is
+    // random, so the second check is made a millisecond later.
+    testing::set_now(START + 1);
     let second = create(url_check("Second"));
     let page = get("/checks?limit=1");
     assert_eq!(
