@@ -2,8 +2,8 @@
 //! ledger included (issue 5's target: at least 500 messages/s). Many
 //! clients `POST /email/send`; the run ends when every message is `sent`
 //! in the ledger. Measured in the same run, as baselines: the sink's own
-//! throughput with a direct SMTP client (lettre, one connection per message
-//! like the relay's), and the core's write path (`POST /projects`).
+//! throughput with a minimal direct SMTP client (one connection per
+//! message, like the relay's), and the core's write path (`POST /projects`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,8 +16,9 @@ use hyper::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use plateau_testkit::SmtpSink;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
 
 use crate::load::{self, Scenario};
 use crate::server::{ADMIN_PASSWORD, Server};
@@ -129,7 +130,12 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     };
     api.admin(hyper::Method::POST, "/admin/jobs/lateness/reset")
         .await?;
+    let cpu_before = server.cpu_time();
     let (accepted, relayed, sink_done) = relay(&api, &sink, &opts).await?;
+    let cpu = server
+        .cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     let jobs = api.admin(hyper::Method::GET, "/admin/jobs").await?;
 
     println!(
@@ -153,6 +159,15 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "\nrelay end to end: {:.0}% of the direct SMTP baseline; the sink had every message after {sink_done:.2} s",
         100.0 * relayed.rate() / direct.rate()
     );
+    if let Some(cpu) = cpu {
+        println!(
+            "server CPU during the relay run: {:.1} s in {:.1} s, {:.2} cores busy on average ({} cores here)",
+            cpu.as_secs_f64(),
+            relayed.seconds,
+            cpu.as_secs_f64() / relayed.seconds,
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+    }
     let lateness = &jobs["lateness"];
     println!(
         "delivery jobs started after their due time: p50 {} ms, p99 {} ms, max {} ms ({} runs; the host runs at most 32 jobs at once)",
@@ -162,35 +177,21 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The sink's throughput with lettre straight to it: `connections` clients,
-/// one connection per message.
+/// The sink's throughput with a direct client: `connections` clients, one
+/// connection per message.
 async fn direct_smtp(sink: &SmtpSink, opts: &Options) -> anyhow::Result<Row> {
-    let transport: AsyncSmtpTransport<Tokio1Executor> =
-        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
-            .port(sink.port())
-            .build();
     let next = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..opts.connections {
-        let (transport, next, errors, total) = (
-            transport.clone(),
-            next.clone(),
-            errors.clone(),
-            opts.messages,
-        );
+        let (addr, next, errors, total) =
+            (sink.addr(), next.clone(), errors.clone(), opts.messages);
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
-                let message = Message::builder()
-                    .from("bench@example.com".parse().expect("an address"))
-                    .to("reader@example.net".parse().expect("an address"))
-                    .subject("benchmark")
-                    .body(String::from("hello from the benchmark"))
-                    .expect("a message");
                 let at = Instant::now();
-                if transport.send(message).await.is_err() {
+                if submit(addr).await.is_err() {
                     errors.fetch_add(1, Ordering::Relaxed);
                 }
                 latencies.push(at.elapsed());
@@ -212,6 +213,53 @@ async fn direct_smtp(sink: &SmtpSink, opts: &Options) -> anyhow::Result<Row> {
         p99_ms: p99,
         errors: errors.load(Ordering::Relaxed),
     })
+}
+
+/// One plain SMTP submission on a new connection (TCP_NODELAY, one write
+/// per command, like the host's client): EHLO, MAIL, RCPT, DATA, QUIT.
+async fn submit(addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    let (read, mut write) = tcp.into_split();
+    let mut read = BufReader::new(read);
+    expect(&mut read, 220).await?;
+    let steps: [(&[u8], u16); 6] = [
+        (b"EHLO bench.example.com\r\n", 250),
+        (b"MAIL FROM:<bench@example.com>\r\n", 250),
+        (b"RCPT TO:<reader@example.net>\r\n", 250),
+        (b"DATA\r\n", 354),
+        (
+            b"From: bench@example.com\r\nTo: reader@example.net\r\nSubject: benchmark\r\n\r\nhello from the benchmark\r\n.\r\n",
+            250,
+        ),
+        (b"QUIT\r\n", 221),
+    ];
+    for (command, code) in steps {
+        write.write_all(command).await?;
+        expect(&mut read, code).await?;
+    }
+    Ok(())
+}
+
+/// Reads one (possibly multi-line) reply and checks its code.
+async fn expect(
+    read: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    code: u16,
+) -> anyhow::Result<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if read.read_line(&mut line).await? == 0 {
+            bail!("the server closed the connection");
+        }
+        if line.as_bytes().get(3) != Some(&b'-') {
+            break;
+        }
+    }
+    if !line.starts_with(&code.to_string()) {
+        bail!("expected {code}, got {}", line.trim_end());
+    }
+    Ok(())
 }
 
 /// Sends every message through the relay; returns the acceptance row, the
