@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Manage plugins on a running server (admin API).
     Plugin(plugin_cli::PluginArgs),
     /// Benchmark support: time N instantiations of the built-in flags
@@ -53,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(args) => serve::run(args).await,
+        Command::Serve(args) => serve::run(*args).await,
         Command::Plugin(args) => plugin_cli::run(args).await,
         #[cfg(feature = "bench-native")]
         Command::BenchInstantiate { count } => {
