@@ -1,7 +1,8 @@
 //! [`JobRunner`]: runs the plugins' durable jobs and the ticks of their
 //! schedules, one host at a time per job.
 //!
-//! Each pass claims the due jobs under a lease (see `plateau_store::jobs`),
+//! Each pass reads when the next job is due (sleeping until then, at most
+//! one poll), claims the due jobs under a lease (see `plateau_store::jobs`),
 //! runs each in the plugin's current version, and commits the end of the
 //! run (the next due time of a repeating job, or its removal) with the
 //! run's own writes. A failed run is retried with exponential backoff; a
@@ -120,36 +121,48 @@ impl JobRunner {
     /// Runs passes until the task is dropped.
     pub async fn run(self: Arc<Self>) {
         loop {
-            let claimed = match self.clone().pass().await {
-                Ok(claimed) => claimed,
+            let wait = match self.clone().pass().await {
+                Ok(wait) => wait,
                 Err(e) => {
                     tracing::warn!(error = %e, "running plugin jobs");
-                    0
+                    self.poll
                 }
             };
-            // A full batch means more may be due: go on at once.
-            if claimed < BATCH as usize {
+            if !wait.is_zero() {
                 tokio::select! {
-                    () = tokio::time::sleep(self.poll) => {}
+                    () = tokio::time::sleep(wait) => {}
                     () = self.wake.notified() => {}
                 }
             }
         }
     }
 
-    /// Syncs ticks, claims what is due and starts the runs; returns how many
-    /// jobs it claimed.
-    async fn pass(self: Arc<Self>) -> Result<usize, plateau_store::Error> {
+    /// Syncs ticks, claims what is due and starts the runs; returns how long
+    /// to wait before the next pass (zero: at once, more may be due).
+    async fn pass(self: Arc<Self>) -> Result<Duration, plateau_store::Error> {
         self.sync_ticks().await?;
         let free = self.permits.available_permits().min(BATCH as usize);
         if free == 0 {
             // Wait for one run to end rather than spin.
             drop(self.permits.acquire().await);
-            return Ok(BATCH as usize);
+            return Ok(Duration::ZERO);
         }
         let now = self.now();
+        // A read first, so an idle host does not take the writer each poll,
+        // and sleeps only until the next job is due.
+        match jobs::next_due(&self.db, now).await? {
+            None => return Ok(self.poll),
+            Some(due) if due > now => {
+                let until = Duration::from_millis((due - now).unsigned_abs());
+                return Ok(self.poll.min(until));
+            }
+            Some(_) => {}
+        }
         let claimed = jobs::claim(&self.db, &self.owner, now, now + LEASE_MS, free as i64).await?;
-        let count = claimed.len();
+        if claimed.is_empty() {
+            // Another host took them.
+            return Ok(self.poll);
+        }
         for job in claimed {
             let permit = self
                 .permits
@@ -163,7 +176,7 @@ impl JobRunner {
                 drop(permit);
             });
         }
-        Ok(count)
+        Ok(Duration::ZERO)
     }
 
     /// Puts the schedules of each plugin's current version in the jobs

@@ -31,6 +31,17 @@ pub struct PendingEvent {
     pub created_at: i64,
 }
 
+/// The id of the last event `plugin` has seen, if it has a cursor: a read,
+/// to look for work without taking the writer.
+pub async fn position(db: &Db, plugin: &str) -> Result<Option<String>> {
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT position FROM plugin_event_cursors WHERE plugin = $1")
+            .bind(plugin)
+            .fetch_optional(db.pool())
+            .await?;
+    Ok(row.map(|(position,)| position))
+}
+
 /// Leases `plugin`'s cursor to `owner` until `lease_until`, creating it at
 /// `start` (so a new subscriber sees only later events). `None` while
 /// another host holds it or a failed delivery waits for its retry time.

@@ -183,6 +183,17 @@ pub async fn claim(
     Ok(jobs)
 }
 
+/// The earliest due time of a job not leased at `now`, if any: a read, so
+/// a runner can sleep until then without taking the writer.
+pub async fn next_due(db: &Db, now: i64) -> Result<Option<i64>> {
+    let (due,): (Option<i64>,) =
+        sqlx::query_as("SELECT MIN(due) FROM plugin_jobs WHERE lease_until <= $1")
+            .bind(now)
+            .fetch_one(db.pool())
+            .await?;
+    Ok(due)
+}
+
 /// Makes the ticks of `plugin` those of `schedules` (name, interval): new
 /// ones are first due one interval from `now`, changed intervals apply from
 /// the next run, and ticks no longer described are removed.

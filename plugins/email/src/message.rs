@@ -103,28 +103,6 @@ impl Outgoing {
     }
 }
 
-/// Header names the host sets itself or that record trust and trace; the
-/// host refuses them too, this answers 400 before anything is queued.
-const RESERVED_HEADERS: &[&str] = &[
-    "from",
-    "sender",
-    "reply-to",
-    "to",
-    "cc",
-    "bcc",
-    "subject",
-    "date",
-    "message-id",
-    "mime-version",
-    "return-path",
-    "received",
-    "received-spf",
-    "delivered-to",
-    "authentication-results",
-    "dkim-signature",
-];
-const RESERVED_PREFIXES: &[&str] = &["content-", "resent-", "arc-"];
-
 /// Parses the body of `req` borrowing from it: 415 for a content type that
 /// is not JSON, 400 `invalid_json` with serde's message otherwise.
 pub fn parse(req: &Request) -> Result<SendRequest<'_>, ApiError> {
@@ -280,9 +258,7 @@ fn custom_headers(v: &mut Validator, headers: Map<String, Value>) -> Vec<(String
             v.error(&field, "a header name is 1 to 76 letters, digits or -");
             continue;
         }
-        if RESERVED_HEADERS.contains(&lower.as_str())
-            || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))
-        {
+        if plateau_sdk::smtp::is_reserved_header(&lower) {
             v.error(
                 &field,
                 "is set by the relay: use the message's own fields (from, to, subject, replyTo...)",

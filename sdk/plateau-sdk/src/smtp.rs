@@ -113,6 +113,37 @@ impl SmtpError {
     }
 }
 
+/// Header names the host sets itself or that record trust and trace;
+/// [`Message::headers`] may not name them, nor any name starting with
+/// `content-`, `resent-` or `arc-`. The host refuses them; check with
+/// [`is_reserved_header`] to answer 400 before anything is queued.
+const RESERVED_HEADERS: &[&str] = &[
+    "from",
+    "sender",
+    "reply-to",
+    "to",
+    "cc",
+    "bcc",
+    "subject",
+    "date",
+    "message-id",
+    "mime-version",
+    "return-path",
+    "received",
+    "received-spf",
+    "delivered-to",
+    "authentication-results",
+    "dkim-signature",
+];
+const RESERVED_PREFIXES: &[&str] = &["content-", "resent-", "arc-"];
+
+/// Whether the host refuses `name` (any case) as a custom header.
+pub fn is_reserved_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    RESERVED_HEADERS.contains(&lower.as_str())
+        || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))
+}
+
 /// Submits `message` to `server`.
 pub fn send(server: &SmtpServer, message: &Message) -> Result<Sent, SmtpError> {
     sys::smtp_send(server, message)

@@ -79,6 +79,58 @@ pub fn run_job<P: Plugin>(job: &Job) -> Result<(), String> {
     result
 }
 
+/// Moves the clock to `now` and runs every job due by then, earliest first,
+/// as the host's job runner does: a job that succeeds and was not
+/// scheduled again during its run is finished (a repeating one moves to its
+/// next due time on its grid, skipping missed runs; a one-shot one goes);
+/// one that fails stays scheduled and is not run again in this call. Jobs
+/// that runs schedule for `now` or earlier run too. Returns each run's key
+/// and result, in order.
+pub fn run_due_jobs<P: Plugin>(now: u64) -> Vec<(String, Result<(), String>)> {
+    set_now(now);
+    let mut ran = Vec::new();
+    let mut failed: Vec<(String, String)> = Vec::new();
+    loop {
+        let next = jobs()
+            .into_iter()
+            .filter(|(ns, job)| job.at <= now && !failed.contains(&(ns.clone(), job.key.clone())))
+            .min_by_key(|(_, job)| job.at);
+        let Some((ns, scheduled)) = next else {
+            return ran;
+        };
+        let organization_id = ns.strip_prefix("org:").map(str::to_owned);
+        let job = Job {
+            key: scheduled.key.clone(),
+            organization_id: organization_id.clone(),
+            payload: scheduled.payload.clone(),
+            due: scheduled.at,
+            attempt: 1,
+        };
+        let result = run_job::<P>(&job);
+        let unchanged = with_state(|s| {
+            s.data.jobs.get(&(ns.clone(), scheduled.key.clone())) == Some(&scheduled)
+        });
+        match &result {
+            Ok(()) if unchanged => with_state(|s| {
+                let key = (ns.clone(), scheduled.key.clone());
+                match scheduled.every_ms {
+                    Some(every) => {
+                        let behind = now.saturating_sub(scheduled.at) / every + 1;
+                        let job = s.data.jobs.get_mut(&key).expect("unchanged");
+                        job.at = scheduled.at + behind * every;
+                    }
+                    None => {
+                        s.data.jobs.remove(&key);
+                    }
+                }
+            }),
+            Ok(()) => {}
+            Err(_) => failed.push((ns, scheduled.key.clone())),
+        }
+        ran.push((scheduled.key, result));
+    }
+}
+
 /// The jobs scheduled so far, as `(namespace, job)` with namespaces
 /// `global` or `org:<id>`, in key order.
 pub fn jobs() -> Vec<(String, NewJob)> {

@@ -9,9 +9,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use plateau_plugin_checks::ChecksPlugin;
-use plateau_sdk::jobs::{self, Job};
 use plateau_sdk::outbound::{HttpError, IncomingResponse, OutgoingRequest};
-use plateau_sdk::{Caller, Method, Namespace, Request, Response, testing};
+use plateau_sdk::{Caller, Method, Request, Response, testing};
 use serde_json::Value;
 
 pub const ORG: &str = "org_a";
@@ -67,50 +66,15 @@ pub fn get(target: &str) -> Value {
 }
 
 /// Moves the clock to `at` and runs every job due by then, as the job runner
-/// would; returns how many ran.
+/// would (`testing::run_due_jobs`); returns how many ran.
 pub fn run_due(at: u64) -> usize {
-    testing::set_now(at);
-    let mut ran = 0;
-    loop {
-        let due: Vec<_> = testing::jobs()
-            .into_iter()
-            .filter(|(_, job)| job.at <= at)
-            .collect();
-        if due.is_empty() {
-            return ran;
-        }
-        for (ns, scheduled) in due {
-            let org = ns.strip_prefix("org:").map(str::to_owned);
-            let job = Job {
-                key: scheduled.key.clone(),
-                organization_id: org.clone(),
-                payload: scheduled.payload.clone(),
-                due: scheduled.at,
-                attempt: 1,
-            };
-            testing::run_job::<ChecksPlugin>(&job).unwrap_or_else(|e| panic!("{}: {e}", job.key));
-            ran += 1;
-            // The end of the run, unless the run scheduled the job again.
-            let namespace = org.map_or(Namespace::Global, Namespace::Organization);
-            let still = testing::jobs()
-                .into_iter()
-                .any(|(n, j)| n == ns && j == scheduled);
-            if still {
-                match scheduled.every_ms {
-                    Some(every) => {
-                        let behind = (at - scheduled.at) / every + 1;
-                        let next = scheduled.clone().namespace(namespace);
-                        jobs::schedule(plateau_sdk::jobs::NewJob {
-                            at: scheduled.at + behind * every,
-                            ..next
-                        })
-                        .unwrap();
-                    }
-                    None => jobs::cancel(namespace, &scheduled.key).unwrap(),
-                }
-            }
+    let ran = testing::run_due_jobs::<ChecksPlugin>(at);
+    for (key, result) in &ran {
+        if let Err(e) = result {
+            panic!("{key}: {e}");
         }
     }
+    ran.len()
 }
 
 /// The job scheduled under `key` in [`ORG`], if any.

@@ -2,8 +2,7 @@
 //! stand-in of the host's job runner.
 
 use plateau_plugin_heartbeats::HeartbeatsPlugin;
-use plateau_sdk::jobs::{self, Job};
-use plateau_sdk::{Caller, Method, Namespace, Request, Response, testing};
+use plateau_sdk::{Caller, Method, Request, Response, testing};
 use serde_json::Value;
 
 pub const ORG: &str = "org_1";
@@ -72,46 +71,10 @@ pub fn scheduled() -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Runs every job due at `now`, in due order, like the host's runner: a
-/// job that succeeds and was not scheduled again during its run is
-/// finished (removed); one that fails stays, and its error is returned.
-/// Jobs that runs schedule for `now` or earlier run too.
+/// Runs every job due at `now` like the host's runner
+/// (`testing::run_due_jobs`): each run's key and result, in order.
 pub fn run_due(now: u64) -> Vec<(String, Result<(), String>)> {
-    testing::set_now(now);
-    let mut ran = Vec::new();
-    let mut failed: Vec<String> = Vec::new();
-    loop {
-        let mut due: Vec<_> = testing::jobs()
-            .into_iter()
-            .filter(|(_, job)| job.at <= now && !failed.contains(&job.key))
-            .collect();
-        due.sort_by_key(|(_, job)| job.at);
-        let Some((ns, job)) = due.into_iter().next() else {
-            return ran;
-        };
-        let org = ns.strip_prefix("org:").map(str::to_owned);
-        let run = Job {
-            key: job.key.clone(),
-            organization_id: org.clone(),
-            payload: job.payload.clone(),
-            due: job.at,
-            attempt: 1,
-        };
-        let result = testing::run_job::<HeartbeatsPlugin>(&run);
-        let after = testing::jobs()
-            .into_iter()
-            .find(|(n, j)| *n == ns && j.key == job.key)
-            .map(|(_, j)| j);
-        match &result {
-            Ok(()) if after.as_ref() == Some(&job) => {
-                let namespace = org.map_or(Namespace::Global, Namespace::Organization);
-                jobs::cancel(namespace, &job.key).expect("finishing a job");
-            }
-            Ok(()) => {}
-            Err(_) => failed.push(job.key.clone()),
-        }
-        ran.push((job.key, result));
-    }
+    testing::run_due_jobs::<HeartbeatsPlugin>(now)
 }
 
 /// The events recorded so far of type `event_type`, as `(resource id, data)`.
