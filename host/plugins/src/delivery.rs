@@ -97,9 +97,19 @@ impl EventDelivery {
             None => None,
         };
         let now = self.now();
-        let Some(cursor) =
-            deliveries::lease(&self.db, name, &self.owner, &settled, now, now + LEASE_MS).await?
-        else {
+        // Leases are on the system clock, so that moving the host clock
+        // never frees a cursor in use.
+        let lease_now = time::now_ms();
+        let lease = deliveries::lease(
+            &self.db,
+            name,
+            &self.owner,
+            &settled,
+            now,
+            lease_now,
+            lease_now + LEASE_MS,
+        );
+        let Some(cursor) = lease.await? else {
             return Ok(0);
         };
         let events = match peeked {

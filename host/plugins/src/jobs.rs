@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plateau_core::id::new_id;
+use plateau_core::time;
 use plateau_plugin_runtime::{
     BucketId, Clock, HookOutcome, Job, JobId, JobKind, JobWrite, Namespace, PluginVersion, Tick,
 };
@@ -107,13 +108,14 @@ impl JobRunner {
     }
 
     pub async fn backlog(&self) -> Result<Backlog, plateau_store::Error> {
-        jobs::backlog(&self.db, self.now()).await
+        jobs::backlog(&self.db, self.now(), time::now_ms()).await
     }
 
     fn lock_samples(&self) -> std::sync::MutexGuard<'_, VecDeque<u64>> {
         self.samples.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The host clock: when jobs are due.
     fn now(&self) -> i64 {
         i64::try_from(self.clock.now_millis()).unwrap_or(i64::MAX)
     }
@@ -148,9 +150,12 @@ impl JobRunner {
             return Ok(Duration::ZERO);
         }
         let now = self.now();
+        // Leases are on the system clock, so that moving the host clock
+        // never frees a running job.
+        let lease_now = time::now_ms();
         // A read first, so an idle host does not take the writer each poll,
         // and sleeps only until the next job is due.
-        match jobs::next_due(&self.db, now).await? {
+        match jobs::next_due(&self.db, lease_now).await? {
             None => return Ok(self.poll),
             Some(due) if due > now => {
                 let until = Duration::from_millis((due - now).unsigned_abs());
@@ -158,7 +163,15 @@ impl JobRunner {
             }
             Some(_) => {}
         }
-        let claimed = jobs::claim(&self.db, &self.owner, now, now + LEASE_MS, free as i64).await?;
+        let claimed = jobs::claim(
+            &self.db,
+            &self.owner,
+            now,
+            lease_now,
+            lease_now + LEASE_MS,
+            free as i64,
+        )
+        .await?;
         if claimed.is_empty() {
             // Another host took them.
             return Ok(self.poll);

@@ -44,13 +44,16 @@ pub async fn position(db: &Db, plugin: &str) -> Result<Option<String>> {
 
 /// Leases `plugin`'s cursor to `owner` until `lease_until`, creating it at
 /// `start` (so a new subscriber sees only later events). `None` while
-/// another host holds it or a failed delivery waits for its retry time.
+/// another host holds it (leases are read at `lease_now`, the system clock)
+/// or a failed delivery waits for its retry time (after `now`, the host
+/// clock).
 pub async fn lease(
     db: &Db,
     plugin: &str,
     owner: &str,
     start: &str,
     now: i64,
+    lease_now: i64,
     lease_until: i64,
 ) -> Result<Option<Cursor>> {
     sqlx::query(
@@ -63,13 +66,14 @@ pub async fn lease(
     .await?;
     Ok(sqlx::query_as(
         "UPDATE plugin_event_cursors SET lease_until = $1, lease_owner = $2 \
-         WHERE plugin = $3 AND (lease_until <= $4 OR lease_owner = $2) AND not_before <= $4 \
+         WHERE plugin = $3 AND (lease_until <= $5 OR lease_owner = $2) AND not_before <= $4 \
          RETURNING position, attempt",
     )
     .bind(lease_until)
     .bind(owner)
     .bind(plugin)
     .bind(now)
+    .bind(lease_now)
     .fetch_optional(&mut *db.writer().await?)
     .await?)
 }

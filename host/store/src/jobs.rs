@@ -151,13 +151,16 @@ pub async fn give_up(db: &Db, job: &JobKey, version: i64) -> Result<()> {
     Ok(())
 }
 
-/// Claims up to `limit` jobs due at `now` whose lease expired, leasing them
-/// to `owner` until `lease_until`; the earliest due first. Two hosts never
-/// claim the same job while its lease holds.
+/// Claims up to `limit` jobs due at `now` (the host clock) whose lease
+/// expired by `lease_now` (the system clock), leasing them to `owner` until
+/// `lease_until`; the earliest due first. Two hosts never claim the same
+/// job while its lease holds. Leases run on the system clock so that moving
+/// the host clock (`PLATEAU_CLOCK=manual`) never frees a running job.
 pub async fn claim(
     db: &Db,
     owner: &str,
     now: i64,
+    lease_now: i64,
     lease_until: i64,
     limit: i64,
 ) -> Result<Vec<ClaimedJob>> {
@@ -169,7 +172,7 @@ pub async fn claim(
         "UPDATE plugin_jobs SET lease_until = $1, lease_owner = $2, attempt = attempt + 1 \
          WHERE (plugin, namespace, kind, key) IN ( \
            SELECT plugin, namespace, kind, key FROM plugin_jobs \
-           WHERE due <= $3 AND lease_until <= $3 ORDER BY due LIMIT $4{skip_locked}) \
+           WHERE due <= $3 AND lease_until <= $5 ORDER BY due LIMIT $4{skip_locked}) \
          RETURNING plugin, namespace, kind, key, due, every_ms, payload, attempt, version"
     );
     let mut jobs: Vec<ClaimedJob> = sqlx::query_as(&sql)
@@ -177,18 +180,20 @@ pub async fn claim(
         .bind(owner)
         .bind(now)
         .bind(limit)
+        .bind(lease_now)
         .fetch_all(&mut *db.writer().await?)
         .await?;
     jobs.sort_by_key(|j| j.due);
     Ok(jobs)
 }
 
-/// The earliest due time of a job not leased at `now`, if any: a read, so
-/// a runner can sleep until then without taking the writer.
-pub async fn next_due(db: &Db, now: i64) -> Result<Option<i64>> {
+/// The earliest due time of a job not leased at `lease_now` (the system
+/// clock), if any: a read, so a runner can sleep until then without taking
+/// the writer.
+pub async fn next_due(db: &Db, lease_now: i64) -> Result<Option<i64>> {
     let (due,): (Option<i64>,) =
         sqlx::query_as("SELECT MIN(due) FROM plugin_jobs WHERE lease_until <= $1")
-            .bind(now)
+            .bind(lease_now)
             .fetch_one(db.pool())
             .await?;
     Ok(due)
@@ -243,13 +248,16 @@ pub struct Backlog {
     pub running: i64,
 }
 
-pub async fn backlog(db: &Db, now: i64) -> Result<Backlog> {
+/// The backlog at `now` (the host clock), leases read at `lease_now` (the
+/// system clock), as in [`claim`].
+pub async fn backlog(db: &Db, now: i64, lease_now: i64) -> Result<Backlog> {
     let (total, due, running): (i64, i64, i64) = sqlx::query_as(
         "SELECT COUNT(*), \
-         COALESCE(SUM(CASE WHEN due <= $1 AND lease_until <= $1 THEN 1 ELSE 0 END), 0), \
-         COALESCE(SUM(CASE WHEN lease_until > $1 THEN 1 ELSE 0 END), 0) FROM plugin_jobs",
+         COALESCE(SUM(CASE WHEN due <= $1 AND lease_until <= $2 THEN 1 ELSE 0 END), 0), \
+         COALESCE(SUM(CASE WHEN lease_until > $2 THEN 1 ELSE 0 END), 0) FROM plugin_jobs",
     )
     .bind(now)
+    .bind(lease_now)
     .fetch_one(db.pool())
     .await?;
     Ok(Backlog {

@@ -23,6 +23,7 @@ crate::on_both_backends!(
     states_change_with_retries_and_alert_once_per_change,
     assertions_are_explained_and_run_now_answers_the_result,
     plans_validation_isolation_and_heartbeats,
+    a_running_check_is_not_claimed_again_when_the_clock_jumps,
 );
 
 const MINUTE: u64 = 60_000;
@@ -63,6 +64,8 @@ struct Remote {
     /// Statuses the receiver answers in turn before answering 204.
     hook_failures: Vec<u16>,
     hooks: Vec<Received>,
+    /// Requests of `GET /health` received so far.
+    health_calls: usize,
 }
 
 /// The target and the receiver, on one local server.
@@ -86,7 +89,11 @@ impl Servers {
                 get(move || {
                     let state = target.clone();
                     async move {
-                        let mode = state.lock().unwrap().mode.unwrap_or(Mode::Up);
+                        let mode = {
+                            let mut s = state.lock().unwrap();
+                            s.health_calls += 1;
+                            s.mode.unwrap_or(Mode::Up)
+                        };
                         let ok = json!({"data": {"items": [{"id": "a1"}]}}).to_string();
                         match mode {
                             Mode::Up => (StatusCode::OK, ok).into_response(),
@@ -146,6 +153,10 @@ impl Servers {
 
     fn hooks(&self) -> Vec<Received> {
         self.state.lock().unwrap().hooks.clone()
+    }
+
+    fn health_calls(&self) -> usize {
+        self.state.lock().unwrap().health_calls
     }
 }
 
@@ -578,4 +589,49 @@ async fn plans_validation_isolation_and_heartbeats(backend: Backend) {
     );
     let events = free.get("/events?type=checks.email.requested").await.json();
     assert_eq!(events["total"], 2, "{events}");
+}
+
+/// Job leases run on the system clock: a run still going when the host
+/// clock jumps past its lease is not claimed and run a second time.
+async fn a_running_check_is_not_claimed_again_when_the_clock_jumps(backend: Backend) {
+    let s = start_with(options(backend)).await;
+    let admin = admin(&s).await;
+    let c = paid_client(&s).await;
+    let servers = Servers::start().await;
+    let r = c
+        .post(
+            "/checks",
+            json!({
+                "name": "Slow", "kind": "url", "url": servers.url("/health"),
+                "intervalSeconds": 60, "timeoutMs": 8000,
+            }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    after_run(&c, &id, 1).await;
+
+    servers.set(Mode::Slow(2000));
+    advance(&admin, MINUTE).await;
+    for _ in 0..200 {
+        if servers.health_calls() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(servers.health_calls(), 2, "the second run has started");
+    // Ten minutes of host time while the run waits for the target: twice
+    // the lease, were it on the host clock. The runner wakes at once when
+    // the clock moves; the job stays leased to the run in progress.
+    advance(&admin, 10 * MINUTE).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(servers.health_calls(), 2, "a running job was claimed again");
+    let check = after_run(&c, &id, 2).await;
+    assert_eq!(
+        check["lastResult"]["latencyMs"]
+            .as_u64()
+            .map(|ms| ms >= 2000),
+        Some(true),
+        "{check}"
+    );
 }
