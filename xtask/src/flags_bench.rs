@@ -41,7 +41,7 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
             ),
         ),
     ];
-    load::run_table(scenarios.into(), &opts, "native").await?;
+    load::run_table(&server, scenarios.into(), &opts, "native").await?;
     drop(server);
     let per_instance = instantiation_cost(5_000).await?;
     println!(

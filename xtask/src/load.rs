@@ -14,6 +14,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use crate::server::Server;
+
 pub struct Options {
     pub seconds: u64,
     pub connections: usize,
@@ -120,6 +122,8 @@ pub struct Outcome {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub errors: u64,
+    /// Every request answered, the warm-up's included.
+    pub answered: u64,
 }
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -141,11 +145,13 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
     let warmup_until = Instant::now() + Duration::from_secs(1);
     let measure_until = warmup_until + Duration::from_secs(opts.seconds);
     let errors = Arc::new(AtomicU64::new(0));
+    let answered = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for _ in 0..opts.connections {
         let client = client.clone();
         let scenario = scenario.clone();
         let errors = errors.clone();
+        let answered = answered.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(64 * 1024);
             loop {
@@ -162,6 +168,7 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
                     }
                     Err(_) => false,
                 };
+                answered.fetch_add(1, Ordering::Relaxed);
                 if started >= warmup_until {
                     if !ok {
                         errors.fetch_add(1, Ordering::Relaxed);
@@ -186,40 +193,53 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
         p50_ms: pct(0.50),
         p99_ms: pct(0.99),
         errors: errors.load(Ordering::Relaxed),
+        answered: answered.load(Ordering::Relaxed),
     })
 }
 
-/// Runs each scenario in turn and prints a table: throughput, latency, and
-/// throughput as a ratio to the first scenario (the baseline of the run).
+/// Runs each scenario in turn against `server` and prints a table:
+/// throughput, latency, throughput as a ratio to the first scenario (the
+/// baseline of the run), and the server's CPU time per request, which the
+/// load generator sharing the machine does not blur as much.
 pub async fn run_table(
+    server: &Server,
     scenarios: Vec<(&str, Scenario)>,
     opts: &Options,
     baseline: &str,
 ) -> anyhow::Result<Vec<Outcome>> {
     let mut results = Vec::new();
     for (name, scenario) in &scenarios {
-        results.push((*name, run(scenario, opts).await?));
+        let before = server.cpu_time();
+        let outcome = run(scenario, opts).await?;
+        let cpu_us = server
+            .cpu_time()
+            .zip(before)
+            .map(|(after, before)| (after - before).as_secs_f64() * 1e6 / outcome.answered as f64);
+        results.push((*name, outcome, cpu_us));
     }
     let base = results[0].1.rps;
     println!(
-        "{:<40} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "{:<40} {:>10} {:>10} {:>10} {:>10} {:>8} {:>14}",
         "scenario",
         "req/s",
         "p50 ms",
         "p99 ms",
         format!("vs {baseline}"),
-        "errors"
+        "errors",
+        "server us/req"
     );
-    for (name, r) in &results {
+    for (name, r, cpu_us) in &results {
+        let cpu = cpu_us.map_or("-".to_owned(), |us| format!("{us:.0}"));
         println!(
-            "{:<40} {:>10.0} {:>10.3} {:>10.3} {:>9.0}% {:>8}",
+            "{:<40} {:>10.0} {:>10.3} {:>10.3} {:>9.0}% {:>8} {:>14}",
             name,
             r.rps,
             r.p50_ms,
             r.p99_ms,
             100.0 * r.rps / base,
-            r.errors
+            r.errors,
+            cpu
         );
     }
-    Ok(results.into_iter().map(|(_, r)| r).collect())
+    Ok(results.into_iter().map(|(_, r, _)| r).collect())
 }

@@ -103,7 +103,7 @@ async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
             load::Scenario::post_projects(&base, &token, load::Keys::Replay),
         ),
     ];
-    load::run_table(scenarios, &opts, "static").await?;
+    load::run_table(&server, scenarios, &opts, "static").await?;
     println!("\ntargets: GET /me >= 60% of static; fresh idempotent POST >= 3000 req/s");
     drop(server);
     Ok(())
