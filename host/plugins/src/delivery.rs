@@ -9,7 +9,8 @@
 //! than [`SETTLE_MS`] are read: ids sort by creation time, and a
 //! transaction that made an id a moment ago may not have committed yet.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plateau_core::id::{new_id, time_boundary};
@@ -36,6 +37,11 @@ pub struct EventDelivery {
     db: Db,
     clock: Arc<dyn Clock>,
     owner: String,
+    /// Per plugin version (name and digest, as subscriptions differ between
+    /// versions): an event id up to which this host found nothing to
+    /// deliver. Settled events never change, so later scans start there
+    /// instead of at a cursor that idle plugins move only now and then.
+    scanned: Mutex<HashMap<(String, String), String>>,
 }
 
 impl EventDelivery {
@@ -45,6 +51,7 @@ impl EventDelivery {
             db,
             clock,
             owner: new_id("host"),
+            scanned: Mutex::default(),
         }
     }
 
@@ -68,6 +75,10 @@ impl EventDelivery {
         i64::try_from(self.clock.now_millis()).unwrap_or(i64::MAX)
     }
 
+    fn lock_scanned(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), String>> {
+        self.scanned.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// One pass for one plugin; returns how many events it delivered.
     pub async fn pass(
         &self,
@@ -79,20 +90,25 @@ impl EventDelivery {
         let settled = time_boundary("evt", (time::now_ms() as u64).saturating_sub(SETTLE_MS));
         let subscriptions = &version.description().subscriptions;
         // Look with reads first: an idle plugin costs no write, except to
-        // move its cursor on now and then, so later scans stay short.
+        // move its cursor on now and then.
+        let scanned_key = (name.to_owned(), version.digest().to_owned());
         let peeked = match deliveries::position(&self.db, name).await? {
             Some(position) => {
+                let known = self.lock_scanned().get(&scanned_key).cloned();
+                let start = known.filter(|k| *k > position).unwrap_or(position.clone());
                 let events =
-                    deliveries::pending(&self.db, &position, &settled, subscriptions, BATCH)
-                        .await?;
-                let stale = time_boundary(
-                    "evt",
-                    (time::now_ms() as u64).saturating_sub(SETTLE_MS + IDLE_ADVANCE_MS),
-                );
-                if events.is_empty() && position >= stale {
-                    return Ok(0);
+                    deliveries::pending(&self.db, &start, &settled, subscriptions, BATCH).await?;
+                if events.is_empty() {
+                    self.lock_scanned().insert(scanned_key, settled.clone());
+                    let stale = time_boundary(
+                        "evt",
+                        (time::now_ms() as u64).saturating_sub(SETTLE_MS + IDLE_ADVANCE_MS),
+                    );
+                    if position >= stale {
+                        return Ok(0);
+                    }
                 }
-                Some((position, events))
+                Some((start, events))
             }
             None => None,
         };
@@ -113,7 +129,8 @@ impl EventDelivery {
             return Ok(0);
         };
         let events = match peeked {
-            Some((position, events)) if position == cursor.position => events,
+            // Nothing to deliver lies between the cursor and the scan's start.
+            Some((start, events)) if cursor.position <= start => events,
             _ => {
                 deliveries::pending(&self.db, &cursor.position, &settled, subscriptions, BATCH)
                     .await?
