@@ -6,6 +6,10 @@
 //! uploads. A blob's generation (the upload that wrote it) is recorded in
 //! the database, so a blob collected by GC and pushed again at the same
 //! moment never loses its new copy.
+//!
+//! Hashing runs beside the transfer ([`pipe`]).
+
+mod pipe;
 
 use std::ops::Range;
 use std::path::Path as FsPath;
@@ -23,6 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use crate::error::{Error, Result};
 use crate::reference::{Digest, Hasher};
+use pipe::Pipe;
 
 /// Size of the parts written to the object store; also the most a write
 /// holds in memory per upload (times [`WRITE_CONCURRENCY`]).
@@ -109,23 +114,24 @@ impl BlobStore {
         format!("uploads/{upload_id}")
     }
 
-    /// Streams `body` into `key`, feeding `hasher`, holding at most a few
-    /// parts in memory. Fails with DENIED past `limit` bytes (nothing is
-    /// kept then). Returns the bytes written and how the body ended; an
-    /// interrupted body keeps what arrived. Writes nothing for an empty
-    /// body and returns 0.
+    /// Streams `body` into `key`, feeding `hasher` (on the blocking pool,
+    /// beside the write), holding at most a few parts in memory. Fails
+    /// with DENIED past `limit` bytes (nothing is kept then). Returns the
+    /// bytes written, how the body ended and the hasher; an interrupted
+    /// body keeps what arrived. Writes nothing for an empty body.
     pub async fn write_stream<S, E>(
         &self,
         key: &str,
         mut body: S,
-        mut hasher: Option<&mut Hasher>,
+        hasher: Option<Hasher>,
         limit: u64,
         limit_message: impl Fn() -> String,
-    ) -> Result<(u64, WriteEnd)>
+    ) -> Result<(u64, WriteEnd, Option<Hasher>)>
     where
         S: futures::Stream<Item = std::result::Result<Bytes, E>> + Unpin,
         E: std::fmt::Display,
     {
+        let mut hashing = hasher.map(hash_pipe);
         let mut writer: Option<WriteMultipart> = None;
         let mut written = 0u64;
         let mut end = WriteEnd::Complete;
@@ -148,8 +154,8 @@ impl BlobStore {
                 }
                 return Err(Error::Denied(limit_message()));
             }
-            if let Some(h) = hasher.as_deref_mut() {
-                h.update(&chunk);
+            if let Some(h) = hashing.as_mut() {
+                h.push(chunk.clone()).await.map_err(hash_failed)?;
             }
             let w = match writer.as_mut() {
                 Some(w) => w,
@@ -164,7 +170,11 @@ impl BlobStore {
         if let Some(w) = writer {
             w.finish().await?;
         }
-        Ok((written, end))
+        let hasher = match hashing {
+            Some(h) => Some(h.finish().await.map_err(hash_failed)?),
+            None => None,
+        };
+        Ok((written, end, hasher))
     }
 
     pub async fn put_empty(&self, key: &str) -> Result<()> {
@@ -204,40 +214,48 @@ impl BlobStore {
     }
 
     /// Hashes an object by reading it through.
-    pub async fn hash(&self, key: &str, hasher: &mut Hasher) -> Result<u64> {
+    pub async fn hash(&self, key: &str, hasher: Hasher) -> Result<Hasher> {
         let mut stream = self.read(key, None).await?;
-        let mut n = 0;
+        let mut hashing = hash_pipe(hasher);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| Error::Internal(format!("reading {key}: {e}")))?;
-            hasher.update(&chunk);
-            n += chunk.len() as u64;
+            hashing.push(chunk).await.map_err(hash_failed)?;
         }
-        Ok(n)
+        hashing.finish().await.map_err(hash_failed)
     }
 
-    /// Concatenates `parts` into `dest`, hashing on the way.
-    pub async fn concat(&self, parts: &[String], dest: &str, hasher: &mut Hasher) -> Result<u64> {
-        let upload = self.inner.put_multipart(&Path::from(dest)).await?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-        let mut n = 0u64;
-        for part in parts {
-            let mut stream = self.read(part, None).await?;
-            while let Some(chunk) = stream.next().await {
-                let chunk = match chunk {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let _ = writer.abort().await;
-                        return Err(Error::Internal(format!("reading {part}: {e}")));
-                    }
-                };
-                hasher.update(&chunk);
-                n += chunk.len() as u64;
-                writer.wait_for_capacity(WRITE_CONCURRENCY).await?;
-                writer.put(chunk);
-            }
+    /// Concatenates `parts` into `dest`, feeding `hasher` on the way (none
+    /// when the digest is already known).
+    pub async fn concat(
+        &self,
+        parts: &[String],
+        dest: &str,
+        hasher: Option<Hasher>,
+    ) -> Result<Option<Hasher>> {
+        let store = self.clone();
+        let body = futures::stream::iter(parts.to_vec())
+            .then(move |part| {
+                let store = store.clone();
+                async move {
+                    store.read(&part, None).await.unwrap_or_else(|e| {
+                        let e = std::io::Error::other(format!("reading {part}: {e}"));
+                        futures::stream::once(async { Err(e) }).boxed()
+                    })
+                }
+            })
+            .flatten()
+            .boxed();
+        let (_, end, hasher) = self
+            .write_stream(dest, body, hasher, u64::MAX, String::new)
+            .await?;
+        if end == WriteEnd::Interrupted {
+            // What was written is not recorded anywhere, so never served.
+            self.delete(dest).await?;
+            return Err(Error::Internal(format!(
+                "reading the parts of {dest} failed"
+            )));
         }
-        writer.finish().await?;
-        Ok(n)
+        Ok(hasher)
     }
 
     /// Moves an object (a rename on the local filesystem, a server-side
@@ -288,4 +306,16 @@ impl BlobStore {
             .try_collect()
             .await?)
     }
+}
+
+/// Hashing beside the transfer, in the blocking pool.
+fn hash_pipe(hasher: Hasher) -> Pipe<Hasher> {
+    Pipe::new(hasher, |h, chunks| {
+        chunks.iter().for_each(|c| h.update(c));
+        Ok(())
+    })
+}
+
+fn hash_failed(e: std::io::Error) -> Error {
+    Error::Internal(format!("hashing: {e}"))
 }
