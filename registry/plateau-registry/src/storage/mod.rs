@@ -7,8 +7,10 @@
 //! the database, so a blob collected by GC and pushed again at the same
 //! moment never loses its new copy.
 //!
-//! Hashing runs beside the transfer ([`pipe`]).
+//! Hashing runs beside the transfer ([`pipe`]), and local files are read
+//! out in large chunks ([`local`]).
 
+mod local;
 mod pipe;
 
 use std::ops::Range;
@@ -23,7 +25,6 @@ use object_store::path::Path;
 use object_store::{
     GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
 };
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use crate::error::{Error, Result};
 use crate::reference::{Digest, Hasher};
@@ -33,8 +34,6 @@ use pipe::Pipe;
 /// holds in memory per upload (times [`WRITE_CONCURRENCY`]).
 const PART_SIZE: usize = 8 * 1024 * 1024;
 const WRITE_CONCURRENCY: usize = 2;
-/// Read size when streaming a local file out.
-const READ_CHUNK: usize = 256 * 1024;
 
 /// The content store.
 #[derive(Clone)]
@@ -196,16 +195,8 @@ impl BlobStore {
             ..GetOptions::default()
         };
         let result = self.inner.get_opts(&Path::from(key), options).await?;
-        let range = result.range.clone();
         match result.payload {
-            GetResultPayload::File(file, _) => {
-                let mut file = tokio::fs::File::from_std(file);
-                file.seek(std::io::SeekFrom::Start(range.start))
-                    .await
-                    .map_err(|e| Error::Internal(format!("reading {key}: {e}")))?;
-                let reader = file.take(range.end - range.start);
-                Ok(tokio_util::io::ReaderStream::with_capacity(reader, READ_CHUNK).boxed())
-            }
+            GetResultPayload::File(file, _) => Ok(local::read_range(file, result.range)),
             GetResultPayload::Stream(_) => Ok(result
                 .into_stream()
                 .map_err(|e| std::io::Error::other(e.to_string()))
