@@ -30,15 +30,19 @@ use crate::error::{Error, Result};
 use crate::reference::{Digest, Hasher};
 use pipe::Pipe;
 
-/// Size of the parts written to the object store; also the most a write
-/// holds in memory per upload (times [`WRITE_CONCURRENCY`]).
-const PART_SIZE: usize = 8 * 1024 * 1024;
+/// Size of the parts written to S3 (at least 5 MiB, its minimum); also the
+/// most a write holds in memory per upload (times [`WRITE_CONCURRENCY`]).
+const S3_PART_SIZE: usize = 8 * 1024 * 1024;
+/// A local part is one `write` into the staged file, not a request: small
+/// parts start writing sooner and hold little memory.
+const LOCAL_PART_SIZE: usize = 1024 * 1024;
 const WRITE_CONCURRENCY: usize = 2;
 
 /// The content store.
 #[derive(Clone)]
 pub struct BlobStore {
     inner: Arc<dyn ObjectStore>,
+    part_size: usize,
     /// Where the store lives, for logs: `file:///...` or `s3://bucket`.
     pub location: String,
 }
@@ -72,6 +76,7 @@ impl BlobStore {
             };
             return Ok(BlobStore {
                 inner,
+                part_size: S3_PART_SIZE,
                 location: format!("s3://{rest}"),
             });
         }
@@ -90,6 +95,7 @@ impl BlobStore {
         let fs = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
         Ok(BlobStore {
             inner: Arc::new(fs),
+            part_size: LOCAL_PART_SIZE,
             location: format!("file://{}", dir.display()),
         })
     }
@@ -160,7 +166,7 @@ impl BlobStore {
                 Some(w) => w,
                 None => {
                     let upload = self.inner.put_multipart(&Path::from(key)).await?;
-                    writer.insert(WriteMultipart::new_with_chunk_size(upload, PART_SIZE))
+                    writer.insert(WriteMultipart::new_with_chunk_size(upload, self.part_size))
                 }
             };
             w.wait_for_capacity(WRITE_CONCURRENCY).await?;
