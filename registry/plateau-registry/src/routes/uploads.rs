@@ -6,7 +6,9 @@
 //! hashed; the part is recorded only once written, so a partial upload is
 //! never visible and an interrupted chunk keeps what arrived. Completion
 //! moves a single part into place (a rename locally) or concatenates
-//! several, checks the digest, and records the blob.
+//! several, checks the digest, and records the blob. The digest comes from
+//! the running hash of the PATCHes when this host saw them all; only
+//! otherwise is the content read back.
 
 use axum::body::Body;
 use axum::http::request::Parts;
@@ -18,7 +20,7 @@ use super::{Ctx, query, query_value, range_header};
 use crate::db::{self, uploads, uploads::Upload};
 use crate::error::{Error, Result};
 use crate::quota::Allowance;
-use crate::reference::{Algorithm, Digest, is_valid_name};
+use crate::reference::{Algorithm, Digest, Hasher, is_valid_name};
 use crate::storage::BlobStore;
 
 fn upload_location(ctx: &Ctx, id: &str) -> String {
@@ -234,7 +236,7 @@ async fn discard(ctx: &Ctx, upload: &Upload) -> Result<()> {
 async fn append(ctx: &Ctx, mut upload: Upload, body: Body) -> Result<Upload> {
     let size = upload.size as u64;
     let algorithm = Algorithm::parse(&upload.algorithm)?;
-    let mut hasher = ctx
+    let hasher = ctx
         .reg
         .take_hasher(&upload.id, size)
         .or_else(|| (size == 0).then(|| algorithm.hasher()));
@@ -242,10 +244,10 @@ async fn append(ctx: &Ctx, mut upload: Upload, body: Body) -> Result<Upload> {
     let limit = allowance.remaining.saturating_sub(size);
     let key = BlobStore::part_key(&upload.id, size);
     let body = body.into_data_stream();
-    let (n, _end) = ctx
+    let (n, _end, hasher) = ctx
         .reg
         .store()
-        .write_stream(&key, body, hasher.as_mut(), limit, || allowance.message())
+        .write_stream(&key, body, hasher, limit, || allowance.message())
         .await?;
     if n == 0 {
         if let Some(h) = hasher {
@@ -289,22 +291,30 @@ async fn complete(ctx: &Ctx, upload: Upload, expected: &Digest) -> Result<Respon
         [part] => {
             let digest = match cached {
                 Some(h) => h.finish(),
-                None => {
-                    let mut h = expected.algorithm.hasher();
-                    store.hash(part, &mut h).await?;
-                    h.finish()
-                }
+                None => store
+                    .hash(part, expected.algorithm.hasher())
+                    .await?
+                    .finish(),
             };
             if digest == *expected {
                 store.rename(part, &dest).await?;
             }
             digest
         }
-        _ => {
-            let mut h = expected.algorithm.hasher();
-            store.concat(&parts, &dest, &mut h).await?;
-            h.finish()
-        }
+        // The PATCHes hashed the content already: check before copying.
+        _ => match cached.map(Hasher::finish) {
+            Some(digest) => {
+                if digest == *expected {
+                    store.concat(&parts, &dest, None).await?;
+                }
+                digest
+            }
+            None => store
+                .concat(&parts, &dest, Some(expected.algorithm.hasher()))
+                .await?
+                .map(Hasher::finish)
+                .ok_or_else(|| Error::Internal("concatenation lost its hasher".to_owned()))?,
+        },
     };
     if actual != *expected {
         store.delete(&dest).await?;

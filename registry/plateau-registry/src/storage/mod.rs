@@ -6,6 +6,12 @@
 //! uploads. A blob's generation (the upload that wrote it) is recorded in
 //! the database, so a blob collected by GC and pushed again at the same
 //! moment never loses its new copy.
+//!
+//! Hashing runs beside the transfer ([`pipe`]), and local files are read
+//! out in large chunks ([`local`]).
+
+mod local;
+mod pipe;
 
 use std::ops::Range;
 use std::path::Path as FsPath;
@@ -19,22 +25,24 @@ use object_store::path::Path;
 use object_store::{
     GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
 };
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use crate::error::{Error, Result};
 use crate::reference::{Digest, Hasher};
+use pipe::Pipe;
 
-/// Size of the parts written to the object store; also the most a write
-/// holds in memory per upload (times [`WRITE_CONCURRENCY`]).
-const PART_SIZE: usize = 8 * 1024 * 1024;
+/// Size of the parts written to S3 (at least 5 MiB, its minimum); also the
+/// most a write holds in memory per upload (times [`WRITE_CONCURRENCY`]).
+const S3_PART_SIZE: usize = 8 * 1024 * 1024;
+/// A local part is one `write` into the staged file, not a request: small
+/// parts start writing sooner and hold little memory.
+const LOCAL_PART_SIZE: usize = 1024 * 1024;
 const WRITE_CONCURRENCY: usize = 2;
-/// Read size when streaming a local file out.
-const READ_CHUNK: usize = 256 * 1024;
 
 /// The content store.
 #[derive(Clone)]
 pub struct BlobStore {
     inner: Arc<dyn ObjectStore>,
+    part_size: usize,
     /// Where the store lives, for logs: `file:///...` or `s3://bucket`.
     pub location: String,
 }
@@ -68,6 +76,7 @@ impl BlobStore {
             };
             return Ok(BlobStore {
                 inner,
+                part_size: S3_PART_SIZE,
                 location: format!("s3://{rest}"),
             });
         }
@@ -86,6 +95,7 @@ impl BlobStore {
         let fs = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
         Ok(BlobStore {
             inner: Arc::new(fs),
+            part_size: LOCAL_PART_SIZE,
             location: format!("file://{}", dir.display()),
         })
     }
@@ -109,23 +119,24 @@ impl BlobStore {
         format!("uploads/{upload_id}")
     }
 
-    /// Streams `body` into `key`, feeding `hasher`, holding at most a few
-    /// parts in memory. Fails with DENIED past `limit` bytes (nothing is
-    /// kept then). Returns the bytes written and how the body ended; an
-    /// interrupted body keeps what arrived. Writes nothing for an empty
-    /// body and returns 0.
+    /// Streams `body` into `key`, feeding `hasher` (on the blocking pool,
+    /// beside the write), holding at most a few parts in memory. Fails
+    /// with DENIED past `limit` bytes (nothing is kept then). Returns the
+    /// bytes written, how the body ended and the hasher; an interrupted
+    /// body keeps what arrived. Writes nothing for an empty body.
     pub async fn write_stream<S, E>(
         &self,
         key: &str,
         mut body: S,
-        mut hasher: Option<&mut Hasher>,
+        hasher: Option<Hasher>,
         limit: u64,
         limit_message: impl Fn() -> String,
-    ) -> Result<(u64, WriteEnd)>
+    ) -> Result<(u64, WriteEnd, Option<Hasher>)>
     where
         S: futures::Stream<Item = std::result::Result<Bytes, E>> + Unpin,
         E: std::fmt::Display,
     {
+        let mut hashing = hasher.map(hash_pipe);
         let mut writer: Option<WriteMultipart> = None;
         let mut written = 0u64;
         let mut end = WriteEnd::Complete;
@@ -148,14 +159,14 @@ impl BlobStore {
                 }
                 return Err(Error::Denied(limit_message()));
             }
-            if let Some(h) = hasher.as_deref_mut() {
-                h.update(&chunk);
+            if let Some(h) = hashing.as_mut() {
+                h.push(chunk.clone()).await.map_err(hash_failed)?;
             }
             let w = match writer.as_mut() {
                 Some(w) => w,
                 None => {
                     let upload = self.inner.put_multipart(&Path::from(key)).await?;
-                    writer.insert(WriteMultipart::new_with_chunk_size(upload, PART_SIZE))
+                    writer.insert(WriteMultipart::new_with_chunk_size(upload, self.part_size))
                 }
             };
             w.wait_for_capacity(WRITE_CONCURRENCY).await?;
@@ -164,7 +175,11 @@ impl BlobStore {
         if let Some(w) = writer {
             w.finish().await?;
         }
-        Ok((written, end))
+        let hasher = match hashing {
+            Some(h) => Some(h.finish().await.map_err(hash_failed)?),
+            None => None,
+        };
+        Ok((written, end, hasher))
     }
 
     pub async fn put_empty(&self, key: &str) -> Result<()> {
@@ -186,16 +201,8 @@ impl BlobStore {
             ..GetOptions::default()
         };
         let result = self.inner.get_opts(&Path::from(key), options).await?;
-        let range = result.range.clone();
         match result.payload {
-            GetResultPayload::File(file, _) => {
-                let mut file = tokio::fs::File::from_std(file);
-                file.seek(std::io::SeekFrom::Start(range.start))
-                    .await
-                    .map_err(|e| Error::Internal(format!("reading {key}: {e}")))?;
-                let reader = file.take(range.end - range.start);
-                Ok(tokio_util::io::ReaderStream::with_capacity(reader, READ_CHUNK).boxed())
-            }
+            GetResultPayload::File(file, _) => Ok(local::read_range(file, result.range)),
             GetResultPayload::Stream(_) => Ok(result
                 .into_stream()
                 .map_err(|e| std::io::Error::other(e.to_string()))
@@ -204,40 +211,48 @@ impl BlobStore {
     }
 
     /// Hashes an object by reading it through.
-    pub async fn hash(&self, key: &str, hasher: &mut Hasher) -> Result<u64> {
+    pub async fn hash(&self, key: &str, hasher: Hasher) -> Result<Hasher> {
         let mut stream = self.read(key, None).await?;
-        let mut n = 0;
+        let mut hashing = hash_pipe(hasher);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| Error::Internal(format!("reading {key}: {e}")))?;
-            hasher.update(&chunk);
-            n += chunk.len() as u64;
+            hashing.push(chunk).await.map_err(hash_failed)?;
         }
-        Ok(n)
+        hashing.finish().await.map_err(hash_failed)
     }
 
-    /// Concatenates `parts` into `dest`, hashing on the way.
-    pub async fn concat(&self, parts: &[String], dest: &str, hasher: &mut Hasher) -> Result<u64> {
-        let upload = self.inner.put_multipart(&Path::from(dest)).await?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-        let mut n = 0u64;
-        for part in parts {
-            let mut stream = self.read(part, None).await?;
-            while let Some(chunk) = stream.next().await {
-                let chunk = match chunk {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let _ = writer.abort().await;
-                        return Err(Error::Internal(format!("reading {part}: {e}")));
-                    }
-                };
-                hasher.update(&chunk);
-                n += chunk.len() as u64;
-                writer.wait_for_capacity(WRITE_CONCURRENCY).await?;
-                writer.put(chunk);
-            }
+    /// Concatenates `parts` into `dest`, feeding `hasher` on the way (none
+    /// when the digest is already known).
+    pub async fn concat(
+        &self,
+        parts: &[String],
+        dest: &str,
+        hasher: Option<Hasher>,
+    ) -> Result<Option<Hasher>> {
+        let store = self.clone();
+        let body = futures::stream::iter(parts.to_vec())
+            .then(move |part| {
+                let store = store.clone();
+                async move {
+                    store.read(&part, None).await.unwrap_or_else(|e| {
+                        let e = std::io::Error::other(format!("reading {part}: {e}"));
+                        futures::stream::once(async { Err(e) }).boxed()
+                    })
+                }
+            })
+            .flatten()
+            .boxed();
+        let (_, end, hasher) = self
+            .write_stream(dest, body, hasher, u64::MAX, String::new)
+            .await?;
+        if end == WriteEnd::Interrupted {
+            // What was written is not recorded anywhere, so never served.
+            self.delete(dest).await?;
+            return Err(Error::Internal(format!(
+                "reading the parts of {dest} failed"
+            )));
         }
-        writer.finish().await?;
-        Ok(n)
+        Ok(hasher)
     }
 
     /// Moves an object (a rename on the local filesystem, a server-side
@@ -288,4 +303,16 @@ impl BlobStore {
             .try_collect()
             .await?)
     }
+}
+
+/// Hashing beside the transfer, in the blocking pool.
+fn hash_pipe(hasher: Hasher) -> Pipe<Hasher> {
+    Pipe::new(hasher, |h, chunks| {
+        chunks.iter().for_each(|c| h.update(c));
+        Ok(())
+    })
+}
+
+fn hash_failed(e: std::io::Error) -> Error {
+    Error::Internal(format!("hashing: {e}"))
 }
