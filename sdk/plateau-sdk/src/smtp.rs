@@ -116,7 +116,9 @@ impl SmtpError {
 /// Header names the host sets itself or that record trust and trace;
 /// [`Message::headers`] may not name them, nor any name starting with
 /// `content-`, `resent-` or `arc-`. The host refuses them; check with
-/// [`is_reserved_header`] to answer 400 before anything is queued.
+/// [`is_reserved_header`] to answer 400 before anything is queued. The
+/// host's own list (`plateau-plugin-runtime`, `egress/mail.rs`) is the one
+/// enforced; guests cannot link the host crate, so this copy follows it.
 const RESERVED_HEADERS: &[&str] = &[
     "from",
     "sender",

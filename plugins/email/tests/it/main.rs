@@ -10,9 +10,8 @@ mod ledger_api;
 mod send_api;
 
 use plateau_plugin_email::EmailPlugin;
-use plateau_sdk::jobs::{self, Job, NewJob};
 use plateau_sdk::smtp::{Message, Reply, Sent, SmtpError, SmtpServer};
-use plateau_sdk::{Caller, Method, Namespace, Request, Response, clock, testing};
+use plateau_sdk::{Caller, Method, Request, Response, clock, testing};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -144,35 +143,17 @@ pub fn reply(code: u16, message: &str) -> Result<Reply, SmtpError> {
     })
 }
 
-/// Runs the jobs due by the host clock as the host's job runner does: no
-/// caller organisation, and a one-shot job is removed after a successful
-/// run unless the run scheduled it again. Returns how many ran.
+/// Runs the jobs due by the host clock as the host's job runner does
+/// (`testing::run_due_jobs`); every run must record its outcome. Returns
+/// how many ran.
 pub fn run_due_jobs() -> usize {
-    let now = clock::now_millis();
-    let due: Vec<(String, NewJob)> = testing::jobs()
-        .into_iter()
-        .filter(|(_, job)| job.at <= now)
-        .collect();
-    for (namespace, job) in &due {
-        let organization = namespace.strip_prefix("org:").map(str::to_owned);
-        let run = Job {
-            key: job.key.clone(),
-            organization_id: organization.clone(),
-            payload: job.payload.clone(),
-            due: job.at,
-            attempt: 1,
-        };
-        testing::run_job::<EmailPlugin>(&run).expect("the job records its outcome");
-        let unchanged = testing::jobs()
-            .iter()
-            .any(|(n, j)| n == namespace && j == job);
-        if unchanged {
-            testing::set_organization(organization.as_deref());
-            jobs::cancel(Namespace::Caller, &job.key).unwrap();
-            testing::set_organization(None);
+    let ran = testing::run_due_jobs::<EmailPlugin>(clock::now_millis());
+    for (key, result) in &ran {
+        if let Err(e) = result {
+            panic!("job {key} did not record its outcome: {e}");
         }
     }
-    due.len()
+    ran.len()
 }
 
 /// Moves the frozen clock forward.
