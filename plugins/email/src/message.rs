@@ -7,6 +7,8 @@
 //! Attachment contents are borrowed from the request body while parsing,
 //! so a large message is held in memory once as base64 and once decoded.
 
+/// A validated attachment is the `smtp` capability's own.
+pub use plateau_sdk::smtp::Attachment;
 use std::borrow::Cow;
 
 use base64::Engine as _;
@@ -87,13 +89,6 @@ pub struct Outgoing {
     pub html: Option<String>,
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<Attachment>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    pub filename: String,
-    pub content_type: String,
-    pub content: Vec<u8>,
 }
 
 impl Outgoing {

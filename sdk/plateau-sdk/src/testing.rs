@@ -190,6 +190,18 @@ pub fn mock_http(mock: impl Fn(&OutgoingRequest) -> Result<IncomingResponse, Htt
     with_state(|s| s.http = Some(std::rc::Rc::new(mock)));
 }
 
+/// The JSON body of a plugin's response; panics naming the status and
+/// the body when it is not JSON.
+pub fn json_body(res: &Response) -> serde_json::Value {
+    serde_json::from_slice(&res.body).unwrap_or_else(|e| {
+        panic!(
+            "status {}: body is not json ({e}): {}",
+            res.status,
+            String::from_utf8_lossy(&res.body)
+        )
+    })
+}
+
 /// A 200 outbound response with a JSON body, for [`mock_http`].
 pub fn json_response(value: &serde_json::Value) -> IncomingResponse {
     IncomingResponse {

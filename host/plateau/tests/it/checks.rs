@@ -17,7 +17,7 @@ use plateau_testkit::{Backend, Client, Server, ServerOptions};
 use serde_json::{Value, json};
 
 use crate::plugins::admin;
-use crate::{create_org, mint, start_with};
+use crate::{advance, create_org, event_types, mint, start_with, until};
 
 crate::on_both_backends!(
     states_change_with_retries_and_alert_once_per_change,
@@ -158,26 +158,6 @@ impl Servers {
     fn health_calls(&self) -> usize {
         self.state.lock().unwrap().health_calls
     }
-}
-
-async fn advance(admin: &Client, ms: u64) {
-    let r = admin.post("/admin/clock", json!({ "advanceMs": ms })).await;
-    assert_eq!(r.status, 200, "{}", r.text());
-}
-
-/// Polls `path` until `done` holds for its JSON (runs are asynchronous).
-async fn until(c: &Client, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..200 {
-        let r = c.get(path).await;
-        assert_eq!(r.status, 200, "{}", r.text());
-        last = r.json();
-        if done(&last) {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("waited for {what} on {path}; last saw {last}");
 }
 
 /// Waits for the check's `runs`-th result; the check.
@@ -344,12 +324,7 @@ async fn states_change_with_retries_and_alert_once_per_change(backend: Backend) 
 
     // The timeline: every change once, and one email request per alert.
     let events = c.get("/events?type=checks.*&limit=200").await.json();
-    let types: Vec<&str> = events["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
+    let types = event_types(&events);
     let count = |t: &str| types.iter().filter(|x| **x == t).count();
     assert_eq!(
         (

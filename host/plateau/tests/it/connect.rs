@@ -3,7 +3,7 @@
 use plateau_testkit::Backend;
 use serde_json::json;
 
-use crate::start;
+use crate::{event_types, start};
 
 crate::on_both_backends!(
     grants_mint_within_their_ceiling,
@@ -171,12 +171,7 @@ async fn paused_deleted_and_project_limited_grants(backend: Backend) {
         404
     );
     let audit = c.get("/audit?resourceType=connect_grant").await.json();
-    let kinds: Vec<&str> = audit["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
+    let kinds = event_types(&audit);
     assert_eq!(
         kinds,
         [

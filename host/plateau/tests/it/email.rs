@@ -14,7 +14,7 @@ use plateau_testkit::{Backend, Client, Server, ServerOptions, SinkTls, SmtpSink}
 use serde_json::{Value, json};
 
 use crate::plugins::admin;
-use crate::start_with;
+use crate::{advance, event_types, start_with, until};
 
 crate::on_both_backends!(
     messages_are_relayed_with_their_content_and_envelope,
@@ -55,20 +55,10 @@ async fn send(c: &Client, body: Value) -> String {
 
 /// Polls the ledger entry until its status is `want`.
 async fn wait_for_status(c: &Client, id: &str, want: &str) -> Value {
-    let mut entry = Value::Null;
-    for _ in 0..200 {
-        entry = c.get(&format!("/email/messages/{id}")).await.json();
-        if entry["status"] == want {
-            return entry;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("message {id} is not {want}: {entry}");
-}
-
-async fn advance(admin: &Client, ms: u64) {
-    let r = admin.post("/admin/clock", json!({ "advanceMs": ms })).await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    until(c, &format!("/email/messages/{id}"), want, |entry| {
+        entry["status"] == want
+    })
+    .await
 }
 
 async fn messages_are_relayed_with_their_content_and_envelope(backend: Backend) {
@@ -144,12 +134,7 @@ async fn messages_are_relayed_with_their_content_and_envelope(backend: Backend) 
         mail.header("Message-ID").as_deref()
     );
     let events = c.get("/events?type=email.message.*").await.json();
-    let types: Vec<&str> = events["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
+    let types = event_types(&events);
     assert_eq!(
         types,
         ["email.message.sent", "email.message.queued"],

@@ -3,7 +3,7 @@
 use plateau_testkit::Backend;
 use serde_json::json;
 
-use crate::start;
+use crate::{event_types, start};
 
 crate::on_both_backends!(
     timeline_filters,
@@ -17,12 +17,7 @@ async fn timeline_filters(backend: Backend) {
     c.post("/projects", json!({ "name": "one" })).await;
     c.post("/tokens", json!({ "name": "t" })).await;
     let all = c.get("/events").await.json();
-    let kinds: Vec<&str> = all["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
+    let kinds = event_types(&all);
     assert_eq!(&kinds[..2], ["token.created", "project.created"]);
     let created = &all["items"][1];
     assert_eq!(created["actor"]["type"], "token");

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use crate::plugins::admin;
-use crate::start_with;
+use crate::{advance, event_types, start_with, until};
 
 crate::on_both_backends!(
     heartbeats_go_late_then_down_and_alert_once_per_change,
@@ -37,22 +37,12 @@ async fn server(backend: Backend) -> (Server, Client) {
     (s, admin)
 }
 
-async fn advance(admin: &Client, ms: u64) {
-    let r = admin.post("/admin/clock", json!({ "advanceMs": ms })).await;
-    assert_eq!(r.status, 200, "{}", r.text());
-}
-
 /// Polls the heartbeat until its state is `want` (jobs run asynchronously).
 async fn wait_state(c: &Client, id: &str, want: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        last = c.get(&format!("/heartbeats/{id}")).await.json();
-        if last["state"] == want {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("heartbeat {id} did not become {want}: {last}");
+    until(c, &format!("/heartbeats/{id}"), want, |hb| {
+        hb["state"] == want
+    })
+    .await
 }
 
 /// One delivery the receiver saw.
@@ -252,12 +242,7 @@ async fn heartbeats_go_late_then_down_and_alert_once_per_change(backend: Backend
     assert!(first["data"]["text"].as_str().unwrap().contains(&id));
     assert_eq!(first["resourceId"], id.as_str());
     let changes = c.get("/events?type=heartbeats.heartbeat.*").await.json();
-    let types: Vec<&str> = changes["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
+    let types = event_types(&changes);
     assert_eq!(
         types,
         [

@@ -10,7 +10,7 @@ use plateau_testkit::{Backend, Client, ServerOptions};
 use serde_json::json;
 
 use crate::plugins::{admin, upload};
-use crate::start_with;
+use crate::{advance, start_with};
 
 crate::on_both_backends!(
     ticks_follow_the_host_clock_and_survive_restarts,
@@ -31,11 +31,6 @@ async fn ticks(c: &Client) -> u64 {
         .lines()
         .find_map(|l| l.strip_prefix("ticks/count="))
         .map_or(0, |n| n.parse().unwrap())
-}
-
-async fn advance(admin: &Client, ms: u64) {
-    let r = admin.post("/admin/clock", json!({ "advanceMs": ms })).await;
-    assert_eq!(r.status, 200, "{}", r.text());
 }
 
 /// Polls until the tick count is `want` (runs are asynchronous).

@@ -22,8 +22,10 @@ mod projects;
 mod registry;
 mod server;
 
-use plateau_testkit::{Backend, Server, ServerOptions};
-use serde_json::Value;
+use std::time::Duration;
+
+use plateau_testkit::{Backend, Client, Server, ServerOptions};
+use serde_json::{Value, json};
 
 pub async fn start(backend: Backend) -> Server {
     Server::start(env!("CARGO_BIN_EXE_plateau"), ServerOptions::new(backend)).await
@@ -72,4 +74,37 @@ macro_rules! on_both_backends {
             async fn $name() { super::$name(plateau_testkit::Backend::Postgres).await })*
         }
     };
+}
+
+/// Moves the host clock of a `PLATEAU_CLOCK=manual` server (admin session).
+pub async fn advance(admin: &Client, ms: u64) {
+    let r = admin.post("/admin/clock", json!({ "advanceMs": ms })).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// Polls `path` until `done` holds for its JSON (jobs and deliveries run
+/// asynchronously); the JSON.
+pub async fn until(c: &Client, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let r = c.get(path).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        last = r.json();
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("waited for {what} on {path}; last saw {last}");
+}
+
+/// The `type` of each event of a page of `/events`, `/audit` or
+/// `/admin/events`, in order.
+pub fn event_types(page: &Value) -> Vec<&str> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect()
 }

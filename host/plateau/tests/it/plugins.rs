@@ -9,7 +9,7 @@ use plateau_testkit::{Backend, Client, Server, ServerOptions};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::{start, start_with};
+use crate::{event_types, start, start_with};
 
 crate::on_both_backends!(
     components_load_and_routes_are_guarded,
@@ -130,12 +130,7 @@ async fn components_load_and_routes_are_guarded(backend: Backend) {
     assert!(events["total"].as_i64().unwrap() >= 2, "{events}");
     // Every load and switch is a platform audit event.
     let audit = admin.get("/admin/events").await.json();
-    let kinds: Vec<&str> = audit["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
+    let kinds = event_types(&audit);
     assert!(
         kinds.contains(&"plugin.version.loaded") && kinds.contains(&"plugin.switched"),
         "{kinds:?}"

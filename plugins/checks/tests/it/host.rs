@@ -42,15 +42,7 @@ pub fn send(method: Method, target: &str, body: Option<&Value>) -> Response {
     send_as(caller(ORG, "pro"), method, target, body)
 }
 
-pub fn json(res: &Response) -> Value {
-    serde_json::from_slice(&res.body).unwrap_or_else(|e| {
-        panic!(
-            "status {}: not json ({e}): {}",
-            res.status,
-            String::from_utf8_lossy(&res.body)
-        )
-    })
-}
+pub use plateau_sdk::testing::json_body as json;
 
 /// Creates a check as a paid caller; its JSON.
 pub fn create(body: Value) -> Value {

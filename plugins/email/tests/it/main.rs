@@ -43,16 +43,7 @@ pub fn call(method: Method, target: &str, body: Option<&Value>) -> Response {
     send_as(caller_of(ORG, "pro"), method, target, body)
 }
 
-/// The body as JSON; panics with the body's text when it is not JSON.
-pub fn json_of(res: &Response) -> Value {
-    serde_json::from_slice(&res.body).unwrap_or_else(|e| {
-        panic!(
-            "status {}: body is not json ({e}): {}",
-            res.status,
-            String::from_utf8_lossy(&res.body)
-        )
-    })
-}
+pub use plateau_sdk::testing::json_body as json_of;
 
 /// The `field`s of a `validation_failed` problem, sorted.
 pub fn invalid_fields(res: &Response) -> Vec<String> {

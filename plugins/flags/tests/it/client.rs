@@ -39,16 +39,7 @@ pub fn send(method: Method, target: &str, caller: Caller, body: Option<&Value>) 
     testing::handle::<FlagsPlugin>(&req)
 }
 
-/// The body as JSON; panics with the body's text when it is not JSON.
-pub fn json(res: &Response) -> Value {
-    serde_json::from_slice(&res.body).unwrap_or_else(|e| {
-        panic!(
-            "status {}: body is not json ({e}): {}",
-            res.status,
-            String::from_utf8_lossy(&res.body)
-        )
-    })
-}
+pub use plateau_sdk::testing::json_body as json;
 
 /// `PUT /flags/{target}` as [`admin`]; `target` may carry a query.
 pub fn put_flag(target: &str, definition: &Value) -> Response {

@@ -40,15 +40,7 @@ pub fn ping(method: Method, url: &str) -> Response {
     testing::handle::<HeartbeatsPlugin>(&req)
 }
 
-pub fn json(res: &Response) -> Value {
-    serde_json::from_slice(&res.body).unwrap_or_else(|e| {
-        panic!(
-            "status {}: body is not json ({e}): {}",
-            res.status,
-            String::from_utf8_lossy(&res.body)
-        )
-    })
-}
+pub use plateau_sdk::testing::json_body as json;
 
 /// Creates a heartbeat, which must succeed; returns the body.
 pub fn create(body: Value) -> Value {
