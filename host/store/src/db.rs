@@ -1,6 +1,10 @@
 //! The database handle: a pool for reads, the writer, its backend.
 
 mod checkpoint;
+mod held;
+mod tx;
+#[cfg(test)]
+mod tx_tests;
 mod writer;
 
 use std::path::Path;
@@ -12,9 +16,11 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
 use tokio::sync::Mutex;
 
+use held::commit_held;
+pub use held::hold_last_commit;
+pub use tx::{Deferred, Tx};
+pub use writer::WriteConn;
 pub(crate) use writer::Writer;
-use writer::commit_held;
-pub use writer::{Tx, WriteConn, hold_last_commit};
 
 use crate::idempotency::Reservations;
 use crate::{Error, Result};

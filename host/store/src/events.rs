@@ -8,6 +8,7 @@
 use plateau_core::id::new_id;
 use sqlx::FromRow;
 
+use crate::db::Deferred;
 use crate::query::{Bind, Conditions, Keyset, Listed, Order};
 use crate::{Db, Result, Tx};
 
@@ -113,27 +114,28 @@ const COLUMNS: &str = "id, org_id, type, category, action, audit, actor_type, ac
 /// Records an event in the transaction of the change it describes.
 pub async fn record(tx: &mut Tx, event: &NewEvent, now: i64) -> Result<String> {
     let id = new_id("evt");
-    sqlx::query(
+    // Nothing reads the insert's result: it goes with the transaction's
+    // next statement or its commit.
+    let insert = Deferred::new(
         "INSERT INTO events (id, org_id, type, category, action, audit, actor_type, actor_id, \
          actor_user_id, actor_ip, resource_type, resource_id, data, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
-    .bind(&id)
-    .bind(&event.org_id)
-    .bind(&event.kind)
-    .bind(&event.category)
-    .bind(&event.action)
+    .bind(id.as_str())
+    .bind(event.org_id.as_str())
+    .bind(event.kind.as_str())
+    .bind(event.category.as_str())
+    .bind(event.action.as_str())
     .bind(i64::from(event.audit))
-    .bind(&event.actor.kind)
-    .bind(&event.actor.id)
-    .bind(&event.actor.user_id)
-    .bind(&event.actor.ip)
-    .bind(&event.resource_type)
-    .bind(&event.resource_id)
+    .bind(event.actor.kind.as_str())
+    .bind(event.actor.id.clone())
+    .bind(event.actor.user_id.clone())
+    .bind(event.actor.ip.clone())
+    .bind(event.resource_type.clone())
+    .bind(event.resource_id.clone())
     .bind(event.data.to_string())
-    .bind(now)
-    .execute(tx.conn())
-    .await?;
+    .bind(now);
+    tx.defer(insert).await?;
     Ok(id)
 }
 

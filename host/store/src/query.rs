@@ -2,14 +2,52 @@
 //! both backends, and for keyset pages.
 
 use sqlx::any::AnyArguments;
+use sqlx::error::BoxDynError;
 use sqlx::query::QueryAs;
-use sqlx::{Any, FromRow, any::AnyRow};
+use sqlx::{Any, Arguments, FromRow, any::AnyRow};
 
 /// A value bound to a placeholder.
 #[derive(Clone, Debug)]
 pub enum Bind {
     Text(String),
     Int(i64),
+    /// Text or NULL.
+    MaybeText(Option<String>),
+}
+
+impl Bind {
+    /// Appends the value to `args`.
+    pub fn add_to(&self, args: &mut AnyArguments<'_>) -> Result<(), BoxDynError> {
+        match self {
+            Bind::Text(s) => args.add(s.clone()),
+            Bind::Int(i) => args.add(*i),
+            Bind::MaybeText(s) => args.add(s.clone()),
+        }
+    }
+}
+
+impl From<String> for Bind {
+    fn from(s: String) -> Bind {
+        Bind::Text(s)
+    }
+}
+
+impl From<&str> for Bind {
+    fn from(s: &str) -> Bind {
+        Bind::Text(s.to_owned())
+    }
+}
+
+impl From<i64> for Bind {
+    fn from(i: i64) -> Bind {
+        Bind::Int(i)
+    }
+}
+
+impl From<Option<String>> for Bind {
+    fn from(s: Option<String>) -> Bind {
+        Bind::MaybeText(s)
+    }
 }
 
 /// A WHERE clause assembled from optional filters.
@@ -69,6 +107,7 @@ where
         query = match bind {
             Bind::Text(s) => query.bind(s.clone()),
             Bind::Int(i) => query.bind(*i),
+            Bind::MaybeText(s) => query.bind(s.clone()),
         };
     }
     query
