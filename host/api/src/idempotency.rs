@@ -158,7 +158,8 @@ async fn commit_with_record(
     lease: i64,
     stored: &StoredResponse,
 ) -> Result<(), ApiError> {
-    let committed = match idempotency::complete_in(&mut tx, k, lease, stored).await {
+    let committed = match idempotency::complete_in(&mut tx, k, lease, stored, time::now_ms()).await
+    {
         Ok(true) => tx.commit().await,
         Ok(false) => return Err(in_progress()),
         Err(e) => Err(e),

@@ -13,6 +13,7 @@ pub enum Bind {
     Int(i64),
     /// Text or NULL.
     MaybeText(Option<String>),
+    Blob(Vec<u8>),
 }
 
 impl Bind {
@@ -22,6 +23,7 @@ impl Bind {
             Bind::Text(s) => args.add(s.clone()),
             Bind::Int(i) => args.add(*i),
             Bind::MaybeText(s) => args.add(s.clone()),
+            Bind::Blob(b) => args.add(b.clone()),
         }
     }
 }
@@ -41,6 +43,12 @@ impl From<&str> for Bind {
 impl From<i64> for Bind {
     fn from(i: i64) -> Bind {
         Bind::Int(i)
+    }
+}
+
+impl From<Vec<u8>> for Bind {
+    fn from(b: Vec<u8>) -> Bind {
+        Bind::Blob(b)
     }
 }
 
@@ -108,6 +116,7 @@ where
             Bind::Text(s) => query.bind(s.clone()),
             Bind::Int(i) => query.bind(*i),
             Bind::MaybeText(s) => query.bind(s.clone()),
+            Bind::Blob(b) => query.bind(b.clone()),
         };
     }
     query

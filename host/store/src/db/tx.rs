@@ -99,6 +99,10 @@ impl Tx {
         })
     }
 
+    pub(crate) fn is_sqlite(&self) -> bool {
+        self.sqlite
+    }
+
     /// The transaction as an executor.
     pub fn conn(&mut self) -> &mut Tx {
         self
