@@ -139,16 +139,18 @@ impl Pattern {
         (path.len() == self.segments.len()).then_some(Params { pairs })
     }
 
-    /// The pattern with parameter names erased: two patterns of the same
-    /// shape match the same paths.
-    fn shape(&self) -> Vec<(u8, &str)> {
-        self.segments
-            .iter()
-            .map(|s| match s {
-                Segment::Literal(lit) => (s.rank(), lit.as_str()),
-                Segment::Param(_) | Segment::Rest(_) => (s.rank(), ""),
-            })
-            .collect()
+    /// Whether the two patterns are the same but for parameter names, so
+    /// they match the same paths.
+    fn same_shape(&self, other: &Pattern) -> bool {
+        self.segments.len() == other.segments.len()
+            && self
+                .segments
+                .iter()
+                .zip(&other.segments)
+                .all(|(a, b)| match (a, b) {
+                    (Segment::Literal(a), Segment::Literal(b)) => a == b,
+                    _ => a.rank() == b.rank(),
+                })
     }
 
     fn ranks(&self) -> Vec<u8> {
@@ -205,7 +207,7 @@ impl Router {
         let duplicate = self
             .entries
             .iter()
-            .any(|e| e.method == method && e.pattern.shape() == pattern.shape());
+            .any(|e| e.method == method && e.pattern.same_shape(&pattern));
         assert!(
             !duplicate,
             "route {method} {} is declared twice",
@@ -298,7 +300,27 @@ impl Router {
     }
 
     fn find(&self, method: &str, path: &str) -> Result<(&Entry, Params), ApiError> {
+        self.find_hinted(method, path, "")
+    }
+
+    /// [`Router::find`], trying first the route named by `hint`: the
+    /// pattern the host matched the request to, from this router's own
+    /// route list, so a request routed by the host is matched once.
+    fn find_hinted(
+        &self,
+        method: &str,
+        path: &str,
+        hint: &str,
+    ) -> Result<(&Entry, Params), ApiError> {
         let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
+        let hinted = self
+            .entries
+            .iter()
+            .filter(|e| !hint.is_empty() && e.pattern.text == hint && e.method.as_str() == method)
+            .find_map(|e| Some((e, e.pattern.matches(&segments)?)));
+        if let Some(found) = hinted {
+            return Ok(found);
+        }
         let candidates: Vec<(&Entry, Params)> = self
             .entries
             .iter()
@@ -328,7 +350,7 @@ impl Router {
     /// did; this keeps a misrouted request from reaching a handler), then
     /// runs its handler.
     pub fn dispatch(&self, req: &Request) -> Result<Response, ApiError> {
-        let (entry, params) = self.find(&req.method, &req.path)?;
+        let (entry, params) = self.find_hinted(&req.method, &req.path, &req.route)?;
         match &entry.access {
             Access::Public => {}
             Access::Authenticated => {
