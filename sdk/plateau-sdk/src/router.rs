@@ -49,14 +49,15 @@ impl Index<&str> for Params {
     }
 }
 
+/// One segment of a pattern, borrowed from its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Literal(String),
-    Param(String),
-    Rest(String),
+enum Segment<'a> {
+    Literal(&'a str),
+    Param(&'a str),
+    Rest(&'a str),
 }
 
-impl Segment {
+impl Segment<'_> {
     /// Lower is more specific.
     fn rank(&self) -> u8 {
         match self {
@@ -68,15 +69,14 @@ impl Segment {
 }
 
 #[derive(Debug, Clone)]
-struct Pattern {
-    text: String,
-    segments: Vec<Segment>,
+struct Pattern<'a> {
+    segments: Vec<Segment<'a>>,
 }
 
-impl Pattern {
+impl<'a> Pattern<'a> {
     /// Panics on a malformed pattern: route tables are written by the
     /// plugin's author and a typo must fail the first test, not a request.
-    fn parse(text: &str) -> Pattern {
+    fn parse(text: &'a str) -> Pattern<'a> {
         let bad = |why: &str| -> ! { panic!("route pattern {text:?} is invalid: {why}") };
         let Some(body) = text.strip_prefix('/') else {
             bad("it must start with /")
@@ -86,13 +86,13 @@ impl Pattern {
         for (i, piece) in pieces.iter().enumerate() {
             let segment = match piece.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
                 Some(inner) => match inner.strip_suffix("...") {
-                    Some(name) if i + 1 == pieces.len() => Segment::Rest(name.to_owned()),
+                    Some(name) if i + 1 == pieces.len() => Segment::Rest(name),
                     Some(_) => bad("only the last segment may be {name...}"),
-                    None => Segment::Param(inner.to_owned()),
+                    None => Segment::Param(inner),
                 },
                 None if piece.is_empty() => bad("it has an empty segment"),
                 None if piece.contains(['{', '}']) => bad("braces must enclose a whole segment"),
-                None => Segment::Literal((*piece).to_owned()),
+                None => Segment::Literal(piece),
             };
             if let Segment::Param(name) | Segment::Rest(name) = &segment {
                 let valid = !name.is_empty()
@@ -111,10 +111,7 @@ impl Pattern {
             }
             segments.push(segment);
         }
-        Pattern {
-            text: text.to_owned(),
-            segments,
-        }
+        Pattern { segments }
     }
 
     fn matches(&self, path: &[&str]) -> Option<Params> {
@@ -124,14 +121,14 @@ impl Pattern {
                 Segment::Literal(lit) => (path.get(i)? == lit).then_some(())?,
                 Segment::Param(name) => {
                     let value = path.get(i).filter(|v| !v.is_empty())?;
-                    pairs.push((name.clone(), percent_decode(value)));
+                    pairs.push((name.to_string(), percent_decode(value)));
                 }
                 Segment::Rest(name) => {
                     let rest = path
                         .get(i..)
                         .filter(|r| !r.is_empty() && r.iter().all(|s| !s.is_empty()))?;
                     let value: Vec<String> = rest.iter().map(|s| percent_decode(s)).collect();
-                    pairs.push((name.clone(), value.join("/")));
+                    pairs.push((name.to_string(), value.join("/")));
                     return Some(Params { pairs });
                 }
             }
@@ -141,7 +138,7 @@ impl Pattern {
 
     /// Whether the two patterns are the same but for parameter names, so
     /// they match the same paths.
-    fn same_shape(&self, other: &Pattern) -> bool {
+    fn same_shape(&self, other: &Pattern<'_>) -> bool {
         self.segments.len() == other.segments.len()
             && self
                 .segments
@@ -161,7 +158,8 @@ impl Pattern {
 #[derive(Debug, Clone)]
 struct Entry {
     method: Method,
-    pattern: Pattern,
+    /// As written; parsed when matched (see [`Router::route`]).
+    pattern: String,
     access: Access,
     summary: String,
     handler: Handler,
@@ -202,25 +200,39 @@ impl Router {
     }
 
     /// Adds a route. Panics on a malformed pattern or a duplicate route.
+    ///
+    /// A component builds its router in every fresh instance, so there the
+    /// table is checked once, when the host loads the component and asks
+    /// for its routes ([`Router::routes`]): a bad table fails the load.
+    /// Native builds check each route as it is added, so a typo fails the
+    /// first unit test.
     pub fn route(mut self, method: Method, pattern: &str, handler: Handler) -> Self {
-        let pattern = Pattern::parse(pattern);
-        let duplicate = self
-            .entries
-            .iter()
-            .any(|e| e.method == method && e.pattern.same_shape(&pattern));
-        assert!(
-            !duplicate,
-            "route {method} {} is declared twice",
-            pattern.text
-        );
         self.entries.push(Entry {
             method,
-            pattern,
+            pattern: pattern.to_owned(),
             access: Access::Authenticated,
             summary: String::new(),
             handler,
         });
+        if cfg!(not(target_arch = "wasm32")) {
+            self.check(self.entries.len() - 1);
+        }
         self
+    }
+
+    /// Panics if route `i` has a malformed pattern or repeats an earlier
+    /// route.
+    fn check(&self, i: usize) {
+        let entry = &self.entries[i];
+        let pattern = Pattern::parse(&entry.pattern);
+        let duplicate = self.entries[..i]
+            .iter()
+            .any(|e| e.method == entry.method && Pattern::parse(&e.pattern).same_shape(&pattern));
+        assert!(
+            !duplicate,
+            "route {} {} is declared twice",
+            entry.method, entry.pattern
+        );
     }
 
     pub fn get(self, pattern: &str, handler: Handler) -> Self {
@@ -276,13 +288,15 @@ impl Router {
             .unwrap_or_else(|| panic!("Router::{what} needs a route before it"))
     }
 
-    /// The routes for [`crate::Description`], in declaration order.
+    /// The routes for [`crate::Description`], in declaration order. Panics
+    /// on a malformed pattern or a duplicate route.
     pub fn routes(&self) -> Vec<RouteInfo> {
+        (0..self.entries.len()).for_each(|i| self.check(i));
         self.entries
             .iter()
             .map(|e| RouteInfo {
                 method: e.method,
-                path: e.pattern.text.clone(),
+                path: e.pattern.clone(),
                 access: e.access.clone(),
                 summary: e.summary.clone(),
             })
@@ -293,7 +307,7 @@ impl Router {
     pub fn recognize(&self, method: &str, path: &str) -> Result<Matched<'_>, ApiError> {
         self.find(method, path).map(|(entry, params)| Matched {
             method: entry.method,
-            pattern: &entry.pattern.text,
+            pattern: &entry.pattern,
             access: &entry.access,
             params,
         })
@@ -316,15 +330,19 @@ impl Router {
         let hinted = self
             .entries
             .iter()
-            .filter(|e| !hint.is_empty() && e.pattern.text == hint && e.method.as_str() == method)
-            .find_map(|e| Some((e, e.pattern.matches(&segments)?)));
+            .filter(|e| !hint.is_empty() && e.pattern == hint && e.method.as_str() == method)
+            .find_map(|e| Some((e, Pattern::parse(&e.pattern).matches(&segments)?)));
         if let Some(found) = hinted {
             return Ok(found);
         }
-        let candidates: Vec<(&Entry, Params)> = self
+        let candidates: Vec<(&Entry, Pattern, Params)> = self
             .entries
             .iter()
-            .filter_map(|e| e.pattern.matches(&segments).map(|p| (e, p)))
+            .filter_map(|e| {
+                let pattern = Pattern::parse(&e.pattern);
+                let params = pattern.matches(&segments)?;
+                Some((e, pattern, params))
+            })
             .collect();
         if candidates.is_empty() {
             return Err(ApiError::not_found(format!(
@@ -333,12 +351,13 @@ impl Router {
         }
         let best = candidates
             .iter()
-            .filter(|(e, _)| e.method.as_str() == method)
-            .min_by_key(|(e, _)| e.pattern.ranks());
+            .filter(|(e, _, _)| e.method.as_str() == method)
+            .min_by_key(|(_, pattern, _)| pattern.ranks());
         match best {
-            Some((entry, params)) => Ok((entry, params.clone())),
+            Some((entry, _, params)) => Ok((entry, params.clone())),
             None => {
-                let mut allowed: Vec<Method> = candidates.iter().map(|(e, _)| e.method).collect();
+                let mut allowed: Vec<Method> =
+                    candidates.iter().map(|(e, _, _)| e.method).collect();
                 allowed.sort();
                 allowed.dedup();
                 Err(ApiError::method_not_allowed(method, &allowed))
