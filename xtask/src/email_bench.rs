@@ -117,6 +117,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         &load::Options {
             seconds: 3,
             connections: opts.connections,
+            rounds: 1,
         },
     )
     .await?;

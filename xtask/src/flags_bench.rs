@@ -17,8 +17,8 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     let server = Server::start_release(&["bench-native"]).await?;
     put_flag(&server).await?;
     println!(
-        "flag evaluation benchmark: {} connections, {} s per scenario, SQLite, release build\n",
-        opts.connections, opts.seconds
+        "flag evaluation benchmark: {} connections, {} s per scenario in {} alternating rounds, SQLite, release build\n",
+        opts.connections, opts.seconds, opts.rounds
     );
     let path = "/ofrep/v1/evaluate/flags/bench-flag";
     let scenarios = [

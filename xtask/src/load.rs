@@ -19,6 +19,10 @@ use crate::server::Server;
 pub struct Options {
     pub seconds: u64,
     pub connections: usize,
+    /// [`run_table`] runs the scenarios in turn this many times, each for
+    /// `seconds / rounds`, so a slow spell of a shared machine weighs on
+    /// every scenario alike instead of on whichever ran during it.
+    pub rounds: u32,
 }
 
 impl Options {
@@ -26,6 +30,7 @@ impl Options {
         let mut opts = Options {
             seconds: 5,
             connections: 32,
+            rounds: 3,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -33,6 +38,7 @@ impl Options {
             match *flag {
                 "--seconds" => opts.seconds = value.parse()?,
                 "--connections" => opts.connections = value.parse()?,
+                "--rounds" => opts.rounds = value.parse::<u32>()?.max(1),
                 other => bail!("unknown option {other}"),
             }
         }
@@ -129,6 +135,54 @@ pub struct Outcome {
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome> {
+    let window = Duration::from_secs(opts.seconds);
+    let sample = measure(scenario, opts.connections, Duration::from_secs(1), window).await?;
+    Ok(sample.outcome(window))
+}
+
+/// What one or more measuring windows of a scenario saw.
+#[derive(Default)]
+struct Sample {
+    /// Of the requests answered in the windows, in microseconds.
+    latencies: Vec<u32>,
+    errors: u64,
+    /// Every request answered, warm-up included.
+    answered: u64,
+}
+
+impl Sample {
+    fn add(&mut self, other: Sample) {
+        self.latencies.extend(other.latencies);
+        self.errors += other.errors;
+        self.answered += other.answered;
+    }
+
+    /// Throughput and latency over `measured`, the windows' total length.
+    fn outcome(mut self, measured: Duration) -> Outcome {
+        let all = &mut self.latencies;
+        all.sort_unstable();
+        let pct = |p: f64| {
+            all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+                .map_or(0.0, |us| f64::from(*us) / 1000.0)
+        };
+        Outcome {
+            rps: all.len() as f64 / measured.as_secs_f64(),
+            p50_ms: pct(0.50),
+            p99_ms: pct(0.99),
+            errors: self.errors,
+            answered: self.answered,
+        }
+    }
+}
+
+/// Drives `scenario` with `connections` clients for `warmup`, then
+/// measures for `window`.
+async fn measure(
+    scenario: &Scenario,
+    connections: usize,
+    warmup: Duration,
+    window: Duration,
+) -> anyhow::Result<Sample> {
     let scenario = Arc::new(Scenario {
         method: scenario.method.clone(),
         url: scenario.url.clone(),
@@ -139,15 +193,15 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(opts.connections)
+        .pool_max_idle_per_host(connections)
         .build(connector);
     // Warm up (and, for replays, store the first response).
-    let warmup_until = Instant::now() + Duration::from_secs(1);
-    let measure_until = warmup_until + Duration::from_secs(opts.seconds);
+    let warmup_until = Instant::now() + warmup;
+    let measure_until = warmup_until + window;
     let errors = Arc::new(AtomicU64::new(0));
     let answered = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    for _ in 0..opts.connections {
+    for _ in 0..connections {
         let client = client.clone();
         let scenario = scenario.clone();
         let errors = errors.clone();
@@ -179,44 +233,55 @@ pub async fn run(scenario: &Scenario, opts: &Options) -> anyhow::Result<Outcome>
             latencies
         }));
     }
-    let mut all = Vec::new();
+    let mut latencies = Vec::new();
     for task in tasks {
-        all.extend(task.await?);
+        latencies.extend(task.await?);
     }
-    all.sort_unstable();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .map_or(0.0, |us| f64::from(*us) / 1000.0)
-    };
-    Ok(Outcome {
-        rps: all.len() as f64 / opts.seconds as f64,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
+    Ok(Sample {
+        latencies,
         errors: errors.load(Ordering::Relaxed),
         answered: answered.load(Ordering::Relaxed),
     })
 }
 
-/// Runs each scenario in turn against `server` and prints a table:
-/// throughput, latency, throughput as a ratio to the first scenario (the
-/// baseline of the run), and the server's CPU time per request, which the
-/// load generator sharing the machine does not blur as much.
+/// Runs the scenarios in turn against `server`, in `opts.rounds` rounds
+/// that split `opts.seconds` (each window after a short warm-up), and
+/// prints a table: throughput, latency, throughput as a ratio to the first
+/// scenario (the baseline of the run), and the server's CPU time per
+/// request, which the load generator sharing the machine does not blur as
+/// much.
 pub async fn run_table(
     server: &Server,
     scenarios: Vec<(&str, Scenario)>,
     opts: &Options,
     baseline: &str,
 ) -> anyhow::Result<Vec<Outcome>> {
-    let mut results = Vec::new();
-    for (name, scenario) in &scenarios {
-        let before = server.cpu_time();
-        let outcome = run(scenario, opts).await?;
-        let cpu_us = server
-            .cpu_time()
-            .zip(before)
-            .map(|(after, before)| (after - before).as_secs_f64() * 1e6 / outcome.answered as f64);
-        results.push((*name, outcome, cpu_us));
+    let window = Duration::from_secs(opts.seconds) / opts.rounds;
+    let warmup = Duration::from_millis(500);
+    let mut samples: Vec<Sample> = scenarios.iter().map(|_| Sample::default()).collect();
+    let mut cpu: Vec<Option<Duration>> = vec![Some(Duration::ZERO); scenarios.len()];
+    for _ in 0..opts.rounds {
+        for ((_, scenario), (sample, cpu)) in scenarios.iter().zip(samples.iter_mut().zip(&mut cpu))
+        {
+            let before = server.cpu_time();
+            sample.add(measure(scenario, opts.connections, warmup, window).await?);
+            let used = server
+                .cpu_time()
+                .zip(before)
+                .map(|(after, before)| after - before);
+            *cpu = cpu.zip(used).map(|(total, used)| total + used);
+        }
     }
+    let measured = window * opts.rounds;
+    let results: Vec<(&str, Outcome, Option<f64>)> = scenarios
+        .iter()
+        .zip(samples.into_iter().zip(cpu))
+        .map(|((name, _), (sample, cpu))| {
+            let outcome = sample.outcome(measured);
+            let cpu_us = cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / outcome.answered as f64);
+            (*name, outcome, cpu_us)
+        })
+        .collect();
     let base = results[0].1.rps;
     println!(
         "{:<40} {:>10} {:>10} {:>10} {:>10} {:>8} {:>14}",

@@ -4,11 +4,11 @@
 //!   server on embedded defaults (SQLite in `./data`, port 8080).
 //! - `cargo xtask test [cargo test flags]`: install what is missing and run
 //!   every test (the black-box suite runs on SQLite and PostgreSQL).
-//! - `cargo xtask bench core [--seconds N] [--connections N]`: the core API
+//! - `cargo xtask bench core [--seconds N] [--connections N] [--rounds N]`: the core API
 //!   benchmark (issue 2): requests per second and p50/p99 latency of
 //!   authenticated and idempotent requests, each as a ratio to an
 //!   unauthenticated static endpoint measured in the same run.
-//! - `cargo xtask bench flags [--seconds N] [--connections N]`: a flag
+//! - `cargo xtask bench flags [--seconds N] [--connections N] [--rounds N]`: a flag
 //!   evaluation served by the flags plugin against the same evaluation as a
 //!   native host handler, in the same run, and the per-request
 //!   instantiation cost of the plugin component (issue 3).
@@ -72,7 +72,7 @@ fn main() -> anyhow::Result<()> {
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N]"
         ),
     }
 }
@@ -82,8 +82,8 @@ async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
     let token = server.token.clone();
     let base = server.base.clone();
     println!(
-        "core API benchmark: {} connections, {} s per scenario, SQLite, release build\n",
-        opts.connections, opts.seconds
+        "core API benchmark: {} connections, {} s per scenario in {} alternating rounds, SQLite, release build\n",
+        opts.connections, opts.seconds, opts.rounds
     );
     let scenarios: Vec<(&str, load::Scenario)> = vec![
         (
