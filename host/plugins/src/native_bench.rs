@@ -15,6 +15,7 @@ use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_core::time;
 use plateau_plugin_flags::FlagSet;
+use plateau_plugin_flags::plugin::store::FlagRecord;
 use plateau_plugin_flags::ofrep::{EvaluationResponse, parse_request};
 use plateau_store::{plugins as kv, projects};
 use serde_json::{Map, Value, json};
@@ -25,17 +26,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(evaluate))
 }
 
-/// Bookkeeping fields of a stored flag record around the flagd definition.
-const BOOKKEEPING: [&str; 8] = [
-    "key",
-    "project",
-    "environment",
-    "version",
-    "etag",
-    "createdAt",
-    "updatedAt",
-    "updatedBy",
-];
 
 async fn default_project(app: &AppState, org: &str) -> Result<String, ApiError> {
     static CACHE: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
@@ -100,7 +90,7 @@ pub async fn evaluate(
     };
     let mut definition: Map<String, Value> =
         serde_json::from_slice(&stored).map_err(|e| ApiError::Internal(e.to_string()))?;
-    for field in BOOKKEEPING {
+    for field in FlagRecord::BOOKKEEPING {
         definition.remove(field);
     }
     let shared: Map<String, Value> = evaluators

@@ -10,9 +10,10 @@
 mod set;
 
 pub use set::FlagSet;
+pub(crate) use set::compile_evaluators;
 
 use crate::jsonlogic::{Refs, Rule};
-use crate::path;
+use crate::path::JsonPath;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -30,9 +31,9 @@ pub struct DefinitionError {
 
 pub type Result<T, E = DefinitionError> = std::result::Result<T, E>;
 
-pub(crate) fn error(path: &str, message: impl Into<String>) -> DefinitionError {
+pub(crate) fn error(path: impl std::fmt::Display, message: impl Into<String>) -> DefinitionError {
     DefinitionError {
-        path: path.to_owned(),
+        path: path.to_string(),
         message: message.into(),
     }
 }
@@ -106,16 +107,16 @@ impl Flag {
 
     /// Parses one flag from a JSON value.
     pub fn from_value(value: &Value) -> Result<Flag> {
-        Flag::parse(value, "$", Refs::To(&BTreeMap::new()))
+        Flag::parse(value, &JsonPath::Root, Refs::To(&BTreeMap::new()))
     }
 
-    pub(crate) fn parse(value: &Value, at: &str, refs: Refs<'_>) -> Result<Flag> {
+    pub(crate) fn parse(value: &Value, at: &JsonPath<'_>, refs: Refs<'_>) -> Result<Flag> {
         let Value::Object(fields) = value else {
             return Err(error(at, "a flag must be a JSON object"));
         };
         reject_unknown_fields(fields, at, FLAG_FIELDS, "a flag")?;
 
-        let state_at = path::key(at, "state");
+        let state_at = at.key("state");
         let state = match fields.get("state") {
             None => {
                 return Err(error(
@@ -132,7 +133,7 @@ impl Flag {
         };
         let (variants, flag_type) = parse_variants(fields.get("variants"), at)?;
 
-        let default_at = path::key(at, "defaultVariant");
+        let default_at = at.key("defaultVariant");
         let default_variant = match fields.get("defaultVariant") {
             // flagd: no default variant means "use the default in the caller's code".
             None | Some(Value::Null) => None,
@@ -152,7 +153,7 @@ impl Flag {
             }
         };
 
-        let targeting_at = path::key(at, "targeting");
+        let targeting_at = at.key("targeting");
         let targeting = match fields.get("targeting") {
             None | Some(Value::Null) => None,
             // flagd treats `{}` as "no targeting": the flag resolves statically.
@@ -169,7 +170,7 @@ impl Flag {
             }
         };
 
-        let metadata = parse_metadata(fields.get("metadata"), &path::key(at, "metadata"))?;
+        let metadata = parse_metadata(fields.get("metadata"), &at.key("metadata"))?;
         Ok(Flag {
             state,
             flag_type,
@@ -218,9 +219,9 @@ impl Flag {
 
 fn parse_variants(
     variants: Option<&Value>,
-    at: &str,
+    at: &JsonPath<'_>,
 ) -> Result<(BTreeMap<String, Value>, FlagType)> {
-    let at = path::key(at, "variants");
+    let at = at.key("variants");
     let variants = match variants {
         None => return Err(error(&at, "variants is required")),
         Some(Value::Object(variants)) => variants,
@@ -233,7 +234,7 @@ fn parse_variants(
     };
     let mut first: Option<(&str, FlagType)> = None;
     for (name, value) in variants {
-        let variant_at = path::key(&at, name);
+        let variant_at = at.key(name);
         let Some(flag_type) = FlagType::of(value) else {
             return Err(error(
                 &variant_at,
@@ -265,7 +266,7 @@ fn parse_variants(
     Ok((variants.collect(), flag_type))
 }
 
-pub(crate) fn parse_metadata(metadata: Option<&Value>, at: &str) -> Result<Metadata> {
+pub(crate) fn parse_metadata(metadata: Option<&Value>, at: &JsonPath<'_>) -> Result<Metadata> {
     let entries = match metadata {
         None | Some(Value::Null) => return Ok(Metadata::new()),
         Some(Value::Object(entries)) => entries,
@@ -279,7 +280,7 @@ pub(crate) fn parse_metadata(metadata: Option<&Value>, at: &str) -> Result<Metad
     for (key, value) in entries {
         if !matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
             return Err(error(
-                &path::key(at, key),
+                &at.key(key),
                 format!("metadata \"{key}\" must be a string, number or boolean, not {value}"),
             ));
         }
@@ -292,14 +293,14 @@ pub(crate) fn parse_metadata(metadata: Option<&Value>, at: &str) -> Result<Metad
 
 pub(crate) fn reject_unknown_fields(
     fields: &Map<String, Value>,
-    at: &str,
+    at: &JsonPath<'_>,
     known: &[&str],
     what: &str,
 ) -> Result<()> {
     match fields.keys().find(|key| !known.contains(&key.as_str())) {
         None => Ok(()),
         Some(unknown) => Err(error(
-            &path::key(at, unknown),
+            &at.key(unknown),
             format!(
                 "unknown field \"{unknown}\"; {what} has the fields {}",
                 known.join(", ")

@@ -4,7 +4,7 @@
 use super::{Flag, Metadata, Result, error, parse_metadata, reject_unknown_fields};
 use crate::evaluate::{ErrorCode, Resolution, evaluate};
 use crate::jsonlogic::{Refs, Rule};
-use crate::path;
+use crate::path::JsonPath;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -31,39 +31,23 @@ impl FlagSet {
         let Value::Object(fields) = value else {
             return Err(error("$", "a flag set must be a JSON object"));
         };
-        reject_unknown_fields(fields, "$", SET_FIELDS, "a flag set")?;
+        reject_unknown_fields(fields, &JsonPath::Root, SET_FIELDS, "a flag set")?;
 
-        let evaluators_at = path::key("$", "$evaluators");
-        let mut evaluators = BTreeMap::new();
-        match fields.get("$evaluators") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(entries)) => {
-                for (name, logic) in entries {
-                    let at = path::key(&evaluators_at, name);
-                    if !logic.is_object() || logic.as_object().is_some_and(|o| o.is_empty()) {
-                        return Err(error(
-                            &at,
-                            format!("evaluator \"{name}\" must be a non-empty JsonLogic object"),
-                        ));
-                    }
-                    let rule = Rule::compile_with(logic, Refs::Forbidden).map_err(|e| {
-                        let inner = e.path.strip_prefix('$').unwrap_or(&e.path);
-                        error(&format!("{at}{inner}"), e.message)
-                    })?;
-                    evaluators.insert(name.clone(), rule);
-                }
-            }
+        let evaluators_at = JsonPath::Root.key("$evaluators");
+        let evaluators = match fields.get("$evaluators") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(Value::Object(entries)) => compile_evaluators(entries, &evaluators_at)?,
             Some(other) => {
                 return Err(error(
                     &evaluators_at,
                     format!("$evaluators must be an object of name to JsonLogic rule, not {other}"),
                 ));
             }
-        }
+        };
 
-        let metadata = parse_metadata(fields.get("metadata"), &path::key("$", "metadata"))?;
+        let metadata = parse_metadata(fields.get("metadata"), &JsonPath::Root.key("metadata"))?;
 
-        let flags_at = path::key("$", "flags");
+        let flags_at = JsonPath::Root.key("flags");
         let entries = match fields.get("flags") {
             Some(Value::Object(entries)) => entries,
             None => return Err(error(&flags_at, "flags is required")),
@@ -76,7 +60,7 @@ impl FlagSet {
         };
         let mut flags = BTreeMap::new();
         for (key, definition) in entries {
-            let at = path::key(&flags_at, key);
+            let at = flags_at.key(key);
             if key.is_empty() {
                 return Err(error(&at, "a flag key must not be empty"));
             }
@@ -128,4 +112,28 @@ impl FlagSet {
             .map(|(key, flag)| (key.clone(), evaluate(key, flag, context, now_unix_secs)))
             .collect()
     }
+}
+
+/// Compiles shared evaluators (`$evaluators`, at `at`) by name. Each must be a non-empty
+/// JsonLogic object; flagd does not allow one to reference another.
+pub(crate) fn compile_evaluators<'a>(
+    entries: impl IntoIterator<Item = (&'a String, &'a Value)>,
+    at: &JsonPath<'_>,
+) -> Result<BTreeMap<String, Rule>> {
+    let mut evaluators = BTreeMap::new();
+    for (name, logic) in entries {
+        let at = at.key(name);
+        if !logic.is_object() || logic.as_object().is_some_and(|o| o.is_empty()) {
+            return Err(error(
+                at,
+                format!("evaluator \"{name}\" must be a non-empty JsonLogic object"),
+            ));
+        }
+        let rule = Rule::compile_with(logic, Refs::Forbidden).map_err(|e| {
+            let inner = e.path.strip_prefix('$').unwrap_or(&e.path);
+            error(format!("{at}{inner}"), e.message)
+        })?;
+        evaluators.insert(name.clone(), rule);
+    }
+    Ok(evaluators)
 }

@@ -11,7 +11,7 @@ mod fractional;
 mod murmur3;
 mod semver;
 
-use crate::path;
+use crate::path::JsonPath;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -87,7 +87,7 @@ impl Rule {
 
     /// Compiles a rule, replacing each `{"$ref": "name"}` by the shared evaluator of that name.
     pub fn compile_with(logic: &Value, refs: Refs<'_>) -> Result<Rule, CompileError> {
-        compile(logic, refs, "$").map(Rule)
+        compile(logic, refs, &JsonPath::Root).map(Rule)
     }
 
     /// Applies the rule to `data`, the evaluation context.
@@ -96,25 +96,25 @@ impl Rule {
     }
 }
 
-fn compile(logic: &Value, refs: Refs<'_>, at: &str) -> Result<Node, CompileError> {
+fn compile(logic: &Value, refs: Refs<'_>, at: &JsonPath<'_>) -> Result<Node, CompileError> {
     match logic {
         Value::Array(items) => items
             .iter()
             .enumerate()
-            .map(|(i, item)| compile(item, refs, &path::index(at, i)))
+            .map(|(i, item)| compile(item, refs, &at.index(i)))
             .collect::<Result<_, _>>()
             .map(Node::Array),
         // As in JsonLogic, only an object with exactly one key is an operation; any other
         // object is data.
         Value::Object(map) if map.len() == 1 => {
             let (name, args) = map.iter().next().expect("one entry");
-            let args_at = path::key(at, name);
+            let args_at = at.key(name);
             if name == "$ref" {
                 return resolve_ref(args, refs, &args_at);
             }
             let Some(op) = Op::from_name(name) else {
                 return Err(CompileError {
-                    path: at.to_owned(),
+                    path: at.to_string(),
                     message: format!("unknown operator \"{name}\""),
                 });
             };
@@ -123,7 +123,7 @@ fn compile(logic: &Value, refs: Refs<'_>, at: &str) -> Result<Node, CompileError
                 Value::Array(items) => items
                     .iter()
                     .enumerate()
-                    .map(|(i, item)| compile(item, refs, &path::index(&args_at, i)))
+                    .map(|(i, item)| compile(item, refs, &args_at.index(i)))
                     .collect::<Result<_, _>>()?,
                 single => vec![compile(single, refs, &args_at)?],
             };
@@ -133,9 +133,9 @@ fn compile(logic: &Value, refs: Refs<'_>, at: &str) -> Result<Node, CompileError
     }
 }
 
-fn resolve_ref(name: &Value, refs: Refs<'_>, at: &str) -> Result<Node, CompileError> {
+fn resolve_ref(name: &Value, refs: Refs<'_>, at: &JsonPath<'_>) -> Result<Node, CompileError> {
     let error = |message: String| CompileError {
-        path: at.to_owned(),
+        path: at.to_string(),
         message,
     };
     let Value::String(name) = name else {

@@ -135,11 +135,16 @@ fn resolve(
             Metadata::new(),
         )
     };
-    let record: FlagRecord = match serde_json::from_slice(stored) {
-        Ok(record) => record,
+    // The record's fields around the definition, without `FlagRecord`'s flattening, which
+    // buffers every value once more.
+    let mut fields: Map<String, Value> = match serde_json::from_slice(stored) {
+        Ok(fields) => fields,
         Err(e) => return unparsable(e.to_string()),
     };
-    let definition = Value::Object(record.definition);
+    for field in FlagRecord::BOOKKEEPING {
+        fields.remove(field);
+    }
+    let definition = Value::Object(fields);
     let flag = match compile(key, &definition, evaluators) {
         Ok(flag) => flag,
         Err(e) => return unparsable(e.to_string()),

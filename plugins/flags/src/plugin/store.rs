@@ -1,8 +1,11 @@
 //! The stored records (a flag and a shared evaluator, each with its bookkeeping) and the step
 //! that turns a stored definition back into an evaluable [`Flag`], `$ref`s resolved.
 
-use crate::{DefinitionError, Flag, FlagSet};
-use plateau_sdk::serde_json::{Map, Value, json};
+use crate::definition::{self, compile_evaluators};
+use crate::jsonlogic::Refs;
+use crate::path::JsonPath;
+use crate::{DefinitionError, Flag};
+use plateau_sdk::serde_json::{Map, Value};
 use plateau_sdk::{ApiError, Bucket, FieldError, clock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -28,6 +31,20 @@ pub struct FlagRecord {
     pub updated_at: String,
     /// `user:<id>` or `token:<id>`.
     pub updated_by: Option<String>,
+}
+
+impl FlagRecord {
+    /// The record's own fields, in JSON: everything else is the flagd definition.
+    pub const BOOKKEEPING: [&'static str; 8] = [
+        "key",
+        "project",
+        "environment",
+        "version",
+        "etag",
+        "createdAt",
+        "updatedAt",
+        "updatedBy",
+    ];
 }
 
 /// A shared evaluator: a JsonLogic rule flags use with `{"$ref": "name"}`.
@@ -110,49 +127,26 @@ pub fn compile(
     definition: &Value,
     evaluators: &Map<String, Value>,
 ) -> Result<Flag, DefinitionError> {
+    if key.is_empty() {
+        return Err(definition::error("$", "a flag key must not be empty"));
+    }
     let wanted = references(definition);
     let all_known = wanted.iter().all(|name| evaluators.contains_key(name));
     // Only the evaluators the flag uses, so one flag's compile does not pay for all of them;
     // on a dangling reference all of them, so the error lists every defined name.
-    let shared: Map<String, Value> = evaluators
+    let shared = evaluators
         .iter()
-        .filter(|(name, _)| !all_known || wanted.contains(*name))
-        .map(|(name, logic)| (name.clone(), logic.clone()))
-        .collect();
-    let set = json!({"flags": {key: definition}, "$evaluators": shared});
-    match FlagSet::from_value(&set) {
-        Ok(set) => set
-            .get(key)
-            .cloned()
-            .ok_or_else(|| relative(key, "$", "the flag is missing from its own set")),
-        Err(error) => Err(relative(key, &error.path, &error.message)),
-    }
-}
-
-/// Rewrites a path inside the one-flag set (`$.flags.my-flag.targeting`) to one inside the
-/// definition (`$.targeting`), and flagd's wording about `$evaluators` to this API's routes.
-fn relative(key: &str, path: &str, message: &str) -> DefinitionError {
-    let plain = format!("$.flags.{key}");
-    let quoted = format!("$.flags[{}]", Value::String(key.to_owned()));
-    let inner = path
-        .strip_prefix(&quoted)
-        .or_else(|| {
-            path.strip_prefix(&plain)
-                .filter(|rest| !rest.starts_with(is_key_char))
+        .filter(|(name, _)| !all_known || wanted.contains(*name));
+    compile_evaluators(shared, &JsonPath::Root.key("$evaluators"))
+        .and_then(|rules| Flag::parse(definition, &JsonPath::Root, Refs::To(&rules)))
+        .map_err(|error| DefinitionError {
+            // flagd's wording about `$evaluators`, in terms of this API's routes.
+            message: error.message.replace(
+                "no $evaluators are defined",
+                "store it first with PUT /flags/evaluators/{name}",
+            ),
+            ..error
         })
-        .map_or_else(|| path.to_owned(), |rest| format!("${rest}"));
-    let message = message.replace(
-        "no $evaluators are defined",
-        "store it first with PUT /flags/evaluators/{name}",
-    );
-    DefinitionError {
-        path: inner,
-        message,
-    }
-}
-
-fn is_key_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '$'
 }
 
 /// A definition error as this API's `validation_failed` problem: the field is the JSON path in
@@ -197,5 +191,34 @@ fn uses_default_bucketing(logic: &Value) -> bool {
         }
         Value::Array(items) => items.iter().any(uses_default_bucketing),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FlagRecord;
+    use plateau_sdk::serde_json::{Map, Value, to_value};
+
+    #[test]
+    fn bookkeeping_names_every_field_of_the_record_but_the_definition() {
+        let record = FlagRecord {
+            key: "k".into(),
+            project: "p".into(),
+            environment: "production".into(),
+            definition: Map::new(),
+            version: 1,
+            etag: "\"1\"".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            updated_at: "2026-01-01T00:00:00Z".into(),
+            updated_by: None,
+        };
+        let Value::Object(fields) = to_value(&record).unwrap() else {
+            panic!("a record is an object");
+        };
+        let mut names: Vec<&str> = fields.keys().map(String::as_str).collect();
+        let mut bookkeeping = FlagRecord::BOOKKEEPING.to_vec();
+        names.sort_unstable();
+        bookkeeping.sort_unstable();
+        assert_eq!(names, bookkeeping);
     }
 }
