@@ -120,13 +120,13 @@ impl Flag {
         let state = match fields.get("state") {
             None => {
                 return Err(error(
-                    &state_at,
+                    state_at,
                     r#"state is required: "ENABLED" or "DISABLED""#,
                 ));
             }
             Some(state) => State::deserialize(state).map_err(|_| {
                 error(
-                    &state_at,
+                    state_at,
                     format!(r#"state must be "ENABLED" or "DISABLED", not {state}"#),
                 )
             })?,
@@ -141,13 +141,13 @@ impl Flag {
             Some(Value::String(name)) => {
                 let names = variants.keys().cloned().collect::<Vec<_>>().join(", ");
                 return Err(error(
-                    &default_at,
+                    default_at,
                     format!("defaultVariant \"{name}\" is not one of the variants: {names}"),
                 ));
             }
             Some(other) => {
                 return Err(error(
-                    &default_at,
+                    default_at,
                     format!("defaultVariant must be a variant name or null, not {other}"),
                 ));
             }
@@ -160,11 +160,11 @@ impl Flag {
             Some(Value::Object(rule)) if rule.is_empty() => None,
             Some(rule @ Value::Object(_)) => Some(Rule::compile_with(rule, refs).map_err(|e| {
                 let inner = e.path.strip_prefix('$').unwrap_or(&e.path);
-                error(&format!("{targeting_at}{inner}"), e.message)
+                error(format!("{targeting_at}{inner}"), e.message)
             })?),
             Some(other) => {
                 return Err(error(
-                    &targeting_at,
+                    targeting_at,
                     format!("targeting must be a JsonLogic object, not {other}"),
                 ));
             }
@@ -223,11 +223,11 @@ fn parse_variants(
 ) -> Result<(BTreeMap<String, Value>, FlagType)> {
     let at = at.key("variants");
     let variants = match variants {
-        None => return Err(error(&at, "variants is required")),
+        None => return Err(error(at, "variants is required")),
         Some(Value::Object(variants)) => variants,
         Some(other) => {
             return Err(error(
-                &at,
+                at,
                 format!("variants must be an object of variant name to value, not {other}"),
             ));
         }
@@ -237,7 +237,7 @@ fn parse_variants(
         let variant_at = at.key(name);
         let Some(flag_type) = FlagType::of(value) else {
             return Err(error(
-                &variant_at,
+                variant_at,
                 format!(
                     "variant \"{name}\" must be a boolean, string, number or object, not {value}"
                 ),
@@ -247,7 +247,7 @@ fn parse_variants(
             None => first = Some((name, flag_type)),
             Some((first_name, first_type)) if first_type != flag_type => {
                 return Err(error(
-                    &variant_at,
+                    variant_at,
                     format!(
                         "variant \"{name}\" is {} but variant \"{first_name}\" is {}; \
                          all variants must have the same type",
@@ -260,7 +260,7 @@ fn parse_variants(
         }
     }
     let Some((_, flag_type)) = first else {
-        return Err(error(&at, "variants must name at least one variant"));
+        return Err(error(at, "variants must name at least one variant"));
     };
     let variants = variants.iter().map(|(k, v)| (k.clone(), v.clone()));
     Ok((variants.collect(), flag_type))
@@ -280,7 +280,7 @@ pub(crate) fn parse_metadata(metadata: Option<&Value>, at: &JsonPath<'_>) -> Res
     for (key, value) in entries {
         if !matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
             return Err(error(
-                &at.key(key),
+                at.key(key),
                 format!("metadata \"{key}\" must be a string, number or boolean, not {value}"),
             ));
         }
@@ -300,7 +300,7 @@ pub(crate) fn reject_unknown_fields(
     match fields.keys().find(|key| !known.contains(&key.as_str())) {
         None => Ok(()),
         Some(unknown) => Err(error(
-            &at.key(unknown),
+            at.key(unknown),
             format!(
                 "unknown field \"{unknown}\"; {what} has the fields {}",
                 known.join(", ")

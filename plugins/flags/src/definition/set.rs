@@ -39,7 +39,7 @@ impl FlagSet {
             Some(Value::Object(entries)) => compile_evaluators(entries, &evaluators_at)?,
             Some(other) => {
                 return Err(error(
-                    &evaluators_at,
+                    evaluators_at,
                     format!("$evaluators must be an object of name to JsonLogic rule, not {other}"),
                 ));
             }
@@ -50,10 +50,10 @@ impl FlagSet {
         let flags_at = JsonPath::Root.key("flags");
         let entries = match fields.get("flags") {
             Some(Value::Object(entries)) => entries,
-            None => return Err(error(&flags_at, "flags is required")),
+            None => return Err(error(flags_at, "flags is required")),
             Some(other) => {
                 return Err(error(
-                    &flags_at,
+                    flags_at,
                     format!("flags must be an object of flag key to flag, not {other}"),
                 ));
             }
@@ -62,7 +62,7 @@ impl FlagSet {
         for (key, definition) in entries {
             let at = flags_at.key(key);
             if key.is_empty() {
-                return Err(error(&at, "a flag key must not be empty"));
+                return Err(error(at, "a flag key must not be empty"));
             }
             let mut flag = Flag::parse(definition, &at, Refs::To(&evaluators))?;
             flag.inherit_metadata(&metadata);
