@@ -33,6 +33,8 @@ pub struct Setup {
     pub secret_key: Option<String>,
     /// `PLATEAU_CLOCK=manual`: a host clock moved only through `/admin/clock`.
     pub manual_clock: bool,
+    /// `PLATEAU_PLUGIN_PERF_MAP`: a perf map of compiled guests.
+    pub perf_map: bool,
 }
 
 pub struct Running {
@@ -69,6 +71,7 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         None => PluginsConfig::default(),
     };
     let mut runtime_config = RuntimeConfig::new(setup.data_dir.join("plugin-cache"));
+    runtime_config.perf_map = setup.perf_map;
     runtime_config.egress_allow = parse_allow_list(&setup.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
     if let Some(path) = &setup.egress_ca_file {

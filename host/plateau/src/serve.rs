@@ -54,6 +54,10 @@ pub struct ServeArgs {
     /// and kept in the database, shared by every host on it.
     #[arg(long, env = "PLATEAU_SECRET_KEY", hide_env_values = true)]
     secret_key: Option<String>,
+    /// Write `/tmp/perf-<pid>.map` naming the functions of compiled plugin
+    /// components, for profiling the server with `perf`.
+    #[arg(long, env = "PLATEAU_PLUGIN_PERF_MAP")]
+    plugin_perf_map: bool,
     /// `system`, or `manual` for tests: the host clock that plugins and
     /// their schedules see then moves only through `POST /admin/clock`.
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
@@ -239,6 +243,7 @@ impl ServeArgs {
             config: self.plugins_config.clone(),
             secret_key: self.secret_key.clone(),
             manual_clock: self.clock == "manual",
+            perf_map: self.plugin_perf_map,
         }
     }
 }

@@ -125,6 +125,9 @@ pub struct RuntimeConfig {
     /// Use the pooling allocator (falls back to on-demand allocation with a
     /// warning if its reservation fails).
     pub pooling: bool,
+    /// Write `/tmp/perf-<pid>.map` so that `perf` names the functions of
+    /// compiled guests (the operator's `PLATEAU_PLUGIN_PERF_MAP`).
+    pub perf_map: bool,
 }
 
 impl RuntimeConfig {
@@ -154,6 +157,7 @@ impl RuntimeConfig {
             .map(String::from)
             .to_vec(),
             pooling: true,
+            perf_map: false,
         }
     }
 }

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy,
+};
 
 use crate::config::RuntimeConfig;
 use crate::error::{Error, Result};
@@ -24,12 +26,15 @@ const TABLES_PER_COMPONENT: u32 = 8;
 const MEMORY_KEEP_RESIDENT: usize = 4 << 20;
 const TABLE_KEEP_RESIDENT: usize = 1 << 20;
 
-fn base_config() -> Config {
+fn base_config(runtime: &RuntimeConfig) -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
         .consume_fuel(true);
+    if runtime.perf_map {
+        config.profiler(ProfilingStrategy::PerfMap);
+    }
     config
 }
 
@@ -54,7 +59,7 @@ pub(crate) fn build(config: &RuntimeConfig) -> Result<(Engine, bool)> {
             .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
             .table_keep_resident(TABLE_KEEP_RESIDENT)
             .pagemap_scan(Enabled::Auto);
-        let mut pooled = base_config();
+        let mut pooled = base_config(config);
         pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         match Engine::new(&pooled) {
             Ok(engine) => return Ok((engine, true)),
@@ -65,7 +70,7 @@ pub(crate) fn build(config: &RuntimeConfig) -> Result<(Engine, bool)> {
             ),
         }
     }
-    let engine = Engine::new(&base_config()).map_err(Error::Engine)?;
+    let engine = Engine::new(&base_config(config)).map_err(Error::Engine)?;
     Ok((engine, false))
 }
 
