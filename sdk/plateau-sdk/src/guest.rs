@@ -20,23 +20,26 @@ pub mod bindings {
 
 use bindings::plateau::plugin::types as wit;
 
-/// The component's global allocator (the SDK's default `talc` feature).
+/// The component's global allocator (the SDK's default `talc` feature):
+/// size classes for small blocks ([`crate::allocator`]) in front of talc.
 ///
 /// Every call runs in a fresh instance, so a request's allocations are
 /// short-lived, and with fuel metering on, each instruction of the
-/// allocator counts: talc serves them in a fraction of the instructions of
-/// wasi-libc's dlmalloc, which Rust's `System` allocator is on
-/// `wasm32-wasip2`. talc takes its memory from `System` in 256 KiB blocks,
-/// which fit the 2 MiB of initial memory the SDK's build settings give a
-/// component, so a typical request never grows its linear memory.
+/// allocator counts: a small block costs a few instructions, and talc
+/// serves the rest in a fraction of the instructions of wasi-libc's
+/// dlmalloc, which Rust's `System` allocator is on `wasm32-wasip2`. talc
+/// takes its memory from `System` in 256 KiB blocks, which fit the 2 MiB of
+/// initial memory the SDK's build settings give a component, so a typical
+/// request never grows its linear memory.
 #[cfg(feature = "talc")]
 #[global_allocator]
-static ALLOCATOR: talc::cell::TalcSyncCell<
-    talc::source::GlobalAllocSource<std::alloc::System>,
-    talc::wasm::WasmBinning,
-> = talc::cell::TalcSyncCell::new_wasm(talc::source::GlobalAllocSource::with_block_size(
-    std::alloc::System,
-    256 << 10,
+static ALLOCATOR: crate::allocator::SizeClasses<
+    talc::cell::TalcSyncCell<
+        talc::source::GlobalAllocSource<std::alloc::System>,
+        talc::wasm::WasmBinning,
+    >,
+> = crate::allocator::SizeClasses::new(talc::cell::TalcSyncCell::new_wasm(
+    talc::source::GlobalAllocSource::with_block_size(std::alloc::System, 256 << 10),
 ));
 
 pub use bindings::exports::plateau::plugin::handler::Guest;

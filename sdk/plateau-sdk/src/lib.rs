@@ -78,6 +78,7 @@
 //! - [`jobs`], [`smtp`], [`secrets`]: durable jobs, SMTP submission and
 //!   host-key encryption (WIT 0.2.0); [`webhooks`]: Standard Webhooks.
 
+pub mod allocator;
 mod description;
 mod error;
 mod events;
