@@ -42,20 +42,25 @@ fn token() -> String {
     out
 }
 
-/// Copies with a userspace read/write loop (no reflink, no copy_file_range).
-fn copy(from: &Path, to: &Path) -> f64 {
-    let start = Instant::now();
-    let mut src = std::fs::File::open(from).unwrap();
-    let mut dst = std::fs::File::create(to).unwrap();
+/// Moves everything `from` reads to `to`, 1 MiB at a time.
+fn pump(mut from: impl Read, mut to: impl Write) {
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = src.read(&mut buf).unwrap();
+        let n = from.read(&mut buf).unwrap();
         if n == 0 {
             break;
         }
-        dst.write_all(&buf[..n]).unwrap();
+        to.write_all(&buf[..n]).unwrap();
     }
-    drop(dst);
+}
+
+/// Copies with a userspace read/write loop (no reflink, no copy_file_range).
+fn copy(from: &Path, to: &Path) -> f64 {
+    let start = Instant::now();
+    pump(
+        std::fs::File::open(from).unwrap(),
+        std::fs::File::create(to).unwrap(),
+    );
     start.elapsed().as_secs_f64()
 }
 
@@ -107,16 +112,8 @@ fn write_chunks(
 /// core): the bound on a push that verifies its digest.
 fn hash_file(path: &Path) -> f64 {
     let start = Instant::now();
-    let mut file = std::fs::File::open(path).unwrap();
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
+    pump(std::fs::File::open(path).unwrap(), &mut hasher);
     std::hint::black_box(hasher.finalize());
     start.elapsed().as_secs_f64()
 }
@@ -135,17 +132,10 @@ fn loopback_bound(from: &Path, to: &Path) -> f64 {
         std::io::copy(&mut file, &mut stream).unwrap();
     });
     let start = Instant::now();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let mut dst = std::fs::File::create(to).unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = stream.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        dst.write_all(&buf[..n]).unwrap();
-    }
-    drop(dst);
+    pump(
+        TcpStream::connect(addr).unwrap(),
+        std::fs::File::create(to).unwrap(),
+    );
     let secs = start.elapsed().as_secs_f64();
     sender.join().unwrap();
     secs
