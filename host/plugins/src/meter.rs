@@ -12,8 +12,12 @@ use plateau_api::error::ApiError;
 use plateau_core::time;
 use plateau_store::{Db, plugins, projects};
 
-/// (organisation, plugin, day) to (requests, fuel).
-type Pending = HashMap<(String, String, String), (i64, i64)>;
+/// Day (days since the Unix epoch, UTC) to organisation to plugin to
+/// (requests, fuel): nested so that recording a request for a known
+/// organisation and plugin allocates nothing.
+type Pending = HashMap<i64, HashMap<String, HashMap<String, (i64, i64)>>>;
+
+const MS_PER_DAY: i64 = 86_400_000;
 
 #[derive(Default)]
 pub struct Meter {
@@ -23,11 +27,17 @@ pub struct Meter {
 
 impl Meter {
     pub fn record(&self, org_id: &str, plugin: &str, fuel: u64) {
-        let day = time::to_rfc3339(time::now_ms())[..10].to_owned();
+        let day = time::now_ms().div_euclid(MS_PER_DAY);
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = pending
-            .entry((org_id.to_owned(), plugin.to_owned(), day))
-            .or_default();
+        let orgs = pending.entry(day).or_default();
+        if !orgs.contains_key(org_id) {
+            orgs.insert(org_id.to_owned(), HashMap::new());
+        }
+        let plugins = orgs.get_mut(org_id).expect("inserted above");
+        if !plugins.contains_key(plugin) {
+            plugins.insert(plugin.to_owned(), (0, 0));
+        }
+        let entry = plugins.get_mut(plugin).expect("inserted above");
         entry.0 += 1;
         entry.1 = entry
             .1
@@ -37,9 +47,15 @@ impl Meter {
     /// Writes what was recorded since the last flush.
     pub async fn flush(&self, db: &Db) {
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        for ((org, plugin, day), (requests, fuel)) in pending {
-            if let Err(e) = plugins::add_usage(db, &org, &plugin, &day, requests, fuel).await {
-                tracing::warn!(error = %e, org, plugin, "recording plugin usage");
+        for (day, orgs) in pending {
+            let day = &time::to_rfc3339(day * MS_PER_DAY)[..10];
+            for (org, by_plugin) in orgs {
+                for (plugin, (requests, fuel)) in by_plugin {
+                    if let Err(e) = plugins::add_usage(db, &org, &plugin, day, requests, fuel).await
+                    {
+                        tracing::warn!(error = %e, org, plugin, "recording plugin usage");
+                    }
+                }
             }
         }
     }

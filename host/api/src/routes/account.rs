@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use plateau_core::time;
-use plateau_store::{grants, orgs, plans, projects, tokens};
+use plateau_store::{grants, orgs, plans, plugins, projects, tokens};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -86,7 +86,18 @@ pub struct Usage {
     pub period: Period,
     /// What the organisation has now.
     pub counts: Counts,
+    /// Plugin requests and the fuel they burned this period, per plugin
+    /// (fuel is counted in wasm instructions; recorded within seconds).
+    pub plugins: Vec<PluginUsage>,
     pub cost: Cost,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginUsage {
+    pub plugin: String,
+    pub requests: i64,
+    pub fuel: i64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -128,6 +139,16 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
         .ok_or_else(|| ApiError::Internal(format!("plan {} has no limits row", caller.plan)))?;
     let (start, end) = time::month_bounds(now);
     let metered = tokens::spent_in_org(db, &caller.org_id).await?;
+    let first_day = &time::to_rfc3339(start)[..10];
+    let plugins = plugins::usage_since(db, &caller.org_id, first_day)
+        .await?
+        .into_iter()
+        .map(|(plugin, requests, fuel)| PluginUsage {
+            plugin,
+            requests,
+            fuel,
+        })
+        .collect();
     Ok(Json(Usage {
         plan: caller.plan.clone(),
         period: Period {
@@ -140,6 +161,7 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
             connect_grants: grants::count_live(db, &caller.org_id).await?,
             members: orgs::count_members(db, &caller.org_id).await?,
         },
+        plugins,
         cost: Cost {
             plan_cents: limits.price_cents,
             metered_cents: metered,

@@ -3,10 +3,11 @@
 use plateau_testkit::Backend;
 use serde_json::json;
 
-use crate::{create_org, start};
+use crate::{create_org, start, until};
 
 crate::on_both_backends!(
     me_and_usage,
+    plugin_requests_are_metered_per_organisation,
     notification_preferences,
     cli_creates_organizations
 );
@@ -44,6 +45,32 @@ async fn me_and_usage(backend: Backend) {
         ),
         (Some(20), Some(8900))
     );
+}
+
+/// Every plugin request's fuel (the `plateau-fuel` header) reaches its
+/// organisation's `/usage`, and no other organisation's.
+async fn plugin_requests_are_metered_per_organisation(backend: Backend) {
+    let s = start(backend).await;
+    let c = s.client();
+    let other = s
+        .anonymous()
+        .with_token(&create_org(&s, "Other", "pro").await);
+    assert_eq!(c.get("/usage").await.json()["plugins"], json!([]));
+    let mut fuel = 0;
+    for path in ["/flags", "/flags/missing", "/flags?limit=1"] {
+        let r = c.get(path).await;
+        assert_eq!(r.header("plateau-plugin").map(|p| &p[..6]), Some("flags@"));
+        fuel += r.header("plateau-fuel").unwrap().parse::<i64>().unwrap();
+    }
+    let usage = until(&c, "/usage", "the flags plugin's requests", |u| {
+        u["plugins"][0]["requests"] == 3
+    })
+    .await;
+    assert_eq!(
+        usage["plugins"],
+        json!([{ "plugin": "flags", "requests": 3, "fuel": fuel }])
+    );
+    assert_eq!(other.get("/usage").await.json()["plugins"], json!([]));
 }
 
 async fn notification_preferences(backend: Backend) {
