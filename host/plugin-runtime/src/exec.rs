@@ -27,6 +27,8 @@ pub struct PluginVersion {
     pub(crate) pre: WorldPre,
     pub(crate) context: Arc<PluginContext>,
     pub(crate) description: Description,
+    /// `name@version`, as responses name the version that served them.
+    pub(crate) served_by: String,
     pub(crate) digest: String,
     pub(crate) wit_version: WitVersion,
 }
@@ -65,6 +67,11 @@ impl PluginVersion {
 
     pub fn description(&self) -> &Description {
         &self.description
+    }
+
+    /// `name@version` of the component's self-description.
+    pub fn served_by(&self) -> &str {
+        &self.served_by
     }
 
     /// `sha256:<hex>` of the component.

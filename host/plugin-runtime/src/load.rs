@@ -152,6 +152,7 @@ impl PluginRuntime {
             runtime: rt,
             pre,
             context,
+            served_by: format!("{}@{}", description.name, description.version),
             description,
             digest,
             wit_version: inspection.version,

@@ -157,8 +157,7 @@ async fn run(d: &Dispatcher, req: Request) -> Result<Response, ApiError> {
             headers.append(name, value);
         }
     }
-    let served_by = format!("{}@{}", version.name(), version.description().version);
-    if let Ok(v) = HeaderValue::from_str(&served_by) {
+    if let Ok(v) = HeaderValue::from_str(version.served_by()) {
         headers.insert(plateau_api::error::PLUGIN_HEADER, v);
     }
     headers.insert("plateau-fuel", HeaderValue::from(outcome.fuel_consumed));

@@ -14,9 +14,8 @@ use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_core::time;
-use plateau_plugin_flags::FlagSet;
-use plateau_plugin_flags::plugin::store::FlagRecord;
 use plateau_plugin_flags::ofrep::{EvaluationResponse, parse_request};
+use plateau_plugin_flags::plugin::evaluation::resolve;
 use plateau_store::{plugins as kv, projects};
 use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
@@ -88,11 +87,6 @@ pub async fn evaluate(
         )
             .into_response());
     };
-    let mut definition: Map<String, Value> =
-        serde_json::from_slice(&stored).map_err(|e| ApiError::Internal(e.to_string()))?;
-    for field in FlagRecord::BOOKKEEPING {
-        definition.remove(field);
-    }
     let shared: Map<String, Value> = evaluators
         .into_iter()
         .filter_map(|(_, v)| {
@@ -100,11 +94,7 @@ pub async fn evaluate(
             Some((record["name"].as_str()?.to_owned(), record["logic"].clone()))
         })
         .collect();
-    let set = FlagSet::from_value(
-        &json!({ "flags": { key.clone(): definition }, "$evaluators": shared }),
-    )
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let resolution = set.evaluate(&key, &context, time::now_ms() / 1000);
+    let resolution = resolve(&key, &stored, &shared, &context, time::now_ms() / 1000);
     let response = EvaluationResponse::from_resolution(&key, resolution);
     let status = StatusCode::from_u16(response.status()).unwrap_or(StatusCode::OK);
     Ok((status, Json(response)).into_response())

@@ -118,8 +118,9 @@ fn read_context(req: &Request) -> Result<Value, (ErrorCode, String)> {
     }
 }
 
-/// Resolves flag `key` from its stored record (raw JSON).
-fn resolve(
+/// Resolves flag `key` from its stored record (raw JSON) against the scope's shared
+/// evaluators: the whole evaluation of one flag, also what the benchmark's native twin runs.
+pub fn resolve(
     key: &str,
     stored: &[u8],
     evaluators: &Map<String, Value>,
