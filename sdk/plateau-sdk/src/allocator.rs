@@ -69,27 +69,24 @@ fn class(size: usize, align: usize) -> Option<usize> {
 }
 
 impl<A: GlobalAlloc> SizeClasses<A> {
-    /// A new block of class `c`, carved from the current chunk or a new one.
+    /// A block of `size` bytes from a new chunk, once the current one is
+    /// used up (what is left of it is not used).
     #[cold]
-    unsafe fn carve(&self, state: &mut State, c: usize) -> *mut u8 {
-        let size = (c + 1) * STEP;
-        if (state.end as usize) - (state.next as usize) < size {
-            // SAFETY: CHUNK and STEP make a valid, non-zero layout.
-            let chunk = unsafe {
-                self.backing
-                    .alloc(Layout::from_size_align_unchecked(CHUNK, STEP))
-            };
-            if chunk.is_null() {
-                return chunk;
-            }
-            state.next = chunk;
-            // SAFETY: the chunk is CHUNK bytes long.
-            state.end = unsafe { chunk.add(CHUNK) };
+    unsafe fn refill(&self, state: &mut State, size: usize) -> *mut u8 {
+        // SAFETY: CHUNK and STEP make a valid, non-zero layout.
+        let chunk = unsafe {
+            self.backing
+                .alloc(Layout::from_size_align_unchecked(CHUNK, STEP))
+        };
+        if chunk.is_null() {
+            return chunk;
         }
-        let block = state.next;
-        // SAFETY: at least `size` bytes of the chunk are left.
-        state.next = unsafe { block.add(size) };
-        block
+        // SAFETY: the chunk is CHUNK bytes long, more than any class.
+        unsafe {
+            state.next = chunk.add(size);
+            state.end = chunk.add(CHUNK);
+        }
+        chunk
     }
 }
 
@@ -104,13 +101,21 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SizeClasses<A> {
         // this call.
         let state = unsafe { &mut *self.state.get() };
         let head = state.free[c];
-        if head.is_null() {
-            // SAFETY: `c` is a class.
-            return unsafe { self.carve(state, c) };
+        if !head.is_null() {
+            // SAFETY: a free block holds the next free block's address.
+            state.free[c] = unsafe { head.cast::<*mut u8>().read() };
+            return head;
         }
-        // SAFETY: a free block holds the next free block's address.
-        state.free[c] = unsafe { head.cast::<*mut u8>().read() };
-        head
+        // A new block, carved from the current chunk.
+        let size = (c + 1) * STEP;
+        if (state.end as usize) - (state.next as usize) < size {
+            // SAFETY: `size` is a class's size.
+            return unsafe { self.refill(state, size) };
+        }
+        let block = state.next;
+        // SAFETY: at least `size` bytes of the chunk are left.
+        state.next = unsafe { block.add(size) };
+        block
     }
 
     #[inline]

@@ -61,7 +61,7 @@ fn bucketing_value<'a>(args: &'a [Value], context: &Value) -> Option<(String, &'
         .and_then(|flagd| flagd.get("flagKey"))
         .and_then(Value::as_str)
         .unwrap_or_default();
-    Some((format!("{flag_key}{targeting_key}"), distributions))
+    Some(([flag_key, targeting_key.as_str()].concat(), distributions))
 }
 
 fn parse_distributions(distributions: &[Value]) -> Option<Vec<(Value, u64)>> {

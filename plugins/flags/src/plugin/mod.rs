@@ -21,8 +21,12 @@ use plateau_sdk::{Capability, Description, Plugin, Router};
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
 pub struct FlagsPlugin;
 
-/// The OFREP paths below an OFREP base URL.
-const OFREP_BULK: &str = "/ofrep/v1/evaluate/flags";
+/// The OFREP routes below the two OFREP base URLs, `/flags` and an environment's (constants,
+/// as the route table is built in every instance).
+const OFREP_BULK: &str = "/flags/ofrep/v1/evaluate/flags";
+const OFREP_SINGLE: &str = "/flags/ofrep/v1/evaluate/flags/{key}";
+const ENV_OFREP_BULK: &str = "/flags/environments/{environment}/ofrep/v1/evaluate/flags";
+const ENV_OFREP_SINGLE: &str = "/flags/environments/{environment}/ofrep/v1/evaluate/flags/{key}";
 
 impl Plugin for FlagsPlugin {
     fn describe() -> Description {
@@ -49,14 +53,6 @@ impl Plugin for FlagsPlugin {
     }
 
     fn router() -> Router {
-        let ofrep = |base: &str| {
-            (
-                format!("{base}{OFREP_BULK}"),
-                format!("{base}{OFREP_BULK}/{{key}}"),
-            )
-        };
-        let (bulk, single) = ofrep("/flags");
-        let (env_bulk, env_single) = ofrep("/flags/environments/{environment}");
         Router::new()
             .get("/flags", flags::list)
             .scope("flags:read")
@@ -82,16 +78,16 @@ impl Plugin for FlagsPlugin {
             .delete("/flags/evaluators/{name}", evaluators::delete)
             .scope("flags:write")
             .summary("Delete a shared evaluator no flag uses")
-            .post(&single, evaluation::evaluate_one)
+            .post(OFREP_SINGLE, evaluation::evaluate_one)
             .scope("flags:evaluate")
             .summary("OFREP: evaluate one flag")
-            .post(&bulk, evaluation::evaluate_all)
+            .post(OFREP_BULK, evaluation::evaluate_all)
             .scope("flags:evaluate")
             .summary("OFREP: evaluate every flag, with ETag and If-None-Match")
-            .post(&env_single, evaluation::evaluate_one)
+            .post(ENV_OFREP_SINGLE, evaluation::evaluate_one)
             .scope("flags:evaluate")
             .summary("OFREP: evaluate one flag of the environment in the path")
-            .post(&env_bulk, evaluation::evaluate_all)
+            .post(ENV_OFREP_BULK, evaluation::evaluate_all)
             .scope("flags:evaluate")
             .summary("OFREP: evaluate every flag of the environment in the path")
     }

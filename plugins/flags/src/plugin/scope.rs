@@ -108,20 +108,26 @@ impl Scope {
 
     /// `flag:{project}:{environment}:`, the prefix of every flag of this scope.
     pub fn flag_prefix(&self) -> String {
-        format!("flag:{}:{}:", self.project, self.environment)
+        self.key("flag:", "")
     }
 
     pub fn flag_key(&self, key: &str) -> String {
-        format!("{}{key}", self.flag_prefix())
+        self.key("flag:", key)
     }
 
     /// `evaluator:{project}:{environment}:`, the prefix of every shared evaluator.
     pub fn evaluator_prefix(&self) -> String {
-        format!("evaluator:{}:{}:", self.project, self.environment)
+        self.key("evaluator:", "")
     }
 
     pub fn evaluator_key(&self, name: &str) -> String {
-        format!("{}{name}", self.evaluator_prefix())
+        self.key("evaluator:", name)
+    }
+
+    /// `{kind}{project}:{environment}:{name}`, joined without `format!`, whose machinery
+    /// costs a component more than the copy itself (every evaluation builds two keys).
+    fn key(&self, kind: &str, name: &str) -> String {
+        [kind, &self.project, ":", &self.environment, ":", name].concat()
     }
 
     /// The counter bumped by every change of this scope.
