@@ -87,7 +87,7 @@ pub struct Usage {
     /// What the organisation has now.
     pub counts: Counts,
     /// Plugin requests and the fuel they burned this period, per plugin
-    /// (fuel is counted in wasm instructions; recorded within seconds).
+    /// (fuel: about one unit per wasm instruction; recorded within seconds).
     pub plugins: Vec<PluginUsage>,
     pub cost: Cost,
 }
