@@ -217,7 +217,7 @@ mod tests {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            let free = !live.is_empty() && seed % 3 == 0;
+            let free = !live.is_empty() && seed.is_multiple_of(3);
             unsafe {
                 if free {
                     let (block, l, tag) = live.swap_remove(seed as usize % live.len());
