@@ -141,6 +141,18 @@ fn loopback_bound(from: &Path, to: &Path) -> f64 {
     secs
 }
 
+/// The shorter of two runs of `run`, each writing `out` from settled
+/// pages; `out` is removed after each.
+fn best_of_two(out: &Path, run: impl Fn(&Path) -> f64) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..2 {
+        settle();
+        best = best.min(run(out));
+        std::fs::remove_file(out).unwrap();
+    }
+    best
+}
+
 /// Writes dirty pages back so that one phase does not pay for another.
 fn settle() {
     let _ = Command::new("sync").status();
@@ -221,12 +233,7 @@ async fn main() {
 
     // The copy runs under the same conditions as the server: dirty pages
     // written back first, best of two runs.
-    let mut copy_secs = f64::MAX;
-    for _ in 0..2 {
-        settle();
-        copy_secs = copy_secs.min(copy(&blob, &dir.path().join("copy.bin")));
-        std::fs::remove_file(dir.path().join("copy.bin")).unwrap();
-    }
+    let copy_secs = best_of_two(&dir.path().join("copy.bin"), |to| copy(&blob, to));
     let hash_secs = hash_file(&blob);
     settle();
 
@@ -286,14 +293,8 @@ async fn main() {
         std::fs::remove_file(pulled_path).unwrap();
     }
 
-    // The same transfer with nothing but the kernel in between, best of two.
-    let mut bound_secs = f64::MAX;
-    for _ in 0..2 {
-        settle();
-        let sent = dir.path().join("sent.bin");
-        bound_secs = bound_secs.min(loopback_bound(&blob, &sent));
-        std::fs::remove_file(sent).unwrap();
-    }
+    // The same transfer with nothing but the kernel in between.
+    let bound_secs = best_of_two(&dir.path().join("sent.bin"), |to| loopback_bound(&blob, to));
 
     let peak_kib = vm_hwm_kib(pid);
     let _ = child.kill();
