@@ -16,6 +16,7 @@ use plateau_api::error::ApiError;
 use plateau_core::time;
 use plateau_plugin_flags::ofrep::{EvaluationResponse, parse_request};
 use plateau_plugin_flags::plugin::evaluation::resolve;
+use plateau_plugin_flags::plugin::store::EvaluatorRecord;
 use plateau_store::{plugins as kv, projects};
 use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
@@ -87,13 +88,12 @@ pub async fn evaluate(
         )
             .into_response());
     };
-    let shared: Map<String, Value> = evaluators
+    // The shared evaluators, read as the plugin's `load_evaluators` reads them.
+    let shared = evaluators
         .into_iter()
-        .filter_map(|(_, v)| {
-            let record: Value = serde_json::from_slice(&v).ok()?;
-            Some((record["name"].as_str()?.to_owned(), record["logic"].clone()))
-        })
-        .collect();
+        .map(|(_, v)| serde_json::from_slice::<EvaluatorRecord>(&v).map(|r| (r.name, r.logic)))
+        .collect::<Result<Map<String, Value>, _>>()
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     let resolution = resolve(&key, &stored, &shared, &context, time::now_ms() / 1000);
     let response = EvaluationResponse::from_resolution(&key, resolution);
     let status = StatusCode::from_u16(response.status()).unwrap_or(StatusCode::OK);
