@@ -43,11 +43,20 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     ];
     load::run_table(&server, scenarios.into(), &opts, "native").await?;
     drop(server);
-    let per_instance = instantiation_cost(5_000).await?;
+    let [instantiate, plugin_call, native] = in_process(5_000).await?;
     println!(
-        "\ninstantiation of the flags component (fresh store + instance, pooling allocator): {per_instance:.2} us per request"
+        "\nin-process, per request (no HTTP, no database: an in-memory store), mean of 5000:\n\
+         {:<58}{instantiate:>8.2} us\n\
+         {:<58}{plugin_call:>8.2} us\n\
+         {:<58}{native:>8.2} us\n\
+         {:<58}{:>8.2} us",
+        "instantiation (fresh store + instance, pooling allocator)",
+        "plugin call (instantiate, guest, reads, teardown)",
+        "native evaluation (same reads, same evaluation code)",
+        "plugin call minus native evaluation",
+        plugin_call - native,
     );
-    println!("targets: plugin >= 70% of native throughput; instantiation <= 10 us");
+    println!("\ntargets: plugin >= 70% of native throughput; instantiation <= 10 us");
     Ok(())
 }
 
@@ -67,23 +76,28 @@ async fn put_flag(server: &Server) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Mean time of `n` instantiations of the flags component, in
-/// microseconds, measured in-process by the release binary's
-/// `bench-instantiate` command.
-async fn instantiation_cost(n: u32) -> anyhow::Result<f64> {
+/// The in-process figures of the release binary's `bench-inprocess`
+/// command, in microseconds: instantiation, plugin call, native evaluation.
+async fn in_process(n: u32) -> anyhow::Result<[f64; 3]> {
     let output = tokio::process::Command::new(crate::server::release_binary())
-        .args(["bench-instantiate", "--count", &n.to_string()])
+        .args(["bench-inprocess", "--count", &n.to_string()])
+        .args(["--flag", FLAG, "--context", CONTEXT])
         .output()
         .await
-        .context("running plateau bench-instantiate")?;
+        .context("running plateau bench-inprocess")?;
     if !output.status.success() {
         bail!(
-            "plateau bench-instantiate failed: {}",
+            "plateau bench-inprocess failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .context("reading the instantiation time")
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let figures = stdout
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<Vec<f64>, _>>()
+        .context("reading the in-process figures")?;
+    figures
+        .try_into()
+        .map_err(|v: Vec<f64>| anyhow::anyhow!("expected 3 in-process figures, got {}", v.len()))
 }

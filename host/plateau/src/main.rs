@@ -29,13 +29,20 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Manage plugins on a running server (admin API).
     Plugin(plugin_cli::PluginArgs),
-    /// Benchmark support: time N instantiations of the built-in flags
-    /// component and print the mean in microseconds.
+    /// Benchmark support: time N in-process flag evaluations of the
+    /// built-in flags component and of its native twin, and print the
+    /// instantiation, plugin-call and native times in microseconds.
     #[cfg(feature = "bench-native")]
     #[command(hide = true)]
-    BenchInstantiate {
+    BenchInprocess {
         #[arg(long, default_value_t = 5000)]
         count: u32,
+        /// The flag definition (flagd JSON).
+        #[arg(long)]
+        flag: String,
+        /// The OFREP request body.
+        #[arg(long)]
+        context: String,
     },
     /// Operator commands that work on the database directly.
     Admin {
@@ -74,8 +81,13 @@ async fn run() -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(*args).await,
         Command::Plugin(args) => plugin_cli::run(args).await,
         #[cfg(feature = "bench-native")]
-        Command::BenchInstantiate { count } => {
-            println!("{:.2}", plugins::instantiation_micros(count).await?);
+        Command::BenchInprocess {
+            count,
+            flag,
+            context,
+        } => {
+            let t = plugins::in_process(count, &flag, &context).await?;
+            println!("{:.2} {:.2} {:.2}", t.instantiate, t.plugin_call, t.native);
             Ok(())
         }
         Command::Admin { store, command } => {

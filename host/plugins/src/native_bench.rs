@@ -6,9 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
@@ -18,6 +17,7 @@ use plateau_plugin_flags::ofrep::{EvaluationResponse, parse_request};
 use plateau_plugin_flags::plugin::evaluation::resolve;
 use plateau_plugin_flags::plugin::store::EvaluatorRecord;
 use plateau_store::{plugins as kv, projects};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -25,7 +25,6 @@ use utoipa_axum::routes;
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(evaluate))
 }
-
 
 async fn default_project(app: &AppState, org: &str) -> Result<String, ApiError> {
     static CACHE: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
@@ -77,25 +76,38 @@ pub async fn evaluate(
         200,
     )
     .await?;
-    let context = match parse_request(&body) {
+    let (status, body) = evaluate_stored(&key, stored.as_deref(), &evaluators, &body)?;
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// The evaluation of the native twin, from what it read: the stored flag,
+/// the shared evaluators' entries and the request body, to the status and
+/// the JSON body of the answer. `plateau bench-inprocess` times it too.
+pub fn evaluate_stored(
+    key: &str,
+    stored: Option<&[u8]>,
+    evaluators: &[(String, Vec<u8>)],
+    body: &[u8],
+) -> Result<(StatusCode, Vec<u8>), ApiError> {
+    let context = match parse_request(body) {
         Ok(request) => Value::Object(request.context),
-        Err(e) => return Ok((StatusCode::BAD_REQUEST, Json(e.for_flag(&key))).into_response()),
+        Err(e) => return json(400, &e.for_flag(key)),
     };
     let Some(stored) = stored else {
-        return Ok((
-            StatusCode::NOT_FOUND,
-            Json(json!({ "key": key, "errorCode": "FLAG_NOT_FOUND" })),
-        )
-            .into_response());
+        return json(404, &json!({ "key": key, "errorCode": "FLAG_NOT_FOUND" }));
     };
     // The shared evaluators, read as the plugin's `load_evaluators` reads them.
     let shared = evaluators
-        .into_iter()
-        .map(|(_, v)| serde_json::from_slice::<EvaluatorRecord>(&v).map(|r| (r.name, r.logic)))
+        .iter()
+        .map(|(_, v)| serde_json::from_slice::<EvaluatorRecord>(v).map(|r| (r.name, r.logic)))
         .collect::<Result<Map<String, Value>, _>>()
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let resolution = resolve(&key, &stored, &shared, &context, time::now_ms() / 1000);
-    let response = EvaluationResponse::from_resolution(&key, resolution);
-    let status = StatusCode::from_u16(response.status()).unwrap_or(StatusCode::OK);
-    Ok((status, Json(response)).into_response())
+    let resolution = resolve(key, stored, &shared, &context, time::now_ms() / 1000);
+    let response = EvaluationResponse::from_resolution(key, resolution);
+    json(response.status(), &response)
+}
+
+fn json(status: u16, value: &impl Serialize) -> Result<(StatusCode, Vec<u8>), ApiError> {
+    let body = serde_json::to_vec(value).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok((StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body))
 }
