@@ -86,7 +86,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let out = server
         .command(&["admin", "create-org", "Bench", "--plan", "pro"])
         .await?;
-    let owner = out
+    let owner = String::from_utf8_lossy(&out)
         .lines()
         .find_map(|l| l.strip_prefix("owner token (shown once): "))
         .context("create-org printed no owner token")?

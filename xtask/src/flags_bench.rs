@@ -1,8 +1,10 @@
 //! `cargo xtask bench flags`: one OFREP flag evaluation served by the
 //! flags plugin (a wasm component instantiated per request) against the
 //! same evaluation as a native handler in the same host process, measured
-//! in the same run; then the per-request instantiation cost of the flags
-//! component, timed in-process over many instantiations.
+//! in the same run; then the floor of the plugin path (the echo fixture's
+//! `GET /echo/version`, which does nothing, against a native no-op); then
+//! the flags component's per-request costs timed in-process: instantiation,
+//! the whole plugin call, and the native evaluation of the same bytes.
 
 use anyhow::{Context, bail};
 
@@ -42,6 +44,24 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
         ),
     ];
     load::run_table(&server, scenarios.into(), &opts, "native").await?;
+
+    load_echo(&server).await?;
+    println!("\nfloor of the plugin path: a request that does nothing\n");
+    let floor = [
+        (
+            "native no-op handler (host)",
+            Scenario::get(
+                &server.base,
+                "/api/v1/bench/echo/version",
+                Some(&server.token),
+            ),
+        ),
+        (
+            "echo plugin no-op (wasm component)",
+            Scenario::get(&server.base, "/api/v1/echo/version", Some(&server.token)),
+        ),
+    ];
+    load::run_table(&server, floor.into(), &opts, "no-op").await?;
     drop(server);
     let [instantiate, plugin_call, native] = in_process(5_000).await?;
     println!(
@@ -73,6 +93,19 @@ async fn put_flag(server: &Server) -> anyhow::Result<()> {
     if code != "201" && code != "200" {
         bail!("creating the benchmark flag answered {code}");
     }
+    Ok(())
+}
+
+/// Loads and activates the echo fixture component as the `echo` plugin,
+/// through the admin API as an operator would.
+async fn load_echo(server: &Server) -> anyhow::Result<()> {
+    let wasm = server.command(&["bench-echo-component"]).await?;
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), wasm)?;
+    let path = file.path().to_str().context("temporary path")?;
+    server
+        .command(&["plugin", "load", "echo", path, "--activate"])
+        .await?;
     Ok(())
 }
 

@@ -10,8 +10,9 @@
 //!   unauthenticated static endpoint measured in the same run.
 //! - `cargo xtask bench flags [--seconds N] [--connections N] [--rounds N]`: a flag
 //!   evaluation served by the flags plugin against the same evaluation as a
-//!   native host handler, in the same run, and the per-request
-//!   instantiation cost of the plugin component (issue 3).
+//!   native host handler, in the same run; the floor of the plugin path (a
+//!   plugin that does nothing against a native no-op); and, in-process, the
+//!   instantiation, whole-call and native-evaluation costs (issue 3).
 //! - `cargo xtask bench checks [--checks N] [--seconds N]`: the lateness
 //!   (p50, p99) of the checks scheduler running 10,000 URL checks a minute
 //!   against a local HTTP server, with the same rate hit directly as the

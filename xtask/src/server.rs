@@ -89,12 +89,14 @@ impl Server {
         Some(std::time::Duration::from_millis(ticks * 10))
     }
 
-    /// Runs `plateau ARGS` (the release binary) on this server's store, as
-    /// an operator would; its standard output.
-    pub async fn command(&self, args: &[&str]) -> anyhow::Result<String> {
+    /// Runs `plateau ARGS` (the release binary) on this server's store and
+    /// against its admin API, as an operator would; its standard output.
+    pub async fn command(&self, args: &[&str]) -> anyhow::Result<Vec<u8>> {
         let output = Command::new(release_binary())
             .args(args)
             .env("PLATEAU_DATA_DIR", self.dir.path())
+            .env("PLATEAU_URL", &self.base)
+            .env("PLATEAU_ADMIN_PASSWORD", ADMIN_PASSWORD)
             .env("PLATEAU_LOG", "error")
             .env_remove("PLATEAU_DATABASE_URL")
             .output()
@@ -107,7 +109,7 @@ impl Server {
                 String::from_utf8_lossy(&output.stderr)
             );
         }
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        Ok(output.stdout)
     }
 }
 

@@ -44,6 +44,11 @@ enum Command {
         #[arg(long)]
         context: String,
     },
+    /// Benchmark support: write the echo fixture component (a plugin whose
+    /// `GET /echo/version` does nothing) to standard output.
+    #[cfg(feature = "bench-native")]
+    #[command(hide = true)]
+    BenchEchoComponent,
     /// Operator commands that work on the database directly.
     Admin {
         #[command(flatten)]
@@ -88,6 +93,12 @@ async fn run() -> anyhow::Result<()> {
         } => {
             let t = plugins::in_process(count, &flag, &context).await?;
             println!("{:.2} {:.2} {:.2}", t.instantiate, t.plugin_call, t.native);
+            Ok(())
+        }
+        #[cfg(feature = "bench-native")]
+        Command::BenchEchoComponent => {
+            use std::io::Write as _;
+            std::io::stdout().write_all(plateau_plugin_artifacts::fixtures::ECHO)?;
             Ok(())
         }
         Command::Admin { store, command } => {

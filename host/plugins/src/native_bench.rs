@@ -1,7 +1,9 @@
 //! The flags plugin's single-flag OFREP evaluation written as a native
 //! handler in the host, over the same stored data, for the benchmark that
-//! compares the plugin path with it (`cargo xtask bench flags`). Built only
-//! with the `bench-native` feature; production builds do not carry it.
+//! compares the plugin path with it (`cargo xtask bench flags`), and a
+//! native no-op, the twin of the echo fixture's `GET /echo/version`, for
+//! the floor of the plugin path. Built only with the `bench-native`
+//! feature; production builds do not carry it.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -23,7 +25,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(evaluate))
+    OpenApiRouter::new()
+        .routes(routes!(evaluate))
+        .routes(routes!(version))
 }
 
 async fn default_project(app: &AppState, org: &str) -> Result<String, ApiError> {
@@ -110,4 +114,17 @@ pub fn evaluate_stored(
 fn json(status: u16, value: &impl Serialize) -> Result<(StatusCode, Vec<u8>), ApiError> {
     let body = serde_json::to_vec(value).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok((StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body))
+}
+
+/// Native twin of the echo fixture's `GET /echo/version`.
+#[utoipa::path(get, path = "/bench/echo/version", tag = "bench",
+    security(("bearer" = [])),
+    responses((status = 200, description = "version", body = String)))]
+pub async fn version(_caller: Caller) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain")],
+        "1.0.0",
+    )
+        .into_response()
 }
