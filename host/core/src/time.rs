@@ -25,6 +25,11 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
     Some((at.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
+/// The UTC calendar day of `ms` as `YYYY-MM-DD`, the form [`parse_date`] reads.
+pub fn to_date(ms: i64) -> String {
+    to_rfc3339(ms)[..10].to_owned()
+}
+
 /// Parses `YYYY-MM-DD`.
 pub fn parse_date(s: &str) -> Option<Date> {
     Date::parse(s, format_description!("[year]-[month]-[day]")).ok()
@@ -60,6 +65,11 @@ mod tests {
         let ms = 1_795_000_000_123;
         assert_eq!(parse_rfc3339(&to_rfc3339(ms)), Some(ms));
         assert!(parse_date("2026-02-30").is_none());
+        assert_eq!(to_date(ms), "2026-11-18");
+        assert_eq!(
+            parse_date(&to_date(ms)).map(date_start_ms),
+            Some(ms - ms % 86_400_000)
+        );
         let d = parse_date("2026-11-22").unwrap();
         let (start, end) = month_bounds(date_start_ms(d) + 5_000);
         assert_eq!(to_rfc3339(start), "2026-11-01T00:00:00.000Z");

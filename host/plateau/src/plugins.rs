@@ -206,7 +206,7 @@ pub struct InProcess {
 pub async fn in_process(n: u32, flag: &str, context: &str) -> anyhow::Result<InProcess> {
     use plateau_plugin_runtime::storage::{BucketId, Namespace, Storage};
     use plateau_plugin_runtime::{Caller, MemoryStore, PlainCursorCodec, PluginSettings, Request};
-    use plateau_plugins::native_bench::evaluate_stored;
+    use plateau_plugins::native_bench::{evaluate_stored, production};
     use std::time::Instant;
 
     const ORG: &str = "org_bench";
@@ -281,17 +281,11 @@ pub async fn in_process(n: u32, flag: &str, context: &str) -> anyhow::Result<InP
         plugin: "flags".to_owned(),
         namespace: Namespace::Organization(ORG.to_owned()),
     };
+    let scope = production(PROJECT.to_owned());
     let native_once = async || -> anyhow::Result<Vec<u8>> {
-        let stored = store
-            .get(&bucket, &format!("flag:{PROJECT}:production:bench-flag"))
-            .await?;
+        let stored = store.get(&bucket, &scope.flag_key("bench-flag")).await?;
         let evaluators: Vec<(String, Vec<u8>)> = store
-            .list(
-                &bucket,
-                &format!("evaluator:{PROJECT}:production:"),
-                None,
-                200,
-            )
+            .list(&bucket, &scope.evaluator_prefix(), None, 200)
             .await?
             .into_iter()
             .map(|e| (e.key, e.value))

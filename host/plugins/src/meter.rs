@@ -19,6 +19,15 @@ type Pending = HashMap<i64, HashMap<String, HashMap<String, (i64, i64)>>>;
 
 const MS_PER_DAY: i64 = 86_400_000;
 
+/// The value under `key`, inserted empty first if missing; unlike `entry`,
+/// allocates the key only when it is new.
+fn slot<'a, V: Default>(map: &'a mut HashMap<String, V>, key: &str) -> &'a mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
 #[derive(Default)]
 pub struct Meter {
     pending: Mutex<Pending>,
@@ -29,15 +38,7 @@ impl Meter {
     pub fn record(&self, org_id: &str, plugin: &str, fuel: u64) {
         let day = time::now_ms().div_euclid(MS_PER_DAY);
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let orgs = pending.entry(day).or_default();
-        if !orgs.contains_key(org_id) {
-            orgs.insert(org_id.to_owned(), HashMap::new());
-        }
-        let plugins = orgs.get_mut(org_id).expect("inserted above");
-        if !plugins.contains_key(plugin) {
-            plugins.insert(plugin.to_owned(), (0, 0));
-        }
-        let entry = plugins.get_mut(plugin).expect("inserted above");
+        let entry = slot(slot(pending.entry(day).or_default(), org_id), plugin);
         entry.0 += 1;
         entry.1 = entry
             .1
@@ -48,10 +49,11 @@ impl Meter {
     pub async fn flush(&self, db: &Db) {
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
         for (day, orgs) in pending {
-            let day = &time::to_rfc3339(day * MS_PER_DAY)[..10];
+            let day = time::to_date(day * MS_PER_DAY);
             for (org, by_plugin) in orgs {
                 for (plugin, (requests, fuel)) in by_plugin {
-                    if let Err(e) = plugins::add_usage(db, &org, &plugin, day, requests, fuel).await
+                    if let Err(e) =
+                        plugins::add_usage(db, &org, &plugin, &day, requests, fuel).await
                     {
                         tracing::warn!(error = %e, org, plugin, "recording plugin usage");
                     }

@@ -17,6 +17,7 @@ use plateau_api::error::ApiError;
 use plateau_core::time;
 use plateau_plugin_flags::ofrep::{EvaluationResponse, parse_request};
 use plateau_plugin_flags::plugin::evaluation::resolve;
+use plateau_plugin_flags::plugin::scope::Scope;
 use plateau_plugin_flags::plugin::store::EvaluatorRecord;
 use plateau_store::{plugins as kv, projects};
 use serde::Serialize;
@@ -64,24 +65,21 @@ pub async fn evaluate(
         None => default_project(&app, &caller.org_id).await?,
     };
     let org = caller.org_id.as_str();
-    let stored = kv::kv_get(
-        app.db(),
-        "flags",
-        org,
-        &format!("flag:{project}:production:{key}"),
-    )
-    .await?;
-    let evaluators = kv::kv_list(
-        app.db(),
-        "flags",
-        org,
-        &format!("evaluator:{project}:production:"),
-        None,
-        200,
-    )
-    .await?;
+    let scope = production(project);
+    let stored = kv::kv_get(app.db(), "flags", org, &scope.flag_key(&key)).await?;
+    let evaluators =
+        kv::kv_list(app.db(), "flags", org, &scope.evaluator_prefix(), None, 200).await?;
     let (status, body) = evaluate_stored(&key, stored.as_deref(), &evaluators, &body)?;
     Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// The production environment of `project`, whose keys the plugin's
+/// evaluation reads.
+pub fn production(project: String) -> Scope {
+    Scope {
+        project,
+        environment: "production".to_owned(),
+    }
 }
 
 /// The evaluation of the native twin, from what it read: the stored flag,

@@ -139,8 +139,7 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
         .ok_or_else(|| ApiError::Internal(format!("plan {} has no limits row", caller.plan)))?;
     let (start, end) = time::month_bounds(now);
     let metered = tokens::spent_in_org(db, &caller.org_id).await?;
-    let first_day = &time::to_rfc3339(start)[..10];
-    let plugins = plugins::usage_since(db, &caller.org_id, first_day)
+    let plugins = plugins::usage_since(db, &caller.org_id, &time::to_date(start))
         .await?
         .into_iter()
         .map(|(plugin, requests, fuel)| PluginUsage {
