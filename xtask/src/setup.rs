@@ -13,10 +13,11 @@ use crate::server::workspace_root;
 
 /// Debian packages the test suite uses: a PostgreSQL server for the
 /// PostgreSQL half of the suite, skopeo as an independent OCI client.
-const TEST_PACKAGES: &[&str] = &["postgresql", "skopeo"];
+const TEST_PACKAGES: &[&str] = &["postgresql", "skopeo", "awscli"];
 
-/// Python packages the test suite uses: `oras`, another OCI client.
-const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras")];
+/// Python packages the test suite uses: `oras`, another OCI client, and
+/// `boto3`, the AWS SDK that drives the S3 endpoint.
+const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras"), ("boto3", "boto3")];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;

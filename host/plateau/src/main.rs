@@ -7,6 +7,7 @@ mod plugin_cli;
 mod plugin_push;
 mod plugins;
 mod serve;
+mod storage;
 
 use clap::{Parser, Subcommand};
 

@@ -66,6 +66,8 @@ pub struct ServeArgs {
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
+    #[command(flatten)]
+    storage: crate::storage::StorageArgs,
     /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
     /// by default each request's Host.
     #[arg(long, env = "PLATEAU_REGISTRY_URL")]
@@ -104,7 +106,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
-    let routes = plateau_plugins::admin::routes().merge(plateau_plugins::admin_jobs::routes());
+    let sealing_key = plugins::secret_key(&args.plugins_setup(), state.db()).await?;
+    let (storage, storage_listener) =
+        crate::storage::open(&args.storage, &args.store.data_dir, &state, &sealing_key).await?;
+    let routes = plateau_plugins::admin::routes()
+        .merge(plateau_plugins::admin_jobs::routes())
+        .merge(plateau_storage::api::routes());
     #[cfg(feature = "bench-native")]
     let routes = routes.merge(plateau_plugins::native_bench::routes());
     let extensions = Extensions {
@@ -130,7 +137,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
         .layer(axum::Extension(plugins.jobs.clone()))
-        .layer(axum::Extension(plugins.clock.clone()));
+        .layer(axum::Extension(plugins.clock.clone()))
+        .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -138,6 +146,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, backend = ?db.backend(), "plateau is serving");
     println!("listening on http://{addr}");
+    tracing::info!(addr = %storage_listener.local_addr()?, endpoint = %storage.endpoint(), "object storage serving S3");
+    let (stop_storage, storage_stopped) = tokio::sync::oneshot::channel::<()>();
+    let s3 = tokio::spawn(plateau_storage::s3::serve(
+        storage_listener,
+        plateau_storage::s3::service(storage),
+        async {
+            let _ = storage_stopped.await;
+        },
+    ));
     let maintenance = tokio::spawn(maintain(db.clone()));
     let registry_gc = tokio::spawn(registry_gc(
         db.clone(),
@@ -151,6 +168,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;
+    let _ = stop_storage.send(());
+    let _ = s3.await;
     maintenance.abort();
     registry_gc.abort();
     plugins.stop(&db).await;

@@ -24,6 +24,7 @@ pub mod provision;
 pub mod query;
 pub mod sessions;
 pub mod settings;
+pub mod storage;
 pub mod tokens;
 
 pub use db::{Backend, Db, Tx};

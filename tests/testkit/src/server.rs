@@ -95,6 +95,7 @@ impl Server {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_STORAGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", self.data_dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", &self.token)
             .env("PLATEAU_ADMIN_PASSWORD", &self.admin_password)

@@ -21,6 +21,7 @@ mod plugins;
 mod projects;
 mod registry;
 mod server;
+mod storage;
 
 use std::time::Duration;
 
