@@ -22,6 +22,7 @@ pub mod prefs;
 pub mod projects;
 pub mod provision;
 pub mod query;
+pub mod registry;
 pub mod sessions;
 pub mod settings;
 pub mod tokens;

@@ -1,9 +1,7 @@
 //! Manifests (their exact bytes, media type, subject and artifact type),
 //! what each references, and tags.
 
-use plateau_store::{Db, Tx};
-
-use crate::error::Result;
+use crate::{Db, Result, Tx};
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Manifest {

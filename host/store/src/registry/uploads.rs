@@ -2,9 +2,7 @@
 //! of its parts, in order. A part is recorded only once fully written, so
 //! a partial upload is never visible.
 
-use plateau_store::{Db, Tx};
-
-use crate::error::Result;
+use crate::{Db, Result, Tx};
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Upload {
