@@ -79,7 +79,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
-    let server = server::Server::start_release(&[]).await?;
+    let server = server::Server::start_release().await?;
     let token = server.token.clone();
     let base = server.base.clone();
     println!(

@@ -1,9 +1,8 @@
 //! The flags plugin's single-flag OFREP evaluation written as a native
-//! handler in the host, over the same stored data, for the benchmark that
-//! compares the plugin path with it (`cargo xtask bench flags`), and a
-//! native no-op, the twin of the echo fixture's `GET /echo/version`, for
-//! the floor of the plugin path. Built only with the `bench-native`
-//! feature; production builds do not carry it.
+//! handler, over the same stored data, for the benchmark that compares the
+//! plugin path with it (`cargo xtask bench flags`), and a native no-op, the
+//! twin of the echo fixture's `GET /echo/version`, for the floor of the
+//! plugin path.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -84,7 +83,7 @@ pub fn production(project: String) -> Scope {
 
 /// The evaluation of the native twin, from what it read: the stored flag,
 /// the shared evaluators' entries and the request body, to the status and
-/// the JSON body of the answer. `plateau bench-inprocess` times it too.
+/// the JSON body of the answer. [`crate::in_process`] times it too.
 pub fn evaluate_stored(
     key: &str,
     stored: Option<&[u8]>,

@@ -10,6 +10,7 @@ use plateau_api::{ApiConfig, AppState, Extensions};
 use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
@@ -86,6 +87,12 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    run_with(args, OpenApiRouter::new()).await
+}
+
+/// [`run`] with more API routes, declared like the core's (a
+/// `#[utoipa::path]` with its `security`).
+pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyhow::Result<()> {
     logging::init(args.log_format);
     if let Some(token) = &args.bootstrap_token {
         anyhow::ensure!(
@@ -104,9 +111,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
-    let routes = plateau_plugins::admin::routes().merge(plateau_plugins::admin_jobs::routes());
-    #[cfg(feature = "bench-native")]
-    let routes = routes.merge(plateau_plugins::native_bench::routes());
+    let routes = plateau_plugins::admin::routes()
+        .merge(plateau_plugins::admin_jobs::routes())
+        .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),
         fallback: Some(plateau_plugins::dispatch::router(

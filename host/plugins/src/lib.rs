@@ -24,8 +24,6 @@ pub mod docs;
 pub mod host;
 pub mod jobs;
 pub mod meter;
-#[cfg(feature = "bench-native")]
-pub mod native_bench;
 pub mod oci;
 pub mod routes;
 pub mod storage;
