@@ -4,6 +4,7 @@
 
 mod account;
 mod admin;
+mod audit_export;
 mod auth;
 mod checks;
 mod connect;
