@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod fault;
 pub mod idempotency;
 pub mod json;
 pub mod openapi;

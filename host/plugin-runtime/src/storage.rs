@@ -173,6 +173,13 @@ pub enum StorageError {
 /// Keys are compared as bytes. Implementations must make [`Storage::commit`]
 /// atomic: either every expectation holds and every write and event is
 /// recorded, or nothing is.
+///
+/// A request's commit may end in a transaction the host keeps open until
+/// the response is known, to record it for `Idempotency-Key` replays in the
+/// same commit; the client sees the response only after that commit, and a
+/// crash before it keeps neither the writes nor the record. The runtime
+/// makes no other call to storage for the request after
+/// [`Storage::commit`].
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     async fn get(&self, bucket: &BucketId, key: &str) -> Result<Option<Vec<u8>>, StorageError>;

@@ -1,6 +1,7 @@
 //! The plugin runtime's [`Storage`] on the host's database: key-value data
 //! in `plugin_kv`, events in the organisation's timeline, one transaction
-//! per committed call.
+//! per committed call, which under an `Idempotency-Key` also holds the
+//! request's idempotency record ([`plateau_store::Tx::commit_last`]).
 
 use async_trait::async_trait;
 use plateau_plugin_runtime::storage::apply_increment;
@@ -110,7 +111,13 @@ impl Storage for SqlStorage {
         for job in &set.jobs {
             apply_job(&mut tx, job).await?;
         }
-        tx.commit().await.map_err(unavailable)
+        // Under an `Idempotency-Key` the middleware adds the record of the
+        // response to this transaction and commits both at once, so a crash
+        // cannot keep the writes and lose the record (the retry would run
+        // the plugin again and repeat its writes, events and jobs).
+        // Elsewhere (no key, jobs, ticks, event deliveries) this is a plain
+        // commit.
+        tx.commit_last().await.map_err(unavailable)
     }
 }
 
@@ -214,4 +221,58 @@ async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
         .await
         .map(|_| ())
         .map_err(unavailable)
+}
+
+#[cfg(test)]
+mod tests {
+    use plateau_plugin_runtime::{BucketId, KvWrite, Namespace, Storage, WriteSet};
+    use plateau_store::{Db, db::hold_last_commit};
+
+    use super::SqlStorage;
+
+    fn set(key: &str) -> WriteSet {
+        let bucket = BucketId {
+            plugin: "echo".to_owned(),
+            namespace: Namespace::Global,
+        };
+        WriteSet {
+            plugin: "echo".to_owned(),
+            writes: vec![KvWrite::Set {
+                bucket,
+                key: key.to_owned(),
+                value: b"v".to_vec(),
+            }],
+            ..WriteSet::default()
+        }
+    }
+
+    async fn stored(db: &Db, key: &str) -> Option<Vec<u8>> {
+        plateau_store::plugins::kv_get(db, "echo", "", key)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_s_commit_waits_for_its_idempotency_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(&Db::sqlite_url(dir.path())).await.unwrap();
+        let storage = SqlStorage::new(db.clone());
+        // Outside a request under a key (jobs, ticks, deliveries, no key):
+        // committed at once.
+        storage.commit(set("job")).await.unwrap();
+        assert_eq!(stored(&db, "job").await.as_deref(), Some(&b"v"[..]));
+        // Under a key: held open for the record, kept only once committed.
+        let (done, held) = hold_last_commit(storage.commit(set("kept"))).await;
+        done.unwrap();
+        let tx = held.expect("the plugin's transaction is held");
+        assert_eq!(stored(&db, "kept").await, None);
+        tx.commit().await.unwrap();
+        assert_eq!(stored(&db, "kept").await.as_deref(), Some(&b"v"[..]));
+        // A hold that is dropped (the process died first) keeps nothing.
+        let (done, held) = hold_last_commit(storage.commit(set("lost"))).await;
+        done.unwrap();
+        drop(held);
+        assert_eq!(stored(&db, "lost").await, None);
+        db.close().await;
+    }
 }

@@ -8,7 +8,7 @@ mod server;
 mod smtp_session;
 mod smtp_sink;
 
-pub use client::{Client, Response};
+pub use client::{Client, Request, Response};
 pub use postgres::PgCluster;
 pub use server::{Backend, Server, ServerOptions};
 pub use smtp_sink::{ReceivedMail, SinkTls, SmtpSink, SmtpSinkOptions};

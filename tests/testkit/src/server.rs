@@ -152,6 +152,16 @@ impl Server {
         status.code()
     }
 
+    /// Waits for the server to end on its own (a crash a test provoked);
+    /// how it ended. Start it again with [`Server::restart`].
+    pub async fn exited(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("the server was running");
+        tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("plateau ends within 30 s")
+            .expect("waiting for plateau")
+    }
+
     /// Stops the server and starts it again on the same data.
     pub async fn restart(&mut self) {
         self.stop().await;

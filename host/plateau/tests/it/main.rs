@@ -17,6 +17,7 @@ mod idempotency;
 mod jobs;
 mod multihost;
 mod pagination;
+mod plugin_idempotency;
 mod plugin_oci;
 mod plugins;
 mod projects;
