@@ -6,6 +6,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub use crate::checks::{is_name, is_prefix, is_under};
+
 /// Who may call a route.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Access {

@@ -1,7 +1,9 @@
 //! Outgoing email (the `smtp` capability, WIT 0.2.0): the message a plugin
 //! hands to the host, and the limits and reserved headers the host
 //! enforces, so a plugin checks them before anything is queued and answers
-//! 400 instead of a late failure.
+//! 400 instead of a late failure; and what the host answers.
+
+use std::fmt;
 
 /// The largest message the host sends, headers and encoded parts included
 /// (attachments grow by a third in base64): 25 MiB, what most providers
@@ -109,6 +111,82 @@ pub struct Message {
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<Attachment>,
 }
+
+/// An SMTP reply: its code and its text (lines joined by spaces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub code: u16,
+    pub message: String,
+}
+
+impl Reply {
+    /// A 4xx reply: try again later.
+    pub fn is_temporary(&self) -> bool {
+        (400..500).contains(&self.code)
+    }
+}
+
+impl fmt::Display for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.code, self.message)
+    }
+}
+
+/// A message the server accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The `Message-ID` header the host gave the message.
+    pub message_id: String,
+    /// The server's reply to the end of the data.
+    pub reply: Reply,
+}
+
+/// Why a message was not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmtpError {
+    /// The message, an address or the server settings are invalid; nothing
+    /// was sent.
+    Invalid(String),
+    HostNotAllowed(String),
+    AddressRefused(String),
+    ConnectionFailed(String),
+    /// The handshake failed, or STARTTLS was required and not offered.
+    TlsFailed(String),
+    Timeout,
+    /// A 4xx (temporary) or 5xx (permanent) reply, authentication included.
+    Rejected(Reply),
+}
+
+impl SmtpError {
+    /// Whether trying again later may succeed: network trouble, a timeout
+    /// or a 4xx reply. A 5xx reply, an invalid message or a refused
+    /// address will fail again.
+    pub fn is_temporary(&self) -> bool {
+        match self {
+            SmtpError::ConnectionFailed(_) | SmtpError::Timeout => true,
+            SmtpError::Rejected(reply) => reply.is_temporary(),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for SmtpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SmtpError::Invalid(why) => write!(f, "the message is not valid: {why}"),
+            SmtpError::HostNotAllowed(host) => {
+                write!(f, "host `{host}` is not granted to the plugin")
+            }
+            SmtpError::AddressRefused(why) => write!(f, "address refused: {why}"),
+            SmtpError::ConnectionFailed(why) => write!(f, "connection failed: {why}"),
+            SmtpError::TlsFailed(why) => write!(f, "TLS failed: {why}"),
+            SmtpError::Timeout => f.write_str("the SMTP exchange timed out"),
+            SmtpError::Rejected(reply) => write!(f, "the server refused: {reply}"),
+        }
+    }
+}
+
+impl std::error::Error for SmtpError {}
 
 #[cfg(test)]
 mod tests {

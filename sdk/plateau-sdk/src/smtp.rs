@@ -10,7 +10,7 @@ use crate::sys;
 /// answer 400 before anything is queued.
 pub use plateau_contract::mail::{
     Attachment, MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, MAX_MESSAGE_BYTES, MAX_RECIPIENTS, Message,
-    TlsMode, is_header_name, is_reserved_header,
+    Reply, Sent, SmtpError, TlsMode, is_header_name, is_reserved_header,
 };
 
 #[derive(Clone, PartialEq, Eq)]
@@ -33,57 +33,6 @@ impl std::fmt::Debug for SmtpServer {
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .finish()
-    }
-}
-
-/// An SMTP reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub code: u16,
-    pub message: String,
-}
-
-impl Reply {
-    /// A 4xx reply: try again later.
-    pub fn is_temporary(&self) -> bool {
-        (400..500).contains(&self.code)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    pub message_id: String,
-    pub reply: Reply,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SmtpError {
-    #[error("the message is not valid: {0}")]
-    Invalid(String),
-    #[error("host `{0}` is not granted to the plugin")]
-    HostNotAllowed(String),
-    #[error("address refused: {0}")]
-    AddressRefused(String),
-    #[error("connection failed: {0}")]
-    ConnectionFailed(String),
-    #[error("TLS failed: {0}")]
-    TlsFailed(String),
-    #[error("the SMTP exchange timed out")]
-    Timeout,
-    #[error("the server refused: {} {}", .0.code, .0.message)]
-    Rejected(Reply),
-}
-
-impl SmtpError {
-    /// Whether trying again later may succeed: network trouble, a timeout
-    /// or a 4xx reply. A 5xx reply, an invalid message or a refused
-    /// address will fail again.
-    pub fn is_temporary(&self) -> bool {
-        match self {
-            SmtpError::ConnectionFailed(_) | SmtpError::Timeout => true,
-            SmtpError::Rejected(reply) => reply.is_temporary(),
-            _ => false,
-        }
     }
 }
 
