@@ -1,7 +1,7 @@
 //! The component side of [`crate::export_plugin!`]: the WIT bindings and the
 //! glue between the `handler` export and a [`Plugin`]. Only in wasm32 builds.
 
-use crate::description::{Access, Description, Event, Tick};
+use crate::{Access, Description, Event, Tick};
 use crate::http::{Caller, Request, Response};
 use crate::{Plugin, Router};
 

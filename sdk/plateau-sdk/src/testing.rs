@@ -14,7 +14,7 @@
 //! assert_eq!(value.as_deref(), Some("hello"));
 //! ```
 
-use crate::description::{Event, Tick};
+use crate::{Event, Tick};
 use crate::events::NewEvent;
 use crate::host::log::Level;
 use crate::http::{Request, Response};

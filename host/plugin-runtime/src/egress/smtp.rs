@@ -21,19 +21,6 @@ use super::mail::{self, Built, MailMessage};
 
 mod wire;
 
-/// How the connection is encrypted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TlsMode {
-    /// TLS from the first byte (usually port 465).
-    Implicit,
-    /// Plain, then upgraded with STARTTLS; a server that does not offer it
-    /// is refused.
-    StartTls,
-    /// No TLS, credentials included: the caller's explicit choice, for a
-    /// server the operator trusts the path to.
-    None,
-}
-
 /// The submission server and how to reach it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SmtpServer {
@@ -59,49 +46,8 @@ impl std::fmt::Debug for SmtpServer {
     }
 }
 
-/// An SMTP reply: its code and its text (lines joined by spaces).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmtpReply {
-    pub code: u16,
-    pub message: String,
-}
-
-impl std::fmt::Display for SmtpReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.code, self.message)
-    }
-}
-
-/// A message the server accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    /// The `Message-ID` header the host gave the message.
-    pub message_id: String,
-    /// The server's reply to the end of the data.
-    pub reply: SmtpReply,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SmtpError {
-    /// The message, an address or the server settings are invalid; nothing
-    /// was sent.
-    #[error("invalid message: {0}")]
-    Invalid(String),
-    #[error("host `{0}` is not granted to the plugin")]
-    HostNotAllowed(String),
-    #[error("address refused: {0}")]
-    AddressRefused(String),
-    #[error("connection failed: {0}")]
-    ConnectionFailed(String),
-    /// The handshake failed, or STARTTLS was required and not offered.
-    #[error("tls failed: {0}")]
-    TlsFailed(String),
-    #[error("the smtp exchange timed out")]
-    Timeout,
-    /// A 4xx (temporary) or 5xx (permanent) reply, authentication included.
-    #[error("the server replied {0}")]
-    Rejected(SmtpReply),
-}
+/// The reply, the outcome and the errors are the guests' too.
+pub use plateau_contract::mail::{Reply as SmtpReply, Sent, SmtpError, TlsMode};
 
 /// How long the connection waits for the reply to QUIT, after the send.
 const QUIT_WAIT: Duration = Duration::from_secs(5);

@@ -1,9 +1,12 @@
-//! What a plugin says about itself (`describe`), and the tick and event
-//! values the host delivers to it.
+//! What a plugin says about itself (`describe`): its name, prefixes,
+//! routes, scopes, capabilities, subscriptions and schedules. The host
+//! receives it at load and refuses it with [`Description::problems`] (plus
+//! its own operator checks); a plugin's test calls the same function.
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+use std::str::FromStr;
 
-use crate::http::Method;
+pub use crate::checks::{is_name, is_prefix, is_under};
 
 /// Who may call a route.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,10 +25,12 @@ impl Access {
     }
 }
 
-/// One route of the self-description; produced by [`crate::Router::routes`].
+/// One route of the self-description; the SDK's router produces them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteInfo {
-    pub method: Method,
+pub struct Route {
+    /// Uppercase: `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    pub method: String,
+    /// A pattern of [`crate::route`]: `/notes/{id}`.
     pub path: String,
     pub access: Access,
     pub summary: String,
@@ -39,15 +44,17 @@ pub struct ScopeInfo {
     pub description: String,
 }
 
-/// A recurring wake-up delivered to [`crate::Plugin::on_tick`].
+/// A recurring wake-up delivered to the plugin's `on_tick`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     pub name: String,
     pub every_seconds: u32,
 }
 
-/// A host interface the plugin intends to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A host interface a plugin uses and the operator grants. The WASI
+/// interfaces that Rust's standard library needs are always linked, locked
+/// down, and need no grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Capability {
     Kv,
     Events,
@@ -58,14 +65,27 @@ pub enum Capability {
     Cursors,
     /// Durable jobs (WIT 0.2.0).
     Scheduler,
-    /// SMTP submission (WIT 0.2.0).
+    /// Outbound SMTP submission (WIT 0.2.0).
     Smtp,
-    /// Host-key encryption (WIT 0.2.0).
+    /// Encryption under the host's key (WIT 0.2.0).
     Secrets,
 }
 
 impl Capability {
-    /// The name used in the WIT `description.capabilities` list.
+    pub const ALL: [Capability; 10] = [
+        Capability::Kv,
+        Capability::Events,
+        Capability::Http,
+        Capability::Log,
+        Capability::Config,
+        Capability::Clock,
+        Capability::Cursors,
+        Capability::Scheduler,
+        Capability::Smtp,
+        Capability::Secrets,
+    ];
+
+    /// The name used in grants and in the description's `capabilities`.
     pub fn as_str(self) -> &'static str {
         match self {
             Capability::Kv => "kv",
@@ -80,12 +100,43 @@ impl Capability {
             Capability::Secrets => "secrets",
         }
     }
+
+    /// The capability that guards a `plateau:plugin` interface, by its name
+    /// without package or version; `None` for interfaces without one.
+    pub fn of_interface(interface: &str) -> Option<Capability> {
+        match interface {
+            "outbound-http" => Some(Capability::Http),
+            "http" => None,
+            other => other.parse().ok(),
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Capability {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Capability::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp or secrets"
+                )
+            })
+    }
 }
 
 /// The plugin's self-description; the host checks it at load.
 ///
-/// `routes` is filled from the plugin's [`crate::Router`] by
-/// [`crate::describe`]; a plugin's `describe` leaves it empty.
+/// In the SDK, `routes` is filled from the plugin's router by
+/// `plateau_sdk::describe`; a plugin's `describe` leaves it empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Description {
     /// Stable name, also the key of the plugin's data: `notes`.
@@ -94,9 +145,9 @@ pub struct Description {
     pub version: String,
     /// Path prefixes the plugin owns below the API base: `/notes`.
     pub prefixes: Vec<String>,
-    pub routes: Vec<RouteInfo>,
+    pub routes: Vec<Route>,
     pub scopes: Vec<ScopeInfo>,
-    /// kv, events, http, log, config, clock, cursors.
+    /// [`Capability`] names: kv, events, http, ...
     pub capabilities: Vec<String>,
     /// Event types (exact, or ending in `*`) delivered to `on_event`.
     pub subscriptions: Vec<String>,
@@ -157,81 +208,5 @@ impl Description {
             every_seconds,
         });
         self
-    }
-
-    /// Mistakes the host would refuse at load, checked here so a native unit
-    /// test finds them first: routes outside the prefixes, route scopes the
-    /// plugin does not declare, scopes not named `area:verb`.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        if self.prefixes.is_empty() {
-            problems.push("declare at least one prefix".to_owned());
-        }
-        for prefix in &self.prefixes {
-            if !prefix.starts_with('/') || prefix.len() < 2 || prefix.ends_with('/') {
-                problems.push(format!("prefix {prefix} must look like /name"));
-            }
-        }
-        for route in &self.routes {
-            let under = self
-                .prefixes
-                .iter()
-                .any(|p| route.path == *p || route.path.starts_with(&format!("{p}/")));
-            if !under {
-                problems.push(format!(
-                    "route {} {} is outside the prefixes",
-                    route.method, route.path
-                ));
-            }
-            if let Access::Scope(scope) = &route.access
-                && !self.scopes.iter().any(|s| s.name == *scope)
-            {
-                problems.push(format!(
-                    "route {} {} uses the undeclared scope {scope}",
-                    route.method, route.path
-                ));
-            }
-        }
-        for scope in &self.scopes {
-            let well_formed = scope
-                .name
-                .split_once(':')
-                .is_some_and(|(a, v)| !a.is_empty() && !v.is_empty());
-            if !well_formed {
-                problems.push(format!("scope {} must be named area:verb", scope.name));
-            }
-        }
-        problems
-    }
-}
-
-/// A scheduled wake-up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tick {
-    /// The name given in [`Description::schedule`].
-    pub schedule: String,
-    /// Milliseconds since the Unix epoch, from the host clock.
-    pub at: u64,
-}
-
-/// An event from an organisation's timeline, delivered to `on_event`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    pub id: String,
-    pub organization_id: String,
-    /// `area.resource.verb`.
-    pub event_type: String,
-    pub resource_type: Option<String>,
-    pub resource_id: Option<String>,
-    /// A JSON object.
-    pub data: String,
-    /// Milliseconds since the Unix epoch.
-    pub at: u64,
-}
-
-impl Event {
-    /// `data` parsed as `T`.
-    pub fn data_as<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
-        serde_json::from_str(&self.data)
     }
 }

@@ -1,7 +1,8 @@
 //! Requests, responses and the caller: the HTTP shapes a handler sees.
 //!
 //! They mirror the WIT records of `plateau:plugin/types` but are plain Rust
-//! values, so tests can build a [`Request`] and read a [`Response`] natively.
+//! values: the host converts its bindings to and from them, and a plugin's
+//! tests build a [`Request`] and read a [`Response`] natively.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,6 +23,18 @@ pub enum Method {
 }
 
 impl Method {
+    /// The method named by an uppercase name, if routes may have it.
+    pub fn parse(name: &str) -> Option<Method> {
+        match name {
+            "GET" => Some(Method::Get),
+            "POST" => Some(Method::Post),
+            "PUT" => Some(Method::Put),
+            "PATCH" => Some(Method::Patch),
+            "DELETE" => Some(Method::Delete),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Get => "GET",
@@ -44,16 +57,8 @@ impl FromStr for Method {
 
     /// Parses an uppercase method name.
     fn from_str(s: &str) -> Result<Self, ApiError> {
-        match s {
-            "GET" => Ok(Method::Get),
-            "POST" => Ok(Method::Post),
-            "PUT" => Ok(Method::Put),
-            "PATCH" => Ok(Method::Patch),
-            "DELETE" => Ok(Method::Delete),
-            other => Err(ApiError::bad_request(format!(
-                "method {other} is not supported"
-            ))),
-        }
+        Method::parse(s)
+            .ok_or_else(|| ApiError::bad_request(format!("method {s} is not supported")))
     }
 }
 
@@ -263,7 +268,8 @@ impl Response {
     }
 }
 
-pub(crate) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+/// The first value of header `name` (case-insensitive) in `headers`.
+pub fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))

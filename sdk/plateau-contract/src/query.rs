@@ -59,7 +59,7 @@ impl Query {
     /// 400 `bad_request` naming the parameter when it does not parse.
     ///
     /// ```
-    /// # use plateau_sdk::Query;
+    /// # use plateau_contract::Query;
     /// let q = Query::parse("days=7&all=yes");
     /// assert_eq!(q.parse_as::<u32>("days").unwrap(), Some(7));
     /// assert_eq!(q.parse_as::<u32>("weeks").unwrap(), None);

@@ -45,7 +45,7 @@ impl Request {
     /// The body parsed as `T`.
     ///
     /// ```
-    /// # use plateau_sdk::{Method, Request};
+    /// # use plateau_contract::{Method, Request};
     /// #[derive(Debug, serde::Deserialize)]
     /// struct NewNote { title: String }
     ///
@@ -71,7 +71,7 @@ impl Request {
 /// Collects invalid fields, then fails once with all of them.
 ///
 /// ```
-/// # use plateau_sdk::Validator;
+/// # use plateau_contract::Validator;
 /// let title = "";
 /// let mut v = Validator::new();
 /// v.check(!title.is_empty(), "title", "must not be empty");
