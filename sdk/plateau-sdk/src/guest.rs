@@ -26,6 +26,8 @@ pub mod bindings {
             "../../wit/plugin@0.3.0",
         ],
         world: "plateau:plugin/plugin@0.3.0",
+        // The interfaces live in packages of their own, outside the world's.
+        generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_plugin_world",
         default_bindings_module: "plateau_sdk::__private::bindings",
