@@ -86,6 +86,7 @@ const FIXTURES: &[Package] = &[
             "egress",
             "ungranted",
             "future-wit",
+            "legacy-v0-2",
         ]),
     },
 ];

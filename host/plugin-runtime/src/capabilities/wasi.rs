@@ -12,7 +12,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 use crate::clock::WasiWallClock;
-use crate::state::PluginContext;
+use crate::context::PluginContext;
 
 /// Output beyond this many bytes per stream and call is dropped.
 const OUTPUT_BUDGET: usize = 64 << 10;

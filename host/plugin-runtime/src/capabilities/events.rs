@@ -1,30 +1,61 @@
 //! The `events` capability: events are checked, buffered with the call's
 //! key-value writes, and committed with them.
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasData, Linker};
 
-use crate::bindings::v0_1::plateau::plugin::events as v0_1;
-use crate::bindings::v0_2::plateau::plugin::events as v0_2;
-use crate::state::{Phase, State};
+use crate::context::{CallContext, Phase};
+use crate::overlay::Overlay;
 use crate::storage::EventRecord;
+
+mod gen_ {
+    wasmtime::component::bindgen!({
+        path: ["../../wit/plugin@0.1.0", "../../wit/plugin@0.2.0", "../../wit/events@0.3.0"],
+        interfaces: "
+            import plateau:plugin/events@0.1.0;
+            import plateau:plugin/events@0.2.0;
+            import plateau:events/events@0.3.0;
+        ",
+        imports: { default: async | trappable },
+    });
+}
+use gen_::plateau::{
+    events::events as v0_3, plugin0_1_0::events as v0_1, plugin0_2_0::events as v0_2,
+};
 
 /// The largest `data` of one event, in bytes.
 const MAX_DATA: usize = 64 << 10;
 
-pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    v0_1::add_to_linker::<State, HasSelf<State>>(linker, |s| s)?;
-    v0_2::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+/// What `events` sees of the store: the call, and the overlay the events
+/// are buffered in.
+pub(crate) struct EventsView<'a> {
+    pub call: &'a CallContext,
+    pub overlay: &'a mut Overlay,
+}
+
+struct HasEvents;
+
+impl HasData for HasEvents {
+    type Data<'a> = EventsView<'a>;
+}
+
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    view: fn(&mut T) -> EventsView<'_>,
+) -> wasmtime::Result<()> {
+    v0_1::add_to_linker::<T, HasEvents>(linker, view)?;
+    v0_2::add_to_linker::<T, HasEvents>(linker, view)?;
+    v0_3::add_to_linker::<T, HasEvents>(linker, view)
 }
 
 /// What a plugin asks to record, independent of the WIT version.
-pub(crate) struct NewEvent {
-    pub organization_id: Option<String>,
-    pub event_type: String,
-    pub action: String,
-    pub resource_type: Option<String>,
-    pub resource_id: Option<String>,
-    pub data: String,
-    pub audit: bool,
+struct NewEvent {
+    organization_id: Option<String>,
+    event_type: String,
+    action: String,
+    resource_type: Option<String>,
+    resource_id: Option<String>,
+    data: String,
+    audit: bool,
 }
 
 /// A segment of an event type: `[a-z][a-z0-9_-]*`.
@@ -34,17 +65,17 @@ fn is_segment(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
-impl State {
+impl EventsView<'_> {
     /// Checks an event and buffers it; the error is the guest's.
-    pub(crate) fn emit_event(&mut self, e: NewEvent) -> Result<(), String> {
-        if self.phase == Phase::Describe {
+    fn emit(&mut self, e: NewEvent) -> Result<(), String> {
+        if self.call.phase == Phase::Describe {
             return Err("events cannot be emitted from describe".into());
         }
-        let max = self.plugin.settings.limits.max_events;
+        let max = self.call.plugin.settings.limits.max_events;
         if self.overlay.event_count() >= max {
             return Err(format!("a call may emit at most {max} events"));
         }
-        let plugin = &self.plugin.name;
+        let plugin = &self.call.plugin.name;
         let segments: Vec<&str> = e.event_type.split('.').collect();
         if segments.len() < 2 || e.event_type.len() > 128 || !segments.iter().all(|s| is_segment(s))
         {
@@ -68,7 +99,7 @@ impl State {
         if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&e.data).is_err() {
             return Err("data must be a JSON object".into());
         }
-        let organization_id = match (e.organization_id, self.caller_org()) {
+        let organization_id = match (e.organization_id, self.call.caller_org()) {
             (Some(id), Some(caller)) if id != caller => {
                 return Err("a request may emit events only for its caller's organisation".into());
             }
@@ -85,8 +116,8 @@ impl State {
             resource_id: e.resource_id,
             data: e.data,
             audit: e.audit,
-            actor: self.caller.as_ref().and_then(|c| c.actor.clone()),
-            at: self.plugin.services.clock.now_millis(),
+            actor: self.call.caller.as_ref().and_then(|c| c.actor.clone()),
+            at: self.call.plugin.services.clock.now_millis(),
         };
         self.overlay.push_event(record);
         Ok(())
@@ -94,27 +125,21 @@ impl State {
 }
 /// The traits of one WIT version's bindings, on the logic above.
 macro_rules! wit_impls {
-    ($module:ident, $version:ident) => {
-        mod $module {
-            use super::$version as wit;
-            use super::*;
-
-            impl wit::Host for State {
-                async fn emit(&mut self, e: wit::NewEvent) -> wasmtime::Result<Result<(), String>> {
-                    Ok(self.emit_event(NewEvent {
-                        organization_id: e.organization_id,
-                        event_type: e.type_,
-                        action: e.action,
-                        resource_type: e.resource_type,
-                        resource_id: e.resource_id,
-                        data: e.data,
-                        audit: e.audit,
-                    }))
-                }
+    ($($wit:ident),+) => {$(
+        impl $wit::Host for EventsView<'_> {
+            async fn emit(&mut self, e: $wit::NewEvent) -> wasmtime::Result<Result<(), String>> {
+                Ok(EventsView::emit(self, NewEvent {
+                    organization_id: e.organization_id,
+                    event_type: e.type_,
+                    action: e.action,
+                    resource_type: e.resource_type,
+                    resource_id: e.resource_id,
+                    data: e.data,
+                    audit: e.audit,
+                }))
             }
         }
-    };
+    )+};
 }
 
-wit_impls!(impls_v0_1, v0_1);
-wit_impls!(impls_v0_2, v0_2);
+wit_impls!(v0_1, v0_2, v0_3);
