@@ -74,10 +74,7 @@ mod tests {
                 Box::new(|d| d.prefixes.push("/orgs/x".into())),
                 "overlaps the core path `/orgs`",
             ),
-            (
-                Box::new(|d| d.prefixes.push("/or".into())),
-                "",
-            ),
+            (Box::new(|d| d.prefixes.push("/or".into())), ""),
             (
                 Box::new(|d| d.capabilities.push("http".into())),
                 "`http` is not granted",

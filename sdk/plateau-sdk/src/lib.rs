@@ -100,17 +100,17 @@ pub mod testing;
 // the SDK's own modules reach them under their old paths.
 use plateau_contract::{error, http};
 
-pub use plateau_contract::Route as RouteInfo;
-pub use plateau_contract::{
-    Access, ApiError, Caller, Capability, DEFAULT_LIMIT, Description, ErrorCode, Event,
-    FieldError, MAX_LIMIT, Method, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, PageQuery, Problem,
-    Query, Request, Response, Route, Schedule, ScopeInfo, Tick, Validator, is_json_content_type,
-    parse_json, percent_decode, percent_encode,
-};
 pub use events::{EventError, NewEvent};
 pub use host::{clock, config, cursors, log};
 pub use kv::{Bucket, Entry, KvError, KvPage, Namespace};
 pub use pagination::{Page, paginate_kv, paginate_kv_with, paginate_sorted};
+pub use plateau_contract::Route as RouteInfo;
+pub use plateau_contract::{
+    Access, ApiError, Caller, Capability, DEFAULT_LIMIT, Description, ErrorCode, Event, FieldError,
+    MAX_LIMIT, Method, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, PageQuery, Problem, Query, Request,
+    Response, Route, Schedule, ScopeInfo, Tick, Validator, is_json_content_type, parse_json,
+    percent_decode, percent_encode,
+};
 pub use router::{Handler, Matched, Params, Router};
 
 /// The records and rules shared with the host, for what the SDK does not

@@ -20,7 +20,6 @@ use crate::host::cursors;
 use crate::http::Response;
 use crate::kv::{Bucket, Entry, KvError};
 
-
 /// The list envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

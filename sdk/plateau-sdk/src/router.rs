@@ -136,9 +136,8 @@ impl Router {
     /// route.
     fn check(&self, i: usize) {
         let entry = &self.entries[i];
-        let pattern = Pattern::parse(&entry.pattern).unwrap_or_else(|why| {
-            panic!("route pattern {:?} is invalid: {why}", entry.pattern)
-        });
+        let pattern = Pattern::parse(&entry.pattern)
+            .unwrap_or_else(|why| panic!("route pattern {:?} is invalid: {why}", entry.pattern));
         let duplicate = self.entries[..i].iter().any(|e| {
             e.method == entry.method
                 && Pattern::parse(&e.pattern).is_ok_and(|p| p.same_shape(&pattern))

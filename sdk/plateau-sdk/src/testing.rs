@@ -14,7 +14,6 @@
 //! assert_eq!(value.as_deref(), Some("hello"));
 //! ```
 
-use crate::{Event, Tick};
 use crate::events::NewEvent;
 use crate::host::log::Level;
 use crate::http::{Request, Response};
@@ -22,6 +21,7 @@ use crate::jobs::{Job, NewJob};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
 use crate::smtp::{Message, Sent, SmtpError, SmtpServer};
 use crate::sys::native::{State, with_state};
+use crate::{Event, Tick};
 use crate::{Plugin, Router};
 
 /// Forgets all data, events, logs, config, the fixed clock and the mock.

@@ -52,7 +52,9 @@ fn outcome(method: &str, path: &str) -> String {
                 .iter()
                 .map(|c| format!("{}={}", c.name, c.segments.join("/")))
                 .collect();
-            format!("{} {}", route.1, values.join(" ")).trim().to_owned()
+            format!("{} {}", route.1, values.join(" "))
+                .trim()
+                .to_owned()
         }
         Found::WrongMethod(allowed) => {
             let allowed: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
