@@ -5,6 +5,7 @@
 mod account;
 mod admin;
 mod auth;
+mod cache;
 mod checks;
 mod connect;
 mod email;
