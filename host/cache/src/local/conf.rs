@@ -19,12 +19,12 @@ use super::tls::{CA_FILE, CERT_FILE, KEY_FILE};
 /// What the customer's user may do on a data node.
 const USER_RULES: &str = "~* &* +@all -@admin +role -debug -module -config -shutdown \
     -monitor -acl +acl|whoami -migrate -client|kill -client|pause -client|unpause \
-    -client|no-evict -client|no-touch";
+    -client|no-evict";
 
 /// What the customer's user may do on a sentinel: find the leader and the
 /// replicas, and follow switch-overs.
 const SENTINEL_USER_RULES: &str = "&* +ping +auth +hello +role +info +client|setname \
-    +client|getname +client|setinfo +sentinel|get-master-addr-by-name +sentinel|masters \
+    +client|getname +sentinel|get-master-addr-by-name +sentinel|masters \
     +sentinel|master +sentinel|replicas +sentinel|slaves +sentinel|sentinels +subscribe \
     +psubscribe +unsubscribe +punsubscribe";
 

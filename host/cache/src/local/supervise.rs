@@ -52,7 +52,11 @@ pub async fn start(bin: &Path, dir: &Path, sentinel: bool, target: &Target<'_>) 
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    wait_ready(target, READY_WITHIN).await
+    wait_ready(target, READY_WITHIN).await.map_err(|e| {
+        let log = std::fs::read_to_string(dir.join(super::conf::LOG_FILE)).unwrap_or_default();
+        let last: Vec<&str> = log.lines().rev().take(3).collect();
+        Error::Unavailable(format!("{e}; its log ends: {}", last.join(" | ")))
+    })
 }
 
 /// Polls until `target` answers PING, for at most `within`.
