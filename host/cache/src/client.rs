@@ -52,7 +52,10 @@ pub async fn connect(target: &Target<'_>) -> Result<MultiplexedConnection> {
 }
 
 /// `INFO section` as name-value pairs.
-pub async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<BTreeMap<String, String>> {
+pub async fn info(
+    conn: &mut MultiplexedConnection,
+    section: &str,
+) -> Result<BTreeMap<String, String>> {
     let text: String = redis::cmd("INFO").arg(section).query_async(conn).await?;
     Ok(parse_info(&text))
 }

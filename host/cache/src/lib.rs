@@ -20,8 +20,7 @@ use bytes::Bytes;
 
 pub use service::{CacheService, ServiceConfig};
 pub use spec::{
-    ClusterSpec, Credentials, EvictionPolicy, LogLine, Metrics, Persistence, Placement,
-    PlacedNode,
+    ClusterSpec, Credentials, EvictionPolicy, LogLine, Metrics, Persistence, PlacedNode, Placement,
 };
 
 /// Everything that can go wrong below the API.

@@ -94,7 +94,13 @@ impl CacheService {
     }
 
     /// Seals a password of a cluster for the store (base64).
-    pub fn seal(&self, org_id: &str, cache_id: &str, which: Which, password: &str) -> Result<String> {
+    pub fn seal(
+        &self,
+        org_id: &str,
+        cache_id: &str,
+        which: Which,
+        password: &str,
+    ) -> Result<String> {
         let sealed = self
             .sealer
             .seal(&Self::context(org_id, cache_id, which), password.as_bytes())

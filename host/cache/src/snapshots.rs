@@ -63,7 +63,12 @@ impl SnapshotStore {
     }
 
     pub async fn get(&self, key: &str) -> Result<Bytes> {
-        Ok(self.inner.get(&ObjectPath::from(key)).await?.bytes().await?)
+        Ok(self
+            .inner
+            .get(&ObjectPath::from(key))
+            .await?
+            .bytes()
+            .await?)
     }
 
     /// Removes a snapshot; one already gone is not an error.

@@ -37,7 +37,10 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
     ("apps:deploy", "deploy and roll back apps"),
     ("databases:read", "read databases"),
     ("databases:write", "change databases"),
-    ("cache:read", "read caches, their metrics, logs and snapshots"),
+    (
+        "cache:read",
+        "read caches, their metrics, logs and snapshots",
+    ),
     (
         "cache:write",
         "create, change, snapshot, restore and delete caches",

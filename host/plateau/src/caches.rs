@@ -47,7 +47,12 @@ impl Running {
     }
 }
 
-pub fn start(args: &CacheArgs, data_dir: &Path, db: &Db, sealer: Arc<Sealer>) -> anyhow::Result<Running> {
+pub fn start(
+    args: &CacheArgs,
+    data_dir: &Path,
+    db: &Db,
+    sealer: Arc<Sealer>,
+) -> anyhow::Result<Running> {
     let root = data_dir.join("caches");
     std::fs::create_dir_all(&root)
         .with_context(|| format!("creating the cache directory {}", root.display()))?;

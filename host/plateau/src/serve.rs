@@ -13,8 +13,8 @@ use plateau_core::time;
 use plateau_plugin_runtime::secrets::Sealer;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 
-use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::caches;
+use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;
 

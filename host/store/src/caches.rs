@@ -127,7 +127,10 @@ pub async fn list(db: &Db, org_id: &str, keyset: &Keyset) -> Result<Listed<Cache
 /// Every cluster a host runs, for its supervisor.
 pub async fn list_on_host(db: &Db, host_id: &str) -> Result<Vec<Cache>> {
     let sql = format!("SELECT {COLUMNS} FROM caches WHERE host_id = $1 ORDER BY id");
-    Ok(sqlx::query_as(&sql).bind(host_id).fetch_all(db.pool()).await?)
+    Ok(sqlx::query_as(&sql)
+        .bind(host_id)
+        .fetch_all(db.pool())
+        .await?)
 }
 
 /// How many clusters an organisation has.
@@ -229,12 +232,13 @@ pub async fn delete(
     event: &NewEvent,
     now: i64,
 ) -> Result<Vec<String>> {
-    let keys: Vec<(String,)> =
-        sqlx::query_as("SELECT object_key FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2")
-            .bind(org_id)
-            .bind(id)
-            .fetch_all(tx.conn())
-            .await?;
+    let keys: Vec<(String,)> = sqlx::query_as(
+        "SELECT object_key FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2",
+    )
+    .bind(org_id)
+    .bind(id)
+    .fetch_all(tx.conn())
+    .await?;
     sqlx::query("DELETE FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2")
         .bind(org_id)
         .bind(id)

@@ -142,10 +142,7 @@ pub async fn provision(
         Some((source, rdb)) => (Some(source), Some(rdb)),
         None => (None, None),
     };
-    let placement = service
-        .provider()
-        .create(&spec, &credentials, rdb)
-        .await?;
+    let placement = service.provider().create(&spec, &credentials, rdb).await?;
     let now = time::now_ms();
     let cache = Cache {
         id: id.clone(),
@@ -159,7 +156,12 @@ pub async fn provision(
         tls: i64::from(settings.tls),
         host_id: service.host_id().to_owned(),
         placement: placement.to_json(),
-        password_sealed: service.seal(&caller.org_id, &id, Which::Customer, &credentials.password)?,
+        password_sealed: service.seal(
+            &caller.org_id,
+            &id,
+            Which::Customer,
+            &credentials.password,
+        )?,
         admin_password_sealed: service.seal(
             &caller.org_id,
             &id,
@@ -196,7 +198,10 @@ pub async fn provision(
             return Err(if e.is_unique_violation() {
                 ApiError::conflict(
                     "name_taken",
-                    format!("a cache named {:?} already exists; choose another name", cache.name),
+                    format!(
+                        "a cache named {:?} already exists; choose another name",
+                        cache.name
+                    ),
                 )
             } else {
                 e.into()
@@ -316,7 +321,10 @@ pub async fn update(
     let cache = find(&app, &caller, &id).await?;
     let memory_mb = input.memory_mb.unwrap_or(cache.memory_mb);
     let replicas = input.replicas.unwrap_or(cache.replicas);
-    let policy = input.eviction_policy.as_deref().unwrap_or(&cache.eviction_policy);
+    let policy = input
+        .eviction_policy
+        .as_deref()
+        .unwrap_or(&cache.eviction_policy);
     let persistence = input.persistence.as_deref().unwrap_or(&cache.persistence);
     let (eviction_policy, persistence) =
         check_settings(&app, &caller, memory_mb, policy, replicas, persistence).await?;
@@ -343,10 +351,7 @@ pub async fn update(
     if input.rotate_password {
         credentials.password = CacheService::generate_password();
         let next = crate::spec::Placement::from_json(&placement_json)?;
-        service
-            .provider()
-            .set_password(&next, &credentials)
-            .await?;
+        service.provider().set_password(&next, &credentials).await?;
         sealed = Some(service.seal(&caller.org_id, &id, Which::Customer, &credentials.password)?);
     }
     let now = time::now_ms();
@@ -359,14 +364,20 @@ pub async fn update(
             persistence: persistence.as_str().to_owned(),
             placement: placement_json,
         };
-        let event = NewEvent::audited(&caller.org_id, "cache.updated", "resources", "update", &caller.actor())
-            .resource("cache", &id)
-            .data(json!({
-                "memoryMb": memory_mb,
-                "evictionPolicy": eviction_policy.as_str(),
-                "replicas": replicas,
-                "persistence": persistence.as_str(),
-            }));
+        let event = NewEvent::audited(
+            &caller.org_id,
+            "cache.updated",
+            "resources",
+            "update",
+            &caller.actor(),
+        )
+        .resource("cache", &id)
+        .data(json!({
+            "memoryMb": memory_mb,
+            "evictionPolicy": eviction_policy.as_str(),
+            "replicas": replicas,
+            "persistence": persistence.as_str(),
+        }));
         db::update_settings(&mut tx, &caller.org_id, &id, &settings, &event, now).await?;
     }
     if let Some(sealed) = &sealed {
@@ -403,9 +414,15 @@ pub async fn delete(
     let placement = CacheService::placement(&cache)?;
     service.provider().destroy(&placement).await?;
     let now = time::now_ms();
-    let event = NewEvent::audited(&caller.org_id, "cache.deleted", "resources", "delete", &caller.actor())
-        .resource("cache", &id)
-        .data(json!({ "name": cache.name }));
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "cache.deleted",
+        "resources",
+        "delete",
+        &caller.actor(),
+    )
+    .resource("cache", &id)
+    .data(json!({ "name": cache.name }));
     let mut tx = app.db().begin().await?;
     let keys = db::delete(&mut tx, &caller.org_id, &id, &event, now).await?;
     tx.commit_last().await?;

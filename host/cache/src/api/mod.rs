@@ -18,9 +18,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::Error;
 use crate::service::CacheService;
 use crate::spec::{EvictionPolicy, Persistence};
-use crate::Error;
 
 /// The service, as handlers extract it.
 pub type Service = Extension<Arc<CacheService>>;

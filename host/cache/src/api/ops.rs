@@ -61,9 +61,19 @@ pub async fn list_snapshots(
     find(&app, &caller, &id).await?;
     let (page, filters) = page_and_filters(&pairs);
     let filters = format!("cache={id}&{filters}");
-    let pager = Pager::new(app.cursors(), &page, "cache_snapshots", &caller.org_id, filters)?;
+    let pager = Pager::new(
+        app.cursors(),
+        &page,
+        "cache_snapshots",
+        &caller.org_id,
+        filters,
+    )?;
     let listed = db::list_snapshots(app.db(), &caller.org_id, &id, pager.keyset()).await?;
-    Ok(Json(pager.finish(listed, |s| s.id.clone(), SnapshotView::from)))
+    Ok(Json(pager.finish(
+        listed,
+        |s| s.id.clone(),
+        SnapshotView::from,
+    )))
 }
 
 /// Take a snapshot: the leader writes an RDB (BGSAVE), kept in the object
@@ -81,7 +91,10 @@ pub async fn create_snapshot(
     let cache = find(&app, &caller, &id).await?;
     let placement = CacheService::placement(&cache)?;
     let credentials = service.credentials(&cache)?;
-    let rdb = service.provider().snapshot(&placement, &credentials).await?;
+    let rdb = service
+        .provider()
+        .snapshot(&placement, &credentials)
+        .await?;
     let snapshot_id = new_id("csn");
     let key = SnapshotStore::key(&caller.org_id, &id, &snapshot_id);
     let size = rdb.len() as i64;
@@ -95,9 +108,15 @@ pub async fn create_snapshot(
         size_bytes: size,
         created_at: now,
     };
-    let event = NewEvent::audited(&caller.org_id, "cache.snapshot_created", "resources", "create", &caller.actor())
-        .resource("cache", &id)
-        .data(json!({ "snapshotId": snapshot_id, "sizeBytes": size }));
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "cache.snapshot_created",
+        "resources",
+        "create",
+        &caller.actor(),
+    )
+    .resource("cache", &id)
+    .data(json!({ "snapshotId": snapshot_id, "sizeBytes": size }));
     let mut tx = app.db().begin().await?;
     db::insert_snapshot(&mut tx, &snapshot, &event, now).await?;
     tx.commit_last().await?;
@@ -137,12 +156,17 @@ pub async fn restore(
     let snapshot = db::get_snapshot(app.db(), &caller.org_id, &id, &snapshot_id)
         .await?
         .ok_or_else(|| {
-            ApiError::not_found(format!("snapshot {snapshot_id} of cache {id} does not exist"))
+            ApiError::not_found(format!(
+                "snapshot {snapshot_id} of cache {id} does not exist"
+            ))
         })?;
     Validator::new().name("name", &input.name).finish()?;
     let memory_mb = input.memory_mb.unwrap_or(source.memory_mb);
     let replicas = input.replicas.unwrap_or(source.replicas);
-    let policy = input.eviction_policy.as_deref().unwrap_or(&source.eviction_policy);
+    let policy = input
+        .eviction_policy
+        .as_deref()
+        .unwrap_or(&source.eviction_policy);
     let persistence = input.persistence.as_deref().unwrap_or(&source.persistence);
     let (eviction_policy, persistence) =
         check_settings(&app, &caller, memory_mb, policy, replicas, persistence).await?;

@@ -179,7 +179,15 @@ mod tests {
             dir: Path::new("/d/node1"),
             tls: Path::new("/d/tls"),
         };
-        let conf = data_node(&files, &spec, "127.0.0.1", 7001, Some(("127.0.0.1", 7000)), &credentials, false);
+        let conf = data_node(
+            &files,
+            &spec,
+            "127.0.0.1",
+            7001,
+            Some(("127.0.0.1", 7000)),
+            &credentials,
+            false,
+        );
         for line in [
             "port 0",
             "tls-port 7001",

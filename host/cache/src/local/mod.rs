@@ -138,7 +138,10 @@ impl LocalProvider {
         let dir = self.process_dir(placement, &node.name);
         std::fs::create_dir_all(&dir)?;
         let tls = self.tls_dir(&placement.cluster);
-        let files = conf::Files { dir: &dir, tls: &tls };
+        let files = conf::Files {
+            dir: &dir,
+            tls: &tls,
+        };
         let text = conf::data_node(
             &files,
             spec,
@@ -168,7 +171,10 @@ impl LocalProvider {
         let dir = self.process_dir(placement, &sentinel.name);
         std::fs::create_dir_all(&dir)?;
         let tls = self.tls_dir(&placement.cluster);
-        let files = conf::Files { dir: &dir, tls: &tls };
+        let files = conf::Files {
+            dir: &dir,
+            tls: &tls,
+        };
         let text = conf::sentinel(
             &files,
             spec,
@@ -214,8 +220,7 @@ impl LocalProvider {
             };
             if let Some(rest) = text.lines().find_map(|l| l.strip_prefix(&monitor)) {
                 let mut parts = rest.split_whitespace();
-                if let (Some(host), Some(Ok(port))) = (parts.next(), parts.next().map(str::parse))
-                {
+                if let (Some(host), Some(Ok(port))) = (parts.next(), parts.next().map(str::parse)) {
                     return Some((host.to_owned(), port));
                 }
             }

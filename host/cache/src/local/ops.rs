@@ -87,7 +87,12 @@ impl LocalProvider {
     }
 
     /// Waits until the replica on `port` has finished its sync.
-    async fn wait_synced(&self, placement: &Placement, credentials: &Credentials, port: u16) -> Result<()> {
+    async fn wait_synced(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        port: u16,
+    ) -> Result<()> {
         let deadline = tokio::time::Instant::now() + SYNC_WITHIN;
         let mut conn = self.admin_conn(placement, credentials, port).await?;
         loop {
@@ -131,11 +136,7 @@ impl LocalProvider {
         placement: &Placement,
     ) -> Result<()> {
         if spec.tls {
-            tls::issue(
-                &self.tls_dir(&spec.id),
-                &spec.id,
-                &self.config.address,
-            )?;
+            tls::issue(&self.tls_dir(&spec.id), &spec.id, &self.config.address)?;
         }
         let seeded = seed.is_some();
         if let Some(rdb) = seed {
@@ -173,8 +174,14 @@ impl LocalProvider {
             self.wait_synced(placement, credentials, node.port).await?;
         }
         for sentinel in &placement.sentinels {
-            self.start_sentinel(spec, placement, sentinel, (&leader.0, leader.1), credentials)
-                .await?;
+            self.start_sentinel(
+                spec,
+                placement,
+                sentinel,
+                (&leader.0, leader.1),
+                credentials,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -324,7 +331,9 @@ impl CacheProvider for LocalProvider {
             let () = redis::cmd("ACL").arg("SAVE").query_async(&mut conn).await?;
         }
         for sentinel in &placement.sentinels {
-            let mut conn = self.admin_conn(placement, credentials, sentinel.port).await?;
+            let mut conn = self
+                .admin_conn(placement, credentials, sentinel.port)
+                .await?;
             let () = redis::cmd("ACL")
                 .arg("SETUSER")
                 .arg(USER)

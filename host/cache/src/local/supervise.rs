@@ -181,7 +181,13 @@ pub async fn supervise(
             .clone()
             .unwrap_or_else(|| (placement.address.clone(), placement.nodes[0].port));
         tracing::warn!(cache = %spec.id, sentinel = %sentinel.name, "restarting a sentinel");
-        provider.write_sentinel_conf(spec, placement, sentinel, (&watch.0, watch.1), credentials)?;
+        provider.write_sentinel_conf(
+            spec,
+            placement,
+            sentinel,
+            (&watch.0, watch.1),
+            credentials,
+        )?;
         if let Err(e) = start(provider.bin(), &dir, true, &admin(sentinel.port)).await {
             tracing::warn!(cache = %spec.id, sentinel = %sentinel.name, error = %e, "restarting a sentinel");
         }

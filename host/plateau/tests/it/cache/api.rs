@@ -29,7 +29,14 @@ async fn lifecycle_over_tls(backend: Backend) {
             &cache["persistence"],
             &cache["evictionPolicy"]
         ),
-        (&json!("running"), &json!("7"), &json!(true), &json!(1), &json!("none"), &json!("allkeys-lru"))
+        (
+            &json!("running"),
+            &json!("7"),
+            &json!(true),
+            &json!(1),
+            &json!("none"),
+            &json!("allkeys-lru")
+        )
     );
     let id = cache["id"].as_str().unwrap().to_owned();
     let conn = connection(&c, &id).await;
@@ -72,13 +79,18 @@ async fn lifecycle_over_tls(backend: Backend) {
     assert!(m["replicationOffset"].as_u64().unwrap() > 0, "{m}");
 
     let r2 = c
-        .patch(&format!("/caches/{id}"), json!({ "memoryMb": 48, "evictionPolicy": "allkeys-lfu" }))
+        .patch(
+            &format!("/caches/{id}"),
+            json!({ "memoryMb": 48, "evictionPolicy": "allkeys-lfu" }),
+        )
         .await;
     assert_eq!(r2.status, 200, "{}", r2.text());
     assert_eq!(r2.json()["memoryMb"], 48);
     let m = c.get(&format!("/caches/{id}/metrics")).await.json();
     assert_eq!(m["maxmemoryBytes"], 48 << 20, "{m}");
-    let r2 = c.patch(&format!("/caches/{id}"), json!({ "tls": false })).await;
+    let r2 = c
+        .patch(&format!("/caches/{id}"), json!({ "tls": false }))
+        .await;
     assert_eq!(r2.status, 400, "tls is chosen at creation: {}", r2.text());
 
     // Rotation: the old password stops working, the new one works.
@@ -91,7 +103,10 @@ async fn lifecycle_over_tls(backend: Backend) {
     assert_eq!(cli_out(&rotated, &["GET", "greeting"]), "hello");
     let old = cli(&conn, conn.port, &conn.password, &["GET", "greeting"]);
     assert!(!String::from_utf8_lossy(&old.stdout).contains("hello"));
-    assert!(direct(&conn, conn.port).await.is_err(), "the old password is refused");
+    assert!(
+        direct(&conn, conn.port).await.is_err(),
+        "the old password is refused"
+    );
 
     let logs = c.get(&format!("/caches/{id}/logs?lines=20")).await.json();
     let processes: Vec<&str> = logs["items"]
@@ -100,10 +115,16 @@ async fn lifecycle_over_tls(backend: Backend) {
         .iter()
         .map(|l| l["process"].as_str().unwrap())
         .collect();
-    assert!(processes.contains(&"node0") && processes.contains(&"sentinel2"), "{logs}");
+    assert!(
+        processes.contains(&"node0") && processes.contains(&"sentinel2"),
+        "{logs}"
+    );
     let secret_in_logs = logs.to_string().contains(&rotated.password);
     assert!(!secret_in_logs);
-    assert_eq!(c.get(&format!("/caches/{id}/logs?lines=0")).await.status, 400);
+    assert_eq!(
+        c.get(&format!("/caches/{id}/logs?lines=0")).await.status,
+        400
+    );
 
     let list = c.get("/caches?limit=10").await.json();
     assert_eq!(list["total"], 1, "{list}");
@@ -115,7 +136,12 @@ async fn lifecycle_over_tls(backend: Backend) {
     assert!(!s.data_dir.path().join("caches").join(&id).exists());
     let events = c.get("/events?limit=50").await.json();
     let types = event_types(&events);
-    for kind in ["cache.created", "cache.updated", "cache.password_rotated", "cache.deleted"] {
+    for kind in [
+        "cache.created",
+        "cache.updated",
+        "cache.password_rotated",
+        "cache.deleted",
+    ] {
         assert!(types.contains(&kind), "{kind} in {types:?}");
     }
     assert!(!events.to_string().contains(&rotated.password));
@@ -129,8 +155,14 @@ async fn plan_scopes_and_tenants(backend: Backend) {
     for (body, field) in [
         (json!({ "name": "x", "replicas": 2 }), "replicas"),
         (json!({ "name": "x", "memoryMb": 4 }), "memoryMb"),
-        (json!({ "name": "x", "evictionPolicy": "volatile-ttl" }), "evictionPolicy"),
-        (json!({ "name": "x", "persistence": "always" }), "persistence"),
+        (
+            json!({ "name": "x", "evictionPolicy": "volatile-ttl" }),
+            "evictionPolicy",
+        ),
+        (
+            json!({ "name": "x", "persistence": "always" }),
+            "persistence",
+        ),
     ] {
         let r = c.post("/caches", body).await;
         assert_eq!(r.status, 400, "{}", r.text());
@@ -140,7 +172,12 @@ async fn plan_scopes_and_tenants(backend: Backend) {
     let id = ours["id"].as_str().unwrap().to_owned();
     // The free plan has one cache instance.
     let r = c.post("/caches", json!({ "name": "second" })).await;
-    assert_eq!((r.status, r.code().as_str()), (409, "plan_limit_reached"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "plan_limit_reached"),
+        "{}",
+        r.text()
+    );
 
     let reader = mint(&s, json!({ "name": "ro", "scopes": ["cache:read"] })).await;
     let ro = s.client().with_token(&reader);

@@ -37,17 +37,26 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
         let out = super::cli(&conn, sentinel_port, &conn.password, args);
         String::from_utf8_lossy(&out.stdout).to_string()
     };
-    eventually("the sentinels to know each other", Duration::from_secs(30), || {
-        let master = ask(&["SENTINEL", "MASTER", &conn.master_name]);
-        let ready = field(&master, "num-other-sentinels").as_deref() == Some("2")
-            && field(&master, "num-slaves").as_deref() == Some("1");
-        async move { ready.then_some(()) }
-    })
+    eventually(
+        "the sentinels to know each other",
+        Duration::from_secs(30),
+        || {
+            let master = ask(&["SENTINEL", "MASTER", &conn.master_name]);
+            let ready = field(&master, "num-other-sentinels").as_deref() == Some("2")
+                && field(&master, "num-slaves").as_deref() == Some("1");
+            async move { ready.then_some(()) }
+        },
+    )
     .await;
 
     let mut leader = through_sentinels(&conn).await.unwrap();
     let () = leader.set("before", "1").await.unwrap();
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query_async(&mut leader).await.unwrap();
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut leader)
+        .await
+        .unwrap();
     assert_eq!(acked, 1, "the replica has the write");
     let info = cli_out(&conn, &["INFO", "server"]);
     let pid = info
@@ -63,14 +72,18 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
     assert!(status.success());
 
     // Writes resume on the promoted replica, found through the sentinels.
-    let mut promoted = eventually("writes on the promoted replica", Duration::from_secs(60), || {
-        let conn = &conn;
-        async move {
-            let mut r = through_sentinels(conn).await.ok()?;
-            let set: redis::RedisResult<()> = r.set("after", "2").await;
-            set.ok().map(|()| r)
-        }
-    })
+    let mut promoted = eventually(
+        "writes on the promoted replica",
+        Duration::from_secs(60),
+        || {
+            let conn = &conn;
+            async move {
+                let mut r = through_sentinels(conn).await.ok()?;
+                let set: redis::RedisResult<()> = r.set("after", "2").await;
+                set.ok().map(|()| r)
+            }
+        },
+    )
     .await;
     let before: String = promoted.get("before").await.unwrap();
     assert_eq!(before, "1");
@@ -78,14 +91,18 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
     assert_ne!(now.port, conn.port, "the connection names the new leader");
 
     // The host restarts the dead leader as the new leader's replica.
-    eventually("the old leader back as a replica", Duration::from_secs(60), || {
-        let c = &c;
-        let id = &id;
-        async move {
-            let m = c.get(&format!("/caches/{id}/metrics")).await.json();
-            (m["connectedReplicas"] == 1).then_some(())
-        }
-    })
+    eventually(
+        "the old leader back as a replica",
+        Duration::from_secs(60),
+        || {
+            let c = &c;
+            let id = &id;
+            async move {
+                let m = c.get(&format!("/caches/{id}/metrics")).await.json();
+                (m["connectedReplicas"] == 1).then_some(())
+            }
+        },
+    )
     .await;
     let old = super::direct(&conn, conn.port).await.unwrap();
     let mut old = old;

@@ -53,7 +53,11 @@ pub async fn connection(c: &Client, id: &str) -> Conn {
     let password = v["password"].as_str().unwrap().to_owned();
     assert_eq!(
         uri,
-        format!("rediss://app:{password}@{}:{}", v["host"].as_str().unwrap(), v["port"])
+        format!(
+            "rediss://app:{password}@{}:{}",
+            v["host"].as_str().unwrap(),
+            v["port"]
+        )
     );
     Conn {
         host: v["host"].as_str().unwrap().to_owned(),
@@ -112,12 +116,15 @@ pub async fn through_sentinels(conn: &Conn) -> redis::RedisResult<MultiplexedCon
         client_tls: None,
         root_cert: Some(conn.ca_pem.as_bytes().to_vec()),
     };
-    let sentinels = conn.sentinels.iter().map(|(host, port)| ConnectionAddr::TcpTls {
-        host: host.clone(),
-        port: *port,
-        insecure: false,
-        tls_params: None,
-    });
+    let sentinels = conn
+        .sentinels
+        .iter()
+        .map(|(host, port)| ConnectionAddr::TcpTls {
+            host: host.clone(),
+            port: *port,
+            insecure: false,
+            tls_params: None,
+        });
     let mut client =
         SentinelClientBuilder::new(sentinels, &conn.master_name, SentinelServerType::Master)?
             .set_client_to_sentinel_tls_mode(TlsMode::Secure)
@@ -167,7 +174,11 @@ impl Processes {
 fn pid_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for cluster in std::fs::read_dir(root).into_iter().flatten().flatten() {
-        for process in std::fs::read_dir(cluster.path()).into_iter().flatten().flatten() {
+        for process in std::fs::read_dir(cluster.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let pid = process.path().join("redis.pid");
             if pid.exists() {
                 out.push(pid);

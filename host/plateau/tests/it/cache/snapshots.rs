@@ -37,7 +37,9 @@ async fn snapshot_restore_and_adoption(backend: Backend) {
     pipe.hset("profile", "name", "ada").ignore();
     let () = pipe.query_async(&mut r).await.unwrap();
 
-    let snap = c.post(&format!("/caches/{a_id}/snapshots"), json!({})).await;
+    let snap = c
+        .post(&format!("/caches/{a_id}/snapshots"), json!({}))
+        .await;
     assert_eq!(snap.status, 201, "{}", snap.text());
     let snap = snap.json();
     assert!(snap["sizeBytes"].as_i64().unwrap() > 0, "{snap}");
@@ -76,7 +78,10 @@ async fn snapshot_restore_and_adoption(backend: Backend) {
     assert!(!String::from_utf8_lossy(&other.stdout).contains("value 1"));
     // Unknown snapshots and another cache's snapshot ids answer 404.
     let r404 = c
-        .post(&format!("/caches/{b_id}/snapshots/{snap_id}/restore"), json!({ "name": "c" }))
+        .post(
+            &format!("/caches/{b_id}/snapshots/{snap_id}/restore"),
+            json!({ "name": "c" }),
+        )
         .await;
     assert_eq!(r404.status, 404, "{}", r404.text());
 
@@ -90,7 +95,13 @@ async fn snapshot_restore_and_adoption(backend: Backend) {
 
     // A dead leader without replicas comes back in place, from its RDB.
     let pid_b = pid_of(&conn_b);
-    assert!(std::process::Command::new("kill").args(["-KILL", &pid_b]).status().unwrap().success());
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid_b])
+            .status()
+            .unwrap()
+            .success()
+    );
     let back = eventually("the restored cache back", Duration::from_secs(60), || {
         let conn_b = &conn_b;
         async move {
@@ -142,10 +153,11 @@ async fn fill(r: &mut redis::aio::MultiplexedConnection, prefix: &str, ttl: bool
                 pipe.set(key, &value);
             }
         }
-        let replies: Vec<redis::RedisResult<()>> = match pipe.query_async::<Vec<redis::Value>>(r).await {
-            Ok(values) => values.into_iter().map(|_| Ok(())).collect(),
-            Err(e) => vec![Err(e)],
-        };
+        let replies: Vec<redis::RedisResult<()>> =
+            match pipe.query_async::<Vec<redis::Value>>(r).await {
+                Ok(values) => values.into_iter().map(|_| Ok(())).collect(),
+                Err(e) => vec![Err(e)],
+            };
         refused += replies.iter().filter(|r| r.is_err()).count();
     }
     refused
@@ -159,9 +171,18 @@ async fn eviction_policies(backend: Backend) {
     let id = cache["id"].as_str().unwrap().to_owned();
     let conn = connection(&c, &id).await;
     let mut r = direct(&conn, conn.port).await.unwrap();
-    for policy in ["noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru"] {
+    for policy in [
+        "noeviction",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+    ] {
         let changed = c
-            .patch(&format!("/caches/{id}"), json!({ "evictionPolicy": policy }))
+            .patch(
+                &format!("/caches/{id}"),
+                json!({ "evictionPolicy": policy }),
+            )
             .await;
         assert_eq!(changed.status, 200, "{}", changed.text());
         let () = redis::cmd("FLUSHALL").query_async(&mut r).await.unwrap();
