@@ -15,6 +15,15 @@ async fn lifecycle_over_tls(backend: Backend) {
     let s = start(backend).await;
     let _processes = Processes::of(&s);
     let c = s.client();
+    let doc = c.get("/openapi.json").await.json();
+    assert_eq!(
+        doc["paths"]["/caches/{id}/snapshots/{snapshotId}/restore"]["post"]["security"][0]["bearer"],
+        json!(["cache:write"])
+    );
+    assert_eq!(
+        doc["paths"]["/caches/{id}/connection"]["get"]["security"][0]["bearer"],
+        json!(["cache:read"])
+    );
     let cache = create(
         &c,
         json!({ "name": "sessions", "memoryMb": 32, "evictionPolicy": "allkeys-lru" }),
