@@ -12,14 +12,26 @@ use anyhow::{Context, bail};
 use crate::server::workspace_root;
 
 /// Debian packages the test suite uses: a PostgreSQL server for the
-/// PostgreSQL half of the suite, skopeo as an independent OCI client.
-const TEST_PACKAGES: &[&str] = &["postgresql", "skopeo"];
+/// PostgreSQL half of the suite, skopeo as an independent OCI client, and
+/// Redis 7 for the managed caches (redis-cli and redis-benchmark come with
+/// redis-tools).
+const TEST_PACKAGES: &[&str] = &[
+    "postgresql",
+    "skopeo",
+    "redis-server",
+    "redis-sentinel",
+    "redis-tools",
+];
+
+/// Debian packages the server itself runs: Redis 7 for the managed caches.
+const RUN_PACKAGES: &[&str] = &["redis-server", "redis-sentinel", "redis-tools"];
 
 /// Python packages the test suite uses: `oras`, another OCI client.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras")];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
+    ensure_packages(RUN_PACKAGES)?;
     let mut args = vec!["run", "--release", "-p", "plateau", "--", "serve"];
     args.extend_from_slice(extra);
     cargo(&args)

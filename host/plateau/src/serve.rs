@@ -2,6 +2,7 @@
 //! serve the API until SIGTERM or Ctrl-C, letting requests in flight finish.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -9,9 +10,11 @@ use clap::Args;
 use plateau_api::{ApiConfig, AppState, Extensions};
 use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
+use plateau_plugin_runtime::secrets::Sealer;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::caches;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;
@@ -66,6 +69,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
+    caches: caches::CacheArgs,
+    #[command(flatten)]
     registry_gc: RegistryGcArgs,
     /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
     /// by default each request's Host.
@@ -111,8 +116,13 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
+    let sealer = Arc::new(Sealer::new(
+        &plugins::secret_key(&args.plugins_setup(), &db).await?,
+    ));
+    let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer)?;
     let routes = plateau_plugins::admin::routes()
         .merge(plateau_plugins::admin_jobs::routes())
+        .merge(plateau_cache::api::routes())
         .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),
@@ -137,7 +147,8 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .map_err(anyhow::Error::msg)?
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
         .layer(axum::Extension(plugins.jobs.clone()))
-        .layer(axum::Extension(plugins.clock.clone()));
+        .layer(axum::Extension(plugins.clock.clone()))
+        .layer(axum::Extension(caches.service.clone()));
     let app = plateau_registry::mount(api, registry);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -160,6 +171,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     .await?;
     maintenance.abort();
     registry_gc.abort();
+    caches.stop();
     plugins.stop(&db).await;
     db.close().await;
     tracing::info!("stopped");

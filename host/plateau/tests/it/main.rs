@@ -6,6 +6,7 @@ mod account;
 mod admin;
 mod audit_export;
 mod auth;
+mod cache;
 mod checks;
 mod connect;
 mod email;
