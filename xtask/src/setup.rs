@@ -3,7 +3,8 @@
 //!
 //! Installs only what is missing: the wasm32-wasip2 Rust target (plugins
 //! are built for it) and, for the tests, Debian packages (a PostgreSQL
-//! server for the PostgreSQL half of the suite).
+//! server for the PostgreSQL half of the suite) and Python packages (real
+//! clients the tests drive the server with).
 
 use std::process::Command;
 
@@ -15,8 +16,9 @@ use crate::server::workspace_root;
 /// PostgreSQL half of the suite, skopeo as an independent OCI client.
 const TEST_PACKAGES: &[&str] = &["postgresql", "skopeo"];
 
-/// Python packages the test suite uses: `oras`, another OCI client.
-const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras")];
+/// Python packages the test suite uses: `oras`, another OCI client, and
+/// `schemathesis`, which checks the OpenAPI document against the server.
+const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras"), ("schemathesis", "schemathesis")];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;

@@ -15,6 +15,7 @@ mod heartbeats;
 mod idempotency;
 mod jobs;
 mod multihost;
+mod openapi_conformance;
 mod pagination;
 mod plugin_oci;
 mod plugins;
