@@ -3,7 +3,8 @@
 //!
 //! Installs only what is missing: the wasm32-wasip2 Rust target (plugins
 //! are built for it) and, for the tests, Debian packages (a PostgreSQL
-//! server for the PostgreSQL half of the suite).
+//! server for the PostgreSQL half of the suite) and Python packages (real
+//! clients the tests drive the server with).
 
 use std::process::Command;
 
@@ -26,8 +27,9 @@ const TEST_PACKAGES: &[&str] = &[
 /// Debian packages the server itself runs: Redis 7 for the managed caches.
 const RUN_PACKAGES: &[&str] = &["redis-server", "redis-sentinel", "redis-tools"];
 
-/// Python packages the test suite uses: `oras`, another OCI client.
-const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras")];
+/// Python packages the test suite uses: `oras`, another OCI client, and
+/// `schemathesis`, which checks the OpenAPI document against the server.
+const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras"), ("schemathesis", "schemathesis")];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;

@@ -1,6 +1,8 @@
 //! Plugin routes in the OpenAPI document, from their self-descriptions,
 //! in the same shape as core operations (security, error responses).
 
+mod ofrep;
+
 use std::sync::Arc;
 
 use plateau_plugin_runtime::{Access, Description, PluginVersion};
@@ -37,6 +39,58 @@ fn problem(description: &str) -> Value {
     })
 }
 
+/// The problem statuses any plugin route can answer: the host's own (401
+/// and 403 before the plugin runs, 413 and 415 for the body, 500 when the
+/// plugin fails, 504 past its deadline) and those of the SDK's error codes.
+const PROBLEMS: &[(&str, &str)] = &[
+    ("400", "bad request: the problem names the invalid fields"),
+    ("401", "missing or invalid token"),
+    ("403", "the token lacks the scope named in the problem"),
+    ("404", "no such resource"),
+    ("409", "a conflict with the current state"),
+    ("413", "the body is too large"),
+    ("415", "the body is not JSON"),
+    ("422", "the request cannot be processed"),
+    ("429", "a rate limit is reached"),
+    ("500", "the plugin failed; the problem names it"),
+    ("503", "a service the plugin needs is unavailable"),
+    ("504", "the plugin ran past its deadline"),
+];
+
+/// The responses of one route. A description names a route's access but
+/// not its bodies, so the success is any `2XX` with the plugin's answer,
+/// and errors are problem documents, except where a route speaks a
+/// protocol with its own error shape ([`ofrep`]).
+fn responses(path: &str, access: &Access) -> Map<String, Value> {
+    let mut responses = Map::new();
+    responses.insert(
+        "2XX".into(),
+        json!({ "description": "the plugin's answer" }),
+    );
+    for (status, description) in PROBLEMS {
+        let auth = matches!(*status, "401" | "403");
+        if auth && matches!(access, Access::Public) {
+            continue;
+        }
+        responses.insert((*status).into(), problem(description));
+    }
+    ofrep::document(path, &mut responses);
+    responses
+}
+
+/// The request body of a route that takes one. Its shape is the plugin's
+/// own and absent from the description, so any JSON is documented, and
+/// none: a plugin reads an absent body as it chooses.
+fn request_body(method: &str) -> Option<Value> {
+    matches!(method, "POST" | "PUT" | "PATCH").then(|| {
+        json!({
+            "description": "JSON; its shape is the plugin's (see the plugin's documentation)",
+            "required": false,
+            "content": { "application/json": { "schema": {} } }
+        })
+    })
+}
+
 /// The OpenAPI `paths` of every active plugin.
 pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
     let mut paths = Map::new();
@@ -47,32 +101,14 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 Access::Authenticated => json!([{ "bearer": [] }]),
                 Access::Scope(s) => json!([{ "bearer": [s] }]),
             };
-            let mut responses = Map::new();
-            responses.insert(
-                "200".into(),
-                json!({ "description": "the plugin's answer" }),
-            );
-            responses.insert("400".into(), problem("bad request"));
-            if !matches!(route.access, Access::Public) {
-                responses.insert("401".into(), problem("missing or invalid token"));
-                responses.insert(
-                    "403".into(),
-                    problem("the token lacks the scope named in the problem"),
-                );
-            }
-            responses.insert("404".into(), problem("no such resource"));
-            responses.insert(
-                "500".into(),
-                problem("the plugin failed; the problem names it"),
-            );
-            responses.insert("504".into(), problem("the plugin ran past its deadline"));
+            let responses = responses(&route.path, &route.access);
             let params: Vec<Value> = route
                 .path
                 .split('/')
                 .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
                 .map(|p| json!({ "name": p.trim_end_matches("..."), "in": "path", "required": true, "schema": { "type": "string" } }))
                 .collect();
-            let op = json!({
+            let mut op = json!({
                 "tags": [name],
                 "summary": route.summary,
                 "operationId": format!("{name}_{}_{}", route.method.to_ascii_lowercase(), route.path.replace(['/', '{', '}', '.'], "_")),
@@ -81,6 +117,9 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 "responses": responses,
                 "x-plateau-plugin": { "name": name, "version": version.description().version },
             });
+            if let Some(body) = request_body(&route.method) {
+                op["requestBody"] = ofrep::request_body(&route.path).unwrap_or(body);
+            }
             let entry = paths
                 .entry(route.path.replace("...}", "}"))
                 .or_insert_with(|| Value::Object(Map::new()));

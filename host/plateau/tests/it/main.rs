@@ -17,6 +17,7 @@ mod heartbeats;
 mod idempotency;
 mod jobs;
 mod multihost;
+mod openapi_conformance;
 mod pagination;
 mod plugin_idempotency;
 mod plugin_oci;
