@@ -88,6 +88,12 @@ const FIXTURES: &[Package] = &[
             "future-wit",
         ]),
     },
+    Package {
+        name: "plateau-fixture-apps",
+        dir: "tests/fixture-apps",
+        module: "apps",
+        targets: Targets::Examples(&["hello-app", "hello-app-v2", "broken-app"]),
+    },
 ];
 
 fn main() {

@@ -1,6 +1,7 @@
 //! `plateau`: the server and its command line.
 
 mod admin;
+mod apps;
 mod config;
 mod logging;
 mod plugin_cli;

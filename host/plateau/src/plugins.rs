@@ -63,6 +63,7 @@ const CORE_PREFIXES: &[&str] = &[
     "/openapi.json",
     "/plugins",
     "/v2",
+    "/apps",
 ];
 
 pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
@@ -161,7 +162,7 @@ fn read_ca_file(path: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
 
 /// The key of the plugins' `secrets`: `PLATEAU_SECRET_KEY`, or one
 /// generated once and kept in the database.
-async fn secret_key(setup: &Setup, db: &Db) -> anyhow::Result<[u8; KEY_LEN]> {
+pub(crate) async fn secret_key(setup: &Setup, db: &Db) -> anyhow::Result<[u8; KEY_LEN]> {
     let encoded = match &setup.secret_key {
         Some(key) => key.clone(),
         None => {

@@ -11,6 +11,7 @@ use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 
+use crate::apps::AppsArgs;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;
@@ -63,6 +64,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
     clock: String,
     #[command(flatten)]
+    apps: AppsArgs,
+    #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
@@ -104,7 +107,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
-    let routes = plateau_plugins::admin::routes().merge(plateau_plugins::admin_jobs::routes());
+    let routes = plateau_plugins::admin::routes()
+        .merge(plateau_plugins::admin_jobs::routes())
+        .merge(plateau_apps::api::routes());
     #[cfg(feature = "bench-native")]
     let routes = routes.merge(plateau_plugins::native_bench::routes());
     let extensions = Extensions {
@@ -113,6 +118,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             plugins.dispatcher.clone(),
         )),
     };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
     let blob_store = args.registry_store.open(&args.store.data_dir)?;
     let registry = plateau_registry::Registry::new(
         state.clone(),
@@ -124,19 +133,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     tracing::info!(store = %blob_store.location, "registry serving under /v2");
+    let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
+    let mut apps = crate::apps::prepare(
+        &args.apps,
+        &db,
+        secret_key,
+        registry.clone(),
+        addr,
+        args.registry_url.as_deref(),
+    )
+    .await?;
     // The /v2 routes go in after the API's layers: they keep the OCI error
     // format, and unknown paths still get the API's problem bodies.
     let api = plateau_api::app_with(state, extensions)
         .map_err(anyhow::Error::msg)?
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
         .layer(axum::Extension(plugins.jobs.clone()))
-        .layer(axum::Extension(plugins.clock.clone()));
+        .layer(axum::Extension(plugins.clock.clone()))
+        .layer(axum::Extension(apps.apps.clone()));
     let app = plateau_registry::mount(api, registry);
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let addr = listener.local_addr()?;
-    tracing::info!(%addr, backend = ?db.backend(), "plateau is serving");
+    apps.serve();
+    tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
+    println!("edge listening on http://{}", apps.edge_addr);
     println!("listening on http://{addr}");
     let maintenance = tokio::spawn(maintain(db.clone()));
     let registry_gc = tokio::spawn(registry_gc(
@@ -154,6 +172,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     maintenance.abort();
     registry_gc.abort();
     plugins.stop(&db).await;
+    apps.stop().await;
     db.close().await;
     tracing::info!("stopped");
     Ok(())

@@ -4,6 +4,7 @@
 
 mod account;
 mod admin;
+mod apps;
 mod auth;
 mod checks;
 mod connect;
@@ -107,4 +108,14 @@ pub fn event_types(page: &Value) -> Vec<&str> {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect()
+}
+
+/// Mints a token of the apps tests' organisation with `scopes`.
+pub async fn mint_for(env: &apps::Apps, scopes: &[&str]) -> String {
+    let r = env
+        .client()
+        .post("/tokens", json!({ "scopes": scopes }))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["token"].as_str().unwrap().to_owned()
 }
