@@ -52,14 +52,14 @@ async fn tenants_names_and_plans(backend: Backend) {
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let thief = id(&r.json());
-    let app = crate::until(
+    let stolen = crate::until(
         &other,
         &format!("/apps/{thief}"),
         "the deployment to fail",
         |a| a["status"] == "failed",
     )
     .await;
-    assert!(app["liveDeploymentId"].is_null());
+    assert!(stolen["liveDeploymentId"].is_null());
     let history = other
         .get(&format!("/apps/{thief}/deployments"))
         .await
