@@ -261,7 +261,10 @@ pub async fn verify(
 }
 
 /// The variables of a request and the entries refused.
-fn entries(input: &SetEnv) -> Result<(Vec<(String, String)>, Vec<Invalid>), ApiError> {
+/// The variables to save, and the entries refused.
+type Entries = (Vec<(String, String)>, Vec<Invalid>);
+
+fn entries(input: &SetEnv) -> Result<Entries, ApiError> {
     let mut vars = BTreeMap::new();
     let mut invalid = Vec::new();
     match (&input.key, &input.value) {

@@ -129,6 +129,9 @@ pub async fn push(token: &str, wasm: &[u8], reference: &str) -> Value {
     success_json(&out)
 }
 
+/// One answer of the edge: its status and body, or the transport error.
+pub type Answer = Result<(u16, String), String>;
+
 /// The edge of `server`, asking for the app with `slug`.
 pub struct Edge {
     http: reqwest::Client,
@@ -146,7 +149,7 @@ impl Edge {
     }
 
     /// `GET path` with the app's Host name: the status and the body.
-    pub async fn get(&self, path: &str) -> Result<(u16, String), String> {
+    pub async fn get(&self, path: &str) -> Answer {
         let r = self
             .http
             .get(format!("{}{path}", self.base))
@@ -177,7 +180,7 @@ impl Edge {
 /// is kept.
 pub struct Load {
     stop: Arc<AtomicBool>,
-    tasks: Vec<tokio::task::JoinHandle<Vec<Result<(u16, String), String>>>>,
+    tasks: Vec<tokio::task::JoinHandle<Vec<Answer>>>,
 }
 
 impl Load {
@@ -200,7 +203,7 @@ impl Load {
     }
 
     /// Stops the load; every answer, in no particular order.
-    pub async fn finish(self) -> Vec<Result<(u16, String), String>> {
+    pub async fn finish(self) -> Vec<Answer> {
         self.stop.store(true, Ordering::Relaxed);
         let mut all = Vec::new();
         for task in self.tasks {
@@ -211,10 +214,7 @@ impl Load {
 }
 
 /// The answers that are not `200` with one of `bodies`.
-pub fn failures<'a>(
-    answers: &'a [Result<(u16, String), String>],
-    bodies: &[&str],
-) -> Vec<&'a Result<(u16, String), String>> {
+pub fn failures<'a>(answers: &'a [Answer], bodies: &[&str]) -> Vec<&'a Answer> {
     answers
         .iter()
         .filter(|a| !matches!(a, Ok((200, b)) if bodies.contains(&b.as_str())))
