@@ -89,6 +89,12 @@ const FIXTURES: &[Package] = &[
             "legacy-v0-2",
         ]),
     },
+    Package {
+        name: "plateau-fixture-apps",
+        dir: "tests/fixture-apps",
+        module: "apps",
+        targets: Targets::Examples(&["hello-app", "hello-app-v2", "broken-app"]),
+    },
 ];
 
 fn main() {

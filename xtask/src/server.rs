@@ -44,6 +44,7 @@ impl Server {
         let mut child = Command::new(bin)
             .arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", TOKEN)
             .env("PLATEAU_LOG", "error")

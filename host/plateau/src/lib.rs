@@ -4,6 +4,7 @@
 //! `bench/native-twin`) calls [`serve::run_with`].
 
 pub mod admin;
+mod apps;
 mod caches;
 pub mod config;
 pub mod logging;

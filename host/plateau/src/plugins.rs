@@ -64,6 +64,7 @@ const CORE_PREFIXES: &[&str] = &[
     "/plugins",
     "/v2",
     "/caches",
+    "/apps",
 ];
 
 pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {

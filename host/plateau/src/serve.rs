@@ -15,6 +15,7 @@ use plateau_store::{Db, idempotency, provision, sessions, settings};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::caches;
+use crate::apps::AppsArgs;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;
@@ -67,6 +68,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
     clock: String,
     #[command(flatten)]
+    apps: AppsArgs,
+    #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
     caches: caches::CacheArgs,
@@ -116,13 +119,13 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
-    let sealer = Arc::new(Sealer::new(
-        &plugins::secret_key(&args.plugins_setup(), &db).await?,
-    ));
+    let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
+    let sealer = Arc::new(Sealer::new(&secret_key));
     let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer)?;
     let routes = plateau_plugins::admin::routes()
         .merge(plateau_plugins::admin_jobs::routes())
         .merge(plateau_cache::api::routes())
+        .merge(plateau_apps::api::routes())
         .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),
@@ -130,6 +133,10 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
             plugins.dispatcher.clone(),
         )),
     };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
     let blob_store = args.registry_store.open(&args.store.data_dir)?;
     let registry = plateau_registry::Registry::new(
         state.clone(),
@@ -141,6 +148,15 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     )
     .await?;
     tracing::info!(store = %blob_store.location, "registry serving under /v2");
+    let mut apps = crate::apps::prepare(
+        &args.apps,
+        &db,
+        secret_key,
+        registry.clone(),
+        addr,
+        args.registry_url.as_deref(),
+    )
+    .await?;
     // The /v2 routes go in after the API's layers: they keep the OCI error
     // format, and unknown paths still get the API's problem bodies.
     let api = plateau_api::app_with(state, extensions)
@@ -148,13 +164,12 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
         .layer(axum::Extension(plugins.jobs.clone()))
         .layer(axum::Extension(plugins.clock.clone()))
-        .layer(axum::Extension(caches.service.clone()));
+        .layer(axum::Extension(caches.service.clone()))
+        .layer(axum::Extension(apps.apps.clone()));
     let app = plateau_registry::mount(api, registry);
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let addr = listener.local_addr()?;
-    tracing::info!(%addr, backend = ?db.backend(), "plateau is serving");
+    apps.serve();
+    tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
+    println!("edge listening on http://{}", apps.edge_addr);
     println!("listening on http://{addr}");
     let maintenance = tokio::spawn(maintain(db.clone()));
     let registry_gc = tokio::spawn(registry_gc(
@@ -173,6 +188,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     registry_gc.abort();
     caches.stop();
     plugins.stop(&db).await;
+    apps.stop().await;
     db.close().await;
     tracing::info!("stopped");
     Ok(())

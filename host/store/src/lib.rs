@@ -9,6 +9,7 @@
 //! events, sessions) lives here, never only in a process's memory.
 
 pub mod caches;
+pub mod apps;
 pub mod db;
 pub mod deliveries;
 pub mod error;

@@ -56,6 +56,8 @@ pub struct Server {
     bin: PathBuf,
     child: Option<Child>,
     pub url: String,
+    /// The apps edge (`PLATEAU_EDGE_LISTEN`, a free port), `http://127.0.0.1:PORT`.
+    pub edge_url: String,
     /// The owner token of the first organisation (PLATEAU_BOOTSTRAP_TOKEN).
     pub token: String,
     /// The operator password (PLATEAU_ADMIN_PASSWORD).
@@ -77,6 +79,7 @@ impl Server {
             bin: PathBuf::from(bin),
             child: None,
             url: String::new(),
+            edge_url: String::new(),
             token: options
                 .env
                 .get("PLATEAU_BOOTSTRAP_TOKEN")
@@ -95,6 +98,7 @@ impl Server {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", self.data_dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", &self.token)
             .env("PLATEAU_ADMIN_PASSWORD", &self.admin_password)
@@ -110,8 +114,12 @@ impl Server {
         let mut child = cmd.spawn().expect("the plateau binary starts");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
+        let mut edge_url = String::new();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
             while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("edge listening on ") {
+                    edge_url = url.to_owned();
+                }
                 if let Some(url) = line.strip_prefix("listening on ") {
                     return url.to_owned();
                 }
@@ -123,6 +131,7 @@ impl Server {
         // Keep draining stdout so the server never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         self.url = url;
+        self.edge_url = edge_url;
         self.child = Some(child);
     }
 

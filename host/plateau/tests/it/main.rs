@@ -5,6 +5,7 @@
 mod account;
 mod admin;
 mod audit_export;
+mod apps;
 mod auth;
 mod cache;
 mod checks;
@@ -111,4 +112,14 @@ pub fn event_types(page: &Value) -> Vec<&str> {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect()
+}
+
+/// Mints a token of the apps tests' organisation with `scopes`.
+pub async fn mint_for(env: &apps::Apps, scopes: &[&str]) -> String {
+    let r = env
+        .client()
+        .post("/tokens", json!({ "scopes": scopes }))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["token"].as_str().unwrap().to_owned()
 }
