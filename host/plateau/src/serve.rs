@@ -14,8 +14,8 @@ use plateau_plugin_runtime::secrets::Sealer;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::caches;
 use crate::apps::AppsArgs;
+use crate::caches;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;

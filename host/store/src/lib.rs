@@ -8,8 +8,8 @@
 //! Everything the API promises (tokens, idempotency records, cursor keys,
 //! events, sessions) lives here, never only in a process's memory.
 
-pub mod caches;
 pub mod apps;
+pub mod caches;
 pub mod db;
 pub mod deliveries;
 pub mod error;

@@ -44,6 +44,7 @@ pub struct CreateApp {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameApp {
+    #[schema(schema_with = plateau_api::openapi::name_schema)]
     pub name: String,
 }
 

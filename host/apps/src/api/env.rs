@@ -214,7 +214,7 @@ pub async fn delete(
     security(("bearer" = ["apps:write"])),
     params(("id" = String, Path, description = "app id"),
            ("key" = String, Query, description = "the variable's name"),
-           ("expected" = String, Query, description = "SHA-256 of the value, hex")),
+           ("expected" = String, Query, pattern = "^[0-9a-fA-F]{64}$", description = "SHA-256 of the value, hex")),
     responses((status = 200, description = "the comparison", body = Verified),
               (status = 409, description = "the app is not running on this host", body = plateau_api::error::Problem)))]
 pub async fn verify(

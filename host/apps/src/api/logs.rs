@@ -32,7 +32,7 @@ pub struct LogList {
 #[utoipa::path(get, path = "/apps/{id}/logs", tag = "apps",
     security(("bearer" = ["apps:read"])),
     params(("id" = String, Path, description = "app id"),
-           ("since" = Option<String>, Query, description = "RFC 3339 time; only lines at or after it"),
+           ("since" = Option<String>, Query, format = DateTime, description = "RFC 3339 time; only lines at or after it"),
            ("limit" = Option<u32>, Query, description = "the newest lines, 1 to 1000, default 200")),
     responses((status = 200, description = "log lines", body = LogList)))]
 pub async fn list(

@@ -31,6 +31,8 @@ pub struct ScaleView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scale {
+    /// At least 1; at most the plan's maximum (409 `plan_limit_reached` beyond it).
+    #[schema(minimum = 1)]
     pub replicas: i64,
 }
 
@@ -79,7 +81,8 @@ pub async fn get_scale(
     security(("bearer" = ["apps:write"])),
     params(("id" = String, Path, description = "app id")),
     request_body = Scale,
-    responses((status = 200, description = "replicas", body = ScaleView)))]
+    responses((status = 200, description = "replicas", body = ScaleView),
+              (status = 409, description = "more replicas than the plan allows", body = plateau_api::error::Problem)))]
 pub async fn put_scale(
     Extension(apps): Extension<Apps>,
     caller: Caller,
@@ -87,12 +90,15 @@ pub async fn put_scale(
     Body(input): Body<Scale>,
 ) -> Result<Json<ScaleView>, ApiError> {
     let limits = plan(&apps, &caller).await?;
-    if !(1..=limits.replicas).contains(&input.replicas) {
-        return Err(ApiError::invalid(
-            "replicas",
+    if input.replicas < 1 {
+        return Err(ApiError::invalid("replicas", "must be at least 1"));
+    }
+    if input.replicas > limits.replicas {
+        return Err(ApiError::conflict(
+            "plan_limit_reached",
             format!(
-                "must be between 1 and {}, the {} plan's maximum",
-                limits.replicas, caller.plan
+                "the {} plan allows at most {} replicas; scale down or move to a larger plan",
+                caller.plan, limits.replicas
             ),
         ));
     }

@@ -34,12 +34,16 @@ pub struct CreateCache {
     /// Unique within the organisation, 1 to 100 characters.
     pub name: String,
     /// `maxmemory` in MiB; 64 by default, at most the plan's ceiling.
+    #[schema(minimum = 8)]
     pub memory_mb: Option<i64>,
     /// noeviction (default), allkeys-lru, allkeys-lfu, allkeys-random or volatile-lru.
+    #[schema(value_type = Option<crate::spec::EvictionPolicy>)]
     pub eviction_policy: Option<String>,
     /// Replicas of the leader; 1 by default, at most the plan's ceiling.
+    #[schema(minimum = 0)]
     pub replicas: Option<i64>,
     /// none (default), rdb or aof.
+    #[schema(value_type = Option<crate::spec::Persistence>)]
     pub persistence: Option<String>,
     /// TLS on every connection; on by default.
     pub tls: Option<bool>,
@@ -71,21 +75,11 @@ pub async fn check_settings(
     let mode = persistence.parse::<Persistence>();
     let mut v = Validator::new();
     v.check(
-        (MIN_MEMORY_MB..=limits.max_memory_mb).contains(&memory_mb),
+        memory_mb >= MIN_MEMORY_MB,
         "memoryMb",
-        format!(
-            "must be between {MIN_MEMORY_MB} and {} on the {} plan",
-            limits.max_memory_mb, caller.plan
-        ),
+        format!("must be at least {MIN_MEMORY_MB}"),
     )
-    .check(
-        (0..=limits.max_replicas).contains(&replicas),
-        "replicas",
-        format!(
-            "must be between 0 and {} on the {} plan",
-            limits.max_replicas, caller.plan
-        ),
-    );
+    .check(replicas >= 0, "replicas", "must be at least 0");
     if let Err(m) = &policy {
         v.check(false, "evictionPolicy", m.clone());
     }
@@ -93,6 +87,17 @@ pub async fn check_settings(
         v.check(false, "persistence", m.clone());
     }
     v.finish()?;
+    // Within the grammar, a setting past the plan's ceiling is a plan
+    // limit (409), as the number of caches is.
+    if memory_mb > limits.max_memory_mb || replicas > limits.max_replicas {
+        return Err(ApiError::conflict(
+            "plan_limit_reached",
+            format!(
+                "the {} plan allows at most {} MB and {} replicas per cache; lower the setting or move to a larger plan",
+                caller.plan, limits.max_memory_mb, limits.max_replicas
+            ),
+        ));
+    }
     Ok((policy.expect("checked"), mode.expect("checked")))
 }
 
@@ -294,9 +299,13 @@ pub async fn get(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateCache {
+    #[schema(minimum = 8)]
     pub memory_mb: Option<i64>,
+    #[schema(value_type = Option<crate::spec::EvictionPolicy>)]
     pub eviction_policy: Option<String>,
+    #[schema(minimum = 0)]
     pub replicas: Option<i64>,
+    #[schema(value_type = Option<crate::spec::Persistence>)]
     pub persistence: Option<String>,
     /// A new password for the cache's user; the old one stops working.
     #[serde(default)]

@@ -129,9 +129,13 @@ pub struct RestoreSnapshot {
     /// The new cache's name, unique within the organisation.
     pub name: String,
     /// Settings of the new cache; each defaults to the source cache's.
+    #[schema(minimum = 8)]
     pub memory_mb: Option<i64>,
+    #[schema(value_type = Option<crate::spec::EvictionPolicy>)]
     pub eviction_policy: Option<String>,
+    #[schema(minimum = 0)]
     pub replicas: Option<i64>,
+    #[schema(value_type = Option<crate::spec::Persistence>)]
     pub persistence: Option<String>,
     pub tls: Option<bool>,
 }
@@ -218,7 +222,7 @@ pub struct Logs {
 #[utoipa::path(get, path = "/caches/{id}/logs", tag = "caches",
     security(("bearer" = ["cache:read"])),
     params(("id" = String, Path, description = "cache id"),
-           ("lines" = Option<u32>, Query, description = "lines per process, 1 to 1000; 100 by default")),
+           ("lines" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "lines per process, 1 to 1000; 100 by default")),
     responses((status = 200, description = "log lines, by process", body = Logs)))]
 pub async fn logs(
     State(app): State<AppState>,

@@ -4,8 +4,8 @@
 
 mod account;
 mod admin;
-mod audit_export;
 mod apps;
+mod audit_export;
 mod auth;
 mod cache;
 mod checks;

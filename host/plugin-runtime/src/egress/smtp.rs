@@ -231,7 +231,7 @@ mod tests {
         };
         assert_eq!(
             SmtpError::Rejected(reply).to_string(),
-            "the server replied 451 try later"
+            "the server refused: 451 try later"
         );
     }
 }

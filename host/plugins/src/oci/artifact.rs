@@ -210,7 +210,7 @@ mod tests {
             world
                 .exports
                 .iter()
-                .any(|e| e.starts_with("plateau:plugin/")),
+                .any(|e| e.starts_with("plateau:handler/")),
             "{world:?}"
         );
         assert!(!world.imports.is_empty(), "{world:?}");

@@ -118,6 +118,9 @@ async fn env_scale_and_resources(backend: Backend) {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(c.get(&scale).await.json()["replicas"], 3);
     let r = c.put(&scale, json!({ "replicas": 5 })).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "plan_limit_reached");
+    let r = c.put(&scale, json!({ "replicas": 0 })).await;
     assert_eq!(r.status, 400, "{}", r.text());
 
     // Resources are clamped to the plan (pro: 2048 MB, 2000 milli-CPU).

@@ -161,8 +161,17 @@ async fn plan_scopes_and_tenants(backend: Backend) {
     let _processes = Processes::of(&s);
     let c = s.client();
     // Settings are checked against the plan before anything starts.
+    let r = c
+        .post("/caches", json!({ "name": "x", "replicas": 2 }))
+        .await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "plan_limit_reached"),
+        "{}",
+        r.text()
+    );
     for (body, field) in [
-        (json!({ "name": "x", "replicas": 2 }), "replicas"),
+        (json!({ "name": "x", "replicas": -1 }), "replicas"),
         (json!({ "name": "x", "memoryMb": 4 }), "memoryMb"),
         (
             json!({ "name": "x", "evictionPolicy": "volatile-ttl" }),
