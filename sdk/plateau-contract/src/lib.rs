@@ -4,7 +4,7 @@
 //! grammar and matcher, the checks of a self-description, the error codes
 //! and problem body, the limits and reserved headers of mail).
 //!
-//! The host (`plateau-plugin-runtime`, `plateau-plugins`, `plateau-api`)
+//! The host (`plateau-plugin-runtime`, `plateau-plugin-host`, `plateau-api`)
 //! and every guest (through `plateau-sdk`, which re-exports what plugin
 //! authors use) link this crate, so a rule changes in one place. It is pure
 //! on purpose: serde and serde_json, no I/O, and it builds for the host and
@@ -16,6 +16,7 @@
 pub mod delivery;
 pub mod description;
 pub mod error;
+pub mod event;
 pub mod http;
 pub mod json;
 pub mod mail;
@@ -28,6 +29,7 @@ mod checks;
 
 pub use delivery::{Event, Job, Tick};
 pub use description::{Access, Capability, Description, Route, Schedule, ScopeInfo};
+pub use event::NewEvent;
 pub use error::{
     ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Problem,
 };
