@@ -29,10 +29,10 @@ mod checks;
 
 pub use delivery::{Event, Job, Tick};
 pub use description::{Access, Capability, Description, Route, Schedule, ScopeInfo};
-pub use event::NewEvent;
 pub use error::{
     ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Problem,
 };
+pub use event::NewEvent;
 pub use http::{Caller, Method, Request, Response};
 pub use json::{Validator, is_json_content_type, parse_json};
 pub use namespace::Namespace;

@@ -91,8 +91,9 @@ pub struct SmtpServer {
 impl SmtpServer {
     /// The exchange's time limit: the server's own, at most `cap`.
     pub fn timeout_within(&self, cap: std::time::Duration) -> std::time::Duration {
-        self.timeout_ms
-            .map_or(cap, |ms| std::time::Duration::from_millis(ms.into()).min(cap))
+        self.timeout_ms.map_or(cap, |ms| {
+            std::time::Duration::from_millis(ms.into()).min(cap)
+        })
     }
 }
 

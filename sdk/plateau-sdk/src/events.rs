@@ -6,9 +6,9 @@
 use serde::Serialize;
 
 use crate::error::ApiError;
+use crate::sys;
 /// The event as the host receives and records it.
 pub use plateau_contract::NewEvent as Recorded;
-use crate::sys;
 
 /// An event to record.
 ///

@@ -2,7 +2,6 @@
 //! [`EgressGuard`](crate::egress::EgressGuard) with the plugin's granted
 //! hosts, under the call's deadline.
 
-
 use wasmtime::component::{HasData, Linker};
 
 use crate::context::{CallContext, Phase};

@@ -66,7 +66,8 @@ async fn delivers_in_every_tls_mode_with_auth() {
             .send_mail(
                 &granted(sink.port()),
                 server(sink.port(), tls, Some(("relay", "s3cret"))),
-                message(), LIMIT,
+                message(),
+                LIMIT,
             )
             .await
             .unwrap_or_else(|e| panic!("{tls:?}: {e}"));
@@ -130,7 +131,8 @@ async fn starttls_verifies_the_server_name_against_the_guard_roots() {
         .send_mail(
             &granted(sink.port()),
             server(sink.port(), TlsMode::StartTls, None),
-            message(), LIMIT,
+            message(),
+            LIMIT,
         )
         .await
         .unwrap_err();
@@ -171,7 +173,12 @@ async fn temporary_and_permanent_replies_are_rejections_with_their_code() {
     let egress = guard(&sink);
     let hosts = granted(sink.port());
     let send = |message: MailMessage| {
-        egress.send_mail(&hosts, server(sink.port(), TlsMode::None, None), message, LIMIT)
+        egress.send_mail(
+            &hosts,
+            server(sink.port(), TlsMode::None, None),
+            message,
+            LIMIT,
+        )
     };
 
     sink.fail_next(1, 451, "4.3.0 try later");
@@ -204,7 +211,8 @@ async fn bad_credentials_are_rejected_with_535() {
         .send_mail(
             &granted(sink.port()),
             server(sink.port(), TlsMode::Implicit, Some(("relay", "wrong"))),
-            message(), LIMIT,
+            message(),
+            LIMIT,
         )
         .await
         .unwrap_err();
@@ -221,7 +229,12 @@ async fn ungranted_hosts_refused_addresses_and_invalid_messages_never_connect() 
     let plain = server(sink.port(), TlsMode::None, None);
 
     let err = guard(&sink)
-        .send_mail(&["smtp.example.com".into()], plain.clone(), message(), LIMIT)
+        .send_mail(
+            &["smtp.example.com".into()],
+            plain.clone(),
+            message(),
+            LIMIT,
+        )
         .await
         .unwrap_err();
     assert_eq!(err, SmtpError::HostNotAllowed("127.0.0.1".into()));
