@@ -86,7 +86,14 @@ const FIXTURES: &[Package] = &[
             "egress",
             "ungranted",
             "future-wit",
+            "legacy-v0-2",
         ]),
+    },
+    Package {
+        name: "plateau-fixture-apps",
+        dir: "tests/fixture-apps",
+        module: "apps",
+        targets: Targets::Examples(&["hello-app", "hello-app-v2", "broken-app"]),
     },
 ];
 
@@ -105,6 +112,7 @@ fn main() {
         packages.extend(FIXTURES);
     }
 
+    require_target();
     let mut deps = BTreeSet::new();
     let target_dir = out_dir.join("guests");
     // Several packages may put their constants in one module (`builtin`).
@@ -138,6 +146,26 @@ fn main() {
     }
     for dep in deps {
         println!("cargo:rerun-if-changed={}", dep.display());
+    }
+}
+
+/// Stops with what to run when the toolchain lacks the guests' target.
+/// Without it the inner build fails deep down with "can't find crate for
+/// `core`", which does not say that one command fixes it.
+fn require_target() {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let libdir = Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if libdir.is_some_and(|dir| !dir.is_dir()) {
+        panic!(
+            "the {TARGET} Rust target is not installed, and the built-in plugins are built for it: \
+             run `rustup target add {TARGET}`, or use `cargo xtask run` / `cargo xtask test`, \
+             which install it"
+        );
     }
 }
 
@@ -178,7 +206,7 @@ fn build(root: &Path, target_dir: &Path, package: &Package) {
     let status = cmd.status().expect("run cargo for the guest components");
     assert!(
         status.success(),
-        "building {} for {TARGET} failed",
+        "building {} for {TARGET} failed (is the target installed? `rustup target add {TARGET}`)",
         package.name
     );
 }

@@ -81,8 +81,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     let baseline = direct(&target, opts.rate(), opts.seconds.min(30)).await?;
 
-    let server =
-        Server::start_release_with(&[], &[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
+    let server = Server::start_release_with(&[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
     let out = server
         .command(&["admin", "create-org", "Bench", "--plan", "pro"])
         .await?;

@@ -78,16 +78,13 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         } } })
         .to_string(),
     )?;
-    let server = Server::start_release_with(
-        &[],
-        &[
-            ("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
-            (
-                "PLATEAU_PLUGINS_CONFIG",
-                plugins_config.to_str().context("utf-8 path")?,
-            ),
-        ],
-    )
+    let server = Server::start_release_with(&[
+        ("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
+        (
+            "PLATEAU_PLUGINS_CONFIG",
+            plugins_config.to_str().context("utf-8 path")?,
+        ),
+    ])
     .await?;
     let api = Api::new(&server).await?;
     let status = api

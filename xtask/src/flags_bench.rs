@@ -1,6 +1,8 @@
 //! `cargo xtask bench flags`: one OFREP flag evaluation served by the
 //! flags plugin (a wasm component instantiated per request) against the
-//! same evaluation as a native handler in the same host process, measured
+//! same evaluation as a native handler in the same host process (the
+//! server of `tests/native-twin`, which is `plateau serve` plus the native
+//! twins, so the shipped binary carries none of them), measured
 //! in the same run; then the floor of the plugin path (the echo fixture's
 //! `GET /echo/version`, which does nothing, against a native no-op); then
 //! the flags component's per-request costs timed in-process: instantiation,
@@ -9,14 +11,14 @@
 use anyhow::{Context, bail};
 
 use crate::load::{self, Scenario};
-use crate::server::Server;
+use crate::server::{NATIVE_TWIN, Server, release_dir};
 
 const FLAG: &str = r#"{"state":"ENABLED","variants":{"on":true,"off":false},"defaultVariant":"off",
 "targeting":{"if":[{"ends_with":[{"var":"email"},"@example.com"]},{"fractional":[["on",50],["off",50]]},"off"]}}"#;
 const CONTEXT: &str = r#"{"context":{"targetingKey":"user-42","email":"ann@example.com"}}"#;
 
 pub async fn run(opts: load::Options) -> anyhow::Result<()> {
-    let server = Server::start_release(&["bench-native"]).await?;
+    let server = Server::start_native_twin().await?;
     put_flag(&server).await?;
     println!(
         "flag evaluation benchmark: {} connections, {} s per scenario in {} alternating rounds, SQLite, release build\n",
@@ -99,7 +101,7 @@ async fn put_flag(server: &Server) -> anyhow::Result<()> {
 /// Loads and activates the echo fixture component as the `echo` plugin,
 /// through the admin API as an operator would.
 async fn load_echo(server: &Server) -> anyhow::Result<()> {
-    let wasm = server.command(&["bench-echo-component"]).await?;
+    let wasm = twin(&["echo-component"]).await?;
     let file = tempfile::NamedTempFile::new()?;
     std::fs::write(file.path(), wasm)?;
     let path = file.path().to_str().context("temporary path")?;
@@ -109,22 +111,39 @@ async fn load_echo(server: &Server) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The in-process figures of the release binary's `bench-inprocess`
-/// command, in microseconds: instantiation, plugin call, native evaluation.
-async fn in_process(n: u32) -> anyhow::Result<[f64; 3]> {
-    let output = tokio::process::Command::new(crate::server::release_binary())
-        .args(["bench-inprocess", "--count", &n.to_string()])
-        .args(["--flag", FLAG, "--context", CONTEXT])
+/// Runs `plateau-native-twin ARGS` (the release binary); its standard output.
+async fn twin(args: &[&str]) -> anyhow::Result<Vec<u8>> {
+    let output = tokio::process::Command::new(release_dir().join(NATIVE_TWIN))
+        .args(args)
+        .env("PLATEAU_LOG", "error")
         .output()
         .await
-        .context("running plateau bench-inprocess")?;
+        .with_context(|| format!("running {NATIVE_TWIN}"))?;
     if !output.status.success() {
         bail!(
-            "plateau bench-inprocess failed: {}",
+            "{NATIVE_TWIN} {} failed: {}",
+            args.join(" "),
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(output.stdout)
+}
+
+/// The in-process figures of `plateau-native-twin in-process`, in
+/// microseconds: instantiation, plugin call, native evaluation.
+async fn in_process(n: u32) -> anyhow::Result<[f64; 3]> {
+    let count = n.to_string();
+    let output = twin(&[
+        "in-process",
+        "--count",
+        &count,
+        "--flag",
+        FLAG,
+        "--context",
+        CONTEXT,
+    ])
+    .await?;
+    let stdout = String::from_utf8_lossy(&output);
     let figures = stdout
         .split_whitespace()
         .map(str::parse)

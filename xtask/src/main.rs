@@ -17,10 +17,14 @@
 //!   (p50, p99) of the checks scheduler running 10,000 URL checks a minute
 //!   against a local HTTP server, with the same rate hit directly as the
 //!   baseline (issue 5).
+//! - `cargo xtask bench cache [--requests N] [--clients N] [--creations N]
+//!   [--failovers N]`: managed Redis over TLS against a plain redis-server
+//!   (redis-benchmark), creation time and failover time (issue 18).
 //! - `cargo xtask bench email [--messages N] [--connections N]`: the email
 //!   relay's throughput to a local SMTP sink, ledger included, against a
 //!   direct SMTP client and the core's write path in the same run (issue 5).
 
+mod cache_bench;
 mod checks_bench;
 mod email_bench;
 mod flags_bench;
@@ -70,16 +74,24 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(email_bench::run(opts))
         }
+        ["bench", "cache", rest @ ..] => {
+            let opts = cache_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(cache_bench::run(opts))
+        }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N]"
         ),
     }
 }
 
 async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
-    let server = server::Server::start_release(&[]).await?;
+    let server = server::Server::start_release().await?;
     let token = server.token.clone();
     let base = server.base.clone();
     println!(

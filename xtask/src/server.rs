@@ -1,5 +1,6 @@
-//! Builds and starts the release `plateau` binary on a fresh data
-//! directory, for benchmarks.
+//! Builds and starts the release `plateau` binary (or the bench's
+//! `plateau-native-twin`, the same server with native twins of plugin
+//! routes) on a fresh data directory, for benchmarks.
 
 use std::process::Stdio;
 
@@ -20,33 +21,30 @@ const TOKEN: &str = "plt_BenchBenchBenchBenchBenchBenchBenchBench";
 pub const ADMIN_PASSWORD: &str = "bench-admin-password";
 
 impl Server {
-    pub async fn start_release(features: &[&str]) -> anyhow::Result<Server> {
-        Self::start_release_with(features, &[]).await
+    pub async fn start_release() -> anyhow::Result<Server> {
+        Self::start_release_with(&[]).await
     }
 
     /// [`Server::start_release`] with extra environment variables.
-    pub async fn start_release_with(
-        features: &[&str],
-        env: &[(&str, &str)],
-    ) -> anyhow::Result<Server> {
-        let mut args = vec!["build", "--release", "--quiet", "-p", "plateau"];
-        let features = features.join(",");
-        if !features.is_empty() {
-            args.extend(["--features", &features]);
-        }
-        let status = Command::new(env!("CARGO"))
-            .args(&args)
-            .status()
-            .await
-            .context("running cargo build")?;
-        if !status.success() {
-            bail!("cargo build --release -p plateau failed");
-        }
-        let bin = release_binary();
+    pub async fn start_release_with(env: &[(&str, &str)]) -> anyhow::Result<Server> {
+        build_release(&["plateau"]).await?;
+        Self::spawn(&release_binary(), env).await
+    }
+
+    /// The server of `plateau-native-twin serve`: `plateau serve` with the
+    /// native twins under `/api/v1/bench`. [`Server::command`] still runs
+    /// the `plateau` binary, built beside it.
+    pub async fn start_native_twin() -> anyhow::Result<Server> {
+        build_release(&["plateau", NATIVE_TWIN]).await?;
+        Self::spawn(&release_dir().join(NATIVE_TWIN), &[]).await
+    }
+
+    async fn spawn(bin: &std::path::Path, env: &[(&str, &str)]) -> anyhow::Result<Server> {
         let dir = tempfile::tempdir()?;
         let mut child = Command::new(bin)
             .arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", TOKEN)
             .env("PLATEAU_LOG", "error")
@@ -56,7 +54,7 @@ impl Server {
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .context("starting plateau")?;
+            .with_context(|| format!("starting {}", bin.display()))?;
         let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
         let mut base = None;
         while let Some(line) = lines.next_line().await? {
@@ -120,10 +118,36 @@ pub fn workspace_root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
-/// The release `plateau` binary of this workspace's target directory.
-pub fn release_binary() -> std::path::PathBuf {
+/// The bench's server binary with the native twins (`tests/native-twin`).
+pub const NATIVE_TWIN: &str = "plateau-native-twin";
+
+/// Builds the release binaries of `packages` (each package's binary has
+/// its name) in one cargo run.
+async fn build_release(packages: &[&str]) -> anyhow::Result<()> {
+    let mut args = vec!["build", "--release", "--quiet"];
+    for package in packages {
+        args.extend(["-p", package]);
+    }
+    let status = Command::new(env!("CARGO"))
+        .args(&args)
+        .status()
+        .await
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    Ok(())
+}
+
+/// The release directory of this workspace's target directory.
+pub fn release_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"))
-        .join("release/plateau")
+        .join("release")
+}
+
+/// The release `plateau` binary of this workspace's target directory.
+pub fn release_binary() -> std::path::PathBuf {
+    release_dir().join("plateau")
 }

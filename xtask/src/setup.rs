@@ -3,7 +3,8 @@
 //!
 //! Installs only what is missing: the wasm32-wasip2 Rust target (plugins
 //! are built for it) and, for the tests, Debian packages (a PostgreSQL
-//! server for the PostgreSQL half of the suite).
+//! server for the PostgreSQL half of the suite) and Python packages (real
+//! clients the tests drive the server with).
 
 use std::process::Command;
 
@@ -12,15 +13,33 @@ use anyhow::{Context, bail};
 use crate::server::workspace_root;
 
 /// Debian packages the test suite uses: a PostgreSQL server for the
-/// PostgreSQL half of the suite, skopeo as an independent OCI client.
-const TEST_PACKAGES: &[&str] = &["postgresql", "skopeo", "awscli"];
+/// PostgreSQL half of the suite, skopeo as an independent OCI client, and
+/// Redis 7 for the managed caches (redis-cli and redis-benchmark come with
+/// redis-tools).
+const TEST_PACKAGES: &[&str] = &[
+    "postgresql",
+    "skopeo",
+    "redis-server",
+    "redis-sentinel",
+    "redis-tools",
+    "awscli",
+];
+
+/// Debian packages the server itself runs: Redis 7 for the managed caches.
+const RUN_PACKAGES: &[&str] = &["redis-server", "redis-sentinel", "redis-tools"];
 
 /// Python packages the test suite uses: `oras`, another OCI client, and
+/// `schemathesis`, which checks the OpenAPI document against the server, and
 /// `boto3`, the AWS SDK that drives the S3 endpoint.
-const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras"), ("boto3", "boto3")];
+const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
+    ("oras", "oras"),
+    ("schemathesis", "schemathesis"),
+    ("boto3", "boto3"),
+];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
+    ensure_packages(RUN_PACKAGES)?;
     let mut args = vec!["run", "--release", "-p", "plateau", "--", "serve"];
     args.extend_from_slice(extra);
     cargo(&args)

@@ -10,10 +10,11 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use plateau_contract::{ErrorCode, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-pub const PROBLEM_JSON: &str = "application/problem+json";
+pub const PROBLEM_JSON: &str = PROBLEM_CONTENT_TYPE;
 
 /// Marks a response a plugin produced (`name@version`).
 pub const PLUGIN_HEADER: &str = "plateau-plugin";
@@ -143,15 +144,16 @@ impl ApiError {
             | ApiError::Unprocessable { code, .. }
             | ApiError::BadGateway { code, .. }
             | ApiError::Plugin { code, .. } => code,
-            ApiError::Validation(_) => "validation_failed",
-            ApiError::MissingScope(_) => "missing_scope",
-            ApiError::NotFound(_) => "not_found",
-            ApiError::MethodNotAllowed(_) => "method_not_allowed",
-            ApiError::PayloadTooLarge(_) => "payload_too_large",
-            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
-            ApiError::TooManyRequests { .. } => "rate_limited",
-            ApiError::Internal(_) => "internal",
-            ApiError::Unavailable(_) => "unavailable",
+            // The codes plugins answer too: one list, in the contract.
+            ApiError::Validation(_) => ErrorCode::ValidationFailed.as_str(),
+            ApiError::MissingScope(_) => ErrorCode::MissingScope.as_str(),
+            ApiError::NotFound(_) => ErrorCode::NotFound.as_str(),
+            ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed.as_str(),
+            ApiError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge.as_str(),
+            ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType.as_str(),
+            ApiError::TooManyRequests { .. } => ErrorCode::RateLimited.as_str(),
+            ApiError::Internal(_) => ErrorCode::Internal.as_str(),
+            ApiError::Unavailable(_) => ErrorCode::Unavailable.as_str(),
         }
     }
 
@@ -165,7 +167,7 @@ impl ApiError {
             other => other.to_string(),
         };
         Problem {
-            kind: format!("https://plateau.dev/problems/{}", self.code()),
+            kind: format!("{PROBLEM_TYPE_BASE}{}", self.code()),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             status: status.as_u16(),
             code: self.code().to_owned(),
@@ -266,7 +268,7 @@ pub async fn normalize(req: Request, next: Next) -> Response {
             "send the body as JSON with Content-Type: application/json".to_owned(),
         ),
         s if s.is_server_error() => ApiError::Internal(format!("unhandled {s}")),
-        _ => ApiError::bad_request("bad_request", "the request is malformed"),
+        _ => ApiError::bad_request(ErrorCode::BadRequest.as_str(), "the request is malformed"),
     };
     let (mut parts, _) = response.into_parts();
     let mut problem = error.problem();

@@ -16,7 +16,10 @@
 //! A handler whose last write ends with `Tx::commit_last` has its response
 //! recorded in the same transaction as its change (one commit for the
 //! change, its event and its record); otherwise the record is a write of
-//! its own after the handler.
+//! its own after the handler. Plugin requests take the first way: the
+//! plugin's `Storage::commit` ends with `Tx::commit_last`, so its key-value
+//! writes, events and jobs commit with the record, and a crash before that
+//! commit leaves neither (the retry runs the plugin once).
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -140,6 +143,9 @@ async fn run(app: &AppState, req: Request, next: Next) -> Result<Response, ApiEr
             .map(str::to_owned),
         body: bytes.to_vec(),
     };
+    // The request has run; nothing of it is committed if it ended with
+    // `Tx::commit_last`. The test build can die here (`fault`).
+    crate::fault::point("idempotency-record").await;
     match held {
         Some(tx) => commit_with_record(app, tx, &k, lease, &stored).await?,
         None => idempotency::complete(app.db(), &k, &stored).await?,

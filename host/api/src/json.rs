@@ -82,10 +82,15 @@ fn is_json(content_type: &str) -> bool {
         || essence.to_ascii_lowercase().ends_with("+json")
 }
 
-/// Parses JSON, naming the failing field in the error.
+/// Parses JSON, naming the failing field in the error. A number with a
+/// zero fraction (`3.0`) is an integer, as JSON Schema (and so the OpenAPI
+/// document) counts it.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+    })?;
+    integral_numbers(&mut value);
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.inner();
         if inner.is_syntax() || inner.is_eof() {
             return ApiError::bad_request(
@@ -105,6 +110,25 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let message = strip_position(&message);
         ApiError::Validation(vec![FieldError { field, message }])
     })
+}
+
+/// Rewrites every number with a zero fraction that fits an `i64` as that
+/// integer, so `"ttlSeconds": 60.0` reads as `60`.
+fn integral_numbers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|_| n.is_f64())
+                && f.fract() == 0.0
+                && f.abs() < 9.0e18
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
 }
 
 /// The field a "missing field `x`" or "unknown field `x`" message names.

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod fault;
 pub mod idempotency;
 pub mod json;
 pub mod openapi;
@@ -33,10 +34,18 @@ use crate::routes::{account, admin, changelog, connect, events, notifications, p
 /// Where the API is served.
 pub const API_PREFIX: &str = "/api/v1";
 
+/// What `GET /health` answers: `{"status":"ok"}`.
+#[derive(utoipa::ToSchema)]
+pub struct Health {
+    /// Always `ok`: an answer at all means the server is up.
+    #[schema(pattern = "^ok$")]
+    pub status: String,
+}
+
 /// Liveness: answers without touching the database.
 #[utoipa::path(get, path = "/health", tag = "meta",
     security(()),
-    responses((status = 200, description = "the server is up", body = String)))]
+    responses((status = 200, description = "the server is up", body = Health)))]
 pub async fn health() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
@@ -88,13 +97,16 @@ pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, Strin
     openapi::add_error_responses(&mut doc);
     let mut table = RouteTable::from_openapi(&doc)?;
     table.insert(Method::GET, "/openapi.json".to_owned(), Requirement::Public);
-    let doc = Arc::new(serde_json::to_value(&doc).map_err(|e| e.to_string())?);
+    let mut doc = serde_json::to_value(&doc).map_err(|e| e.to_string())?;
+    openapi::add_parameter_rules(&mut doc);
+    let doc = Arc::new(doc);
     let docs_state = state.clone();
     let mut api = api
         .route(
             "/openapi.json",
             axum::routing::get(move || {
-                let doc = openapi::with_plugin_paths(&doc, docs_state.plugin_paths());
+                let doc =
+                    openapi::served(&doc, docs_state.plugin_paths(), docs_state.known_scopes());
                 async move { axum::Json(doc) }
             }),
         )

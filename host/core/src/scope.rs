@@ -38,6 +38,14 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
     ("databases:read", "read databases"),
     ("databases:write", "change databases"),
     (
+        "cache:read",
+        "read caches, their metrics, logs and snapshots",
+    ),
+    (
+        "cache:write",
+        "create, change, snapshot, restore and delete caches",
+    ),
+    (
         "observability:read",
         "read events, metrics, alarms and anomalies",
     ),

@@ -2,6 +2,7 @@
 //! serve the API until SIGTERM or Ctrl-C, letting requests in flight finish.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -9,8 +10,12 @@ use clap::Args;
 use plateau_api::{ApiConfig, AppState, Extensions};
 use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
+use plateau_plugin_runtime::secrets::Sealer;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
+use utoipa_axum::router::OpenApiRouter;
 
+use crate::apps::AppsArgs;
+use crate::caches;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::logging;
 use crate::plugins;
@@ -63,7 +68,11 @@ pub struct ServeArgs {
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
     clock: String,
     #[command(flatten)]
+    apps: AppsArgs,
+    #[command(flatten)]
     registry_store: RegistryStoreArgs,
+    #[command(flatten)]
+    caches: caches::CacheArgs,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
@@ -88,6 +97,12 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    run_with(args, OpenApiRouter::new()).await
+}
+
+/// [`run`] with more API routes, declared like the core's (a
+/// `#[utoipa::path]` with its `security`).
+pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyhow::Result<()> {
     logging::init(args.log_format);
     if let Some(token) = &args.bootstrap_token {
         anyhow::ensure!(
@@ -106,20 +121,27 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
-    let sealing_key = plugins::secret_key(&args.plugins_setup(), state.db()).await?;
+    let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
+    let sealer = Arc::new(Sealer::new(&secret_key));
+    let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer)?;
     let (storage, storage_listener) =
-        crate::storage::open(&args.storage, &args.store.data_dir, &state, &sealing_key).await?;
-    let routes = plateau_plugins::admin::routes()
-        .merge(plateau_plugins::admin_jobs::routes())
-        .merge(plateau_storage::api::routes());
-    #[cfg(feature = "bench-native")]
-    let routes = routes.merge(plateau_plugins::native_bench::routes());
+        crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
+    let routes = plateau_plugin_host::admin::routes()
+        .merge(plateau_plugin_host::admin_jobs::routes())
+        .merge(plateau_cache::api::routes())
+        .merge(plateau_apps::api::routes())
+        .merge(plateau_storage::api::routes())
+        .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),
-        fallback: Some(plateau_plugins::dispatch::router(
+        fallback: Some(plateau_plugin_host::dispatch::router(
             plugins.dispatcher.clone(),
         )),
     };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
     let blob_store = args.registry_store.open(&args.store.data_dir)?;
     let registry = plateau_registry::Registry::new(
         state.clone(),
@@ -131,6 +153,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     tracing::info!(store = %blob_store.location, "registry serving under /v2");
+    let mut apps = crate::apps::prepare(
+        &args.apps,
+        &db,
+        secret_key,
+        registry.clone(),
+        addr,
+        args.registry_url.as_deref(),
+    )
+    .await?;
     // The /v2 routes go in after the API's layers: they keep the OCI error
     // format, and unknown paths still get the API's problem bodies.
     let api = plateau_api::app_with(state, extensions)
@@ -138,15 +169,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
         .layer(axum::Extension(plugins.jobs.clone()))
         .layer(axum::Extension(plugins.clock.clone()))
+        .layer(axum::Extension(caches.service.clone()))
+        .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let addr = listener.local_addr()?;
-    tracing::info!(%addr, backend = ?db.backend(), "plateau is serving");
+    apps.serve();
+    tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
+    let storage_addr = storage_listener.local_addr()?;
+    tracing::info!(addr = %storage_addr, endpoint = %storage.endpoint(), "object storage serving S3");
+    println!("edge listening on http://{}", apps.edge_addr);
+    println!("storage listening on http://{storage_addr}");
     println!("listening on http://{addr}");
-    tracing::info!(addr = %storage_listener.local_addr()?, endpoint = %storage.endpoint(), "object storage serving S3");
     let (stop_storage, storage_stopped) = tokio::sync::oneshot::channel::<()>();
     let s3 = tokio::spawn(plateau_storage::s3::serve(
         storage_listener,
@@ -172,7 +205,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let _ = s3.await;
     maintenance.abort();
     registry_gc.abort();
+    caches.stop();
     plugins.stop(&db).await;
+    apps.stop().await;
     db.close().await;
     tracing::info!("stopped");
     Ok(())

@@ -1,19 +1,17 @@
-//! The generated bindings of every supported WIT version, kept private, and
-//! the one place that knows which version a component speaks.
+//! The bindings of the `handler` export of every supported WIT version,
+//! kept private, and the one place that knows which version a component's
+//! handler speaks. The host's imports are not here: each capability keeps
+//! its own bindings (`crate::capabilities`).
 //!
-//! Each version gets its own `bindgen!` module; its host interfaces are
-//! linked side by side in one linker (their names carry the version), and
-//! [`WorldPre`] picks the export bindings by the version found at load.
-//!
-//! To support `0.2.0` next to `0.1.0`: add `wit/plugin@0.2.0`, a `v0_2`
-//! module here (with `with:` pointing unchanged interfaces at `v0_1`), a
-//! `WitVersion::V0_2` in `inspect`, a variant in [`WorldPre`] and
-//! [`WorldInstance`], and in each `host` module an impl of the new traits
-//! on top of the same logic, linked from its `add_to_linker`. The linker
-//! keeps both, since import names carry their version.
+//! `plateau:plugin@0.1.0` and `@0.2.0` each carry their handler and its
+//! `types`; from 0.3.0 on, the handler is the package
+//! `plateau:handler/handler`, whose shapes live inside it. Supporting a new
+//! handler version means a module here, a [`WitVersion`] in `inspect`, a
+//! variant of [`WorldPre`] and [`WorldInstance`], and its conversions. A new
+//! version of an imported interface touches only its capability.
 
 use wasmtime::Store;
-use wasmtime::component::{InstancePre, Linker};
+use wasmtime::component::{HasData, InstancePre, Linker};
 
 use crate::inspect::WitVersion;
 use crate::state::State;
@@ -21,35 +19,50 @@ use crate::types::{
     Access, Caller, Description, Event, Job, Request, Response, Route, Schedule, ScopeInfo, Tick,
 };
 
-pub(crate) mod v0_1 {
+mod v0_1 {
     wasmtime::component::bindgen!({
         path: "../../wit/plugin@0.1.0",
-        world: "plateau:plugin/plugin@0.1.0",
-        imports: { default: async | trappable },
+        inline: "package plateau:runtime;
+            world plugin { export plateau:plugin/handler@0.1.0; }",
         exports: { default: async },
-        with: {
-            "plateau:plugin/kv.bucket": crate::host::kv::BucketHandle,
-        },
     });
 }
 
-pub(crate) mod v0_2 {
+mod v0_2 {
     wasmtime::component::bindgen!({
         path: "../../wit/plugin@0.2.0",
-        world: "plateau:plugin/plugin@0.2.0",
-        imports: { default: async | trappable },
+        inline: "package plateau:runtime;
+            world plugin { export plateau:plugin/handler@0.2.0; }",
         exports: { default: async },
-        with: {
-            "plateau:plugin/kv.bucket": crate::host::kv::BucketHandle,
-        },
     });
 }
 
-/// Links WASI (locked down by the store's context) and the host interfaces
-/// of every supported version.
+mod v0_3 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/handler@0.3.0",
+        inline: "package plateau:runtime;
+            world plugin { export plateau:handler/handler@0.3.0; }",
+        exports: { default: async },
+    });
+}
+
+/// The `types` interface of 0.1.0 and 0.2.0 holds only types, so its host
+/// side is empty.
+struct NoState;
+
+impl HasData for NoState {
+    type Data<'a> = ();
+}
+
+impl v0_1::plateau::plugin::types::Host for () {}
+impl v0_2::plateau::plugin::types::Host for () {}
+
+/// Links every capability (`State::add_to_linker`) and the `types`
+/// instances the handlers of 0.1.0 and 0.2.0 import.
 pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-    wasmtime_wasi::p2::add_to_linker_async(linker)?;
-    crate::host::add_to_linker(linker)
+    State::add_to_linker(linker)?;
+    v0_1::plateau::plugin::types::add_to_linker::<State, NoState>(linker, |_| ())?;
+    v0_2::plateau::plugin::types::add_to_linker::<State, NoState>(linker, |_| ())
 }
 
 /// One entry point of the `handler` export.
@@ -69,10 +82,11 @@ pub(crate) enum Returned {
     Hook(Result<(), String>),
 }
 
-/// The pre-linked component, typed by its WIT version.
+/// The pre-linked component, typed by its handler's WIT version.
 pub(crate) enum WorldPre {
     V0_1(v0_1::PluginPre<State>),
     V0_2(v0_2::PluginPre<State>),
+    V0_3(v0_3::PluginPre<State>),
 }
 
 impl WorldPre {
@@ -80,6 +94,7 @@ impl WorldPre {
         Ok(match version {
             WitVersion::V0_1 => WorldPre::V0_1(v0_1::PluginPre::new(pre)?),
             WitVersion::V0_2 => WorldPre::V0_2(v0_2::PluginPre::new(pre)?),
+            WitVersion::V0_3 => WorldPre::V0_3(v0_3::PluginPre::new(pre)?),
         })
     }
 
@@ -88,19 +103,30 @@ impl WorldPre {
         Ok(match self {
             WorldPre::V0_1(pre) => WorldInstance::V0_1(pre.instantiate_async(store).await?),
             WorldPre::V0_2(pre) => WorldInstance::V0_2(pre.instantiate_async(store).await?),
+            WorldPre::V0_3(pre) => WorldInstance::V0_3(pre.instantiate_async(store).await?),
         })
     }
 }
 
-/// An instance, typed by its WIT version.
+/// An instance, typed by its handler's WIT version.
 pub(crate) enum WorldInstance {
     V0_1(v0_1::Plugin),
     V0_2(v0_2::Plugin),
+    V0_3(v0_3::Plugin),
 }
 
-/// The calls every version's `handler` export has in common.
-macro_rules! common_calls {
-    ($handler:expr, $store:expr, $call:expr) => {{
+/// The calls of a version's `handler` export; `on-job` only where it has one.
+macro_rules! calls {
+    (@job on_job, $handler:expr, $store:expr, $job:expr) => {
+        Returned::Hook($handler.call_on_job($store, &$job.into()).await?)
+    };
+    (@job no_jobs, $handler:expr, $store:expr, $job:expr) => {{
+        let _ = $job;
+        Returned::Hook(Err(
+            "the plugin speaks plateau:plugin@0.1.0, which has no jobs".to_owned(),
+        ))
+    }};
+    ($handler:expr, $store:expr, $call:expr, $on_job:ident) => {{
         let handler = $handler;
         Ok(match $call {
             Call::Describe => Returned::Description(handler.call_describe($store).await?.into()),
@@ -111,7 +137,7 @@ macro_rules! common_calls {
             Call::Event(event) => {
                 Returned::Hook(handler.call_on_event($store, &event.into()).await?)
             }
-            Call::Job(_) => unreachable!("jobs are matched first"),
+            Call::Job(job) => calls!(@job $on_job, handler, $store, job),
         })
     }};
 }
@@ -119,21 +145,15 @@ macro_rules! common_calls {
 impl WorldInstance {
     /// Makes one call of the `handler` export.
     pub async fn call(&self, store: &mut Store<State>, call: Call) -> wasmtime::Result<Returned> {
-        match (self, call) {
-            (WorldInstance::V0_1(_), Call::Job(_)) => Ok(Returned::Hook(Err(
-                "the plugin speaks plateau:plugin@0.1.0, which has no jobs".to_owned(),
-            ))),
-            (WorldInstance::V0_2(plugin), Call::Job(job)) => Ok(Returned::Hook(
-                plugin
-                    .plateau_plugin_handler()
-                    .call_on_job(store, &job.into())
-                    .await?,
-            )),
-            (WorldInstance::V0_1(plugin), call) => {
-                common_calls!(plugin.plateau_plugin_handler(), &mut *store, call)
+        match self {
+            WorldInstance::V0_1(plugin) => {
+                calls!(plugin.plateau_plugin_handler(), &mut *store, call, no_jobs)
             }
-            (WorldInstance::V0_2(plugin), call) => {
-                common_calls!(plugin.plateau_plugin_handler(), &mut *store, call)
+            WorldInstance::V0_2(plugin) => {
+                calls!(plugin.plateau_plugin_handler(), &mut *store, call, on_job)
+            }
+            WorldInstance::V0_3(plugin) => {
+                calls!(plugin.plateau_handler_handler(), &mut *store, call, on_job)
             }
         }
     }
@@ -142,9 +162,9 @@ impl WorldInstance {
 /// The conversions between the runtime's types and one version's bindings;
 /// the shapes they share are the same in every version so far.
 macro_rules! conversions {
-    ($version:ident) => {
+    ($($types:ident)::+) => {
         use super::*;
-        use crate::bindings::$version::plateau::plugin::types as wit;
+        use crate::bindings::$($types)::+ as wit;
 
         impl From<Caller> for wit::Caller {
             fn from(c: Caller) -> Self {
@@ -250,21 +270,32 @@ macro_rules! conversions {
 }
 
 mod convert_v0_1 {
-    conversions!(v0_1);
+    conversions!(v0_1::plateau::plugin::types);
+}
+
+/// `job` exists from 0.2.0 on.
+macro_rules! job_conversion {
+    () => {
+        impl From<crate::types::Job> for wit::Job {
+            fn from(j: crate::types::Job) -> Self {
+                wit::Job {
+                    key: j.key,
+                    organization_id: j.organization_id,
+                    payload: j.payload,
+                    due: j.due,
+                    attempt: j.attempt,
+                }
+            }
+        }
+    };
 }
 
 mod convert_v0_2 {
-    conversions!(v0_2);
+    conversions!(v0_2::plateau::plugin::types);
+    job_conversion!();
+}
 
-    impl From<crate::types::Job> for wit::Job {
-        fn from(j: crate::types::Job) -> Self {
-            wit::Job {
-                key: j.key,
-                organization_id: j.organization_id,
-                payload: j.payload,
-                due: j.due,
-                attempt: j.attempt,
-            }
-        }
-    }
+mod convert_v0_3 {
+    conversions!(v0_3::exports::plateau::handler::handler);
+    job_conversion!();
 }

@@ -2,9 +2,7 @@
 //! grants, settings and limits.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,94 +13,9 @@ use crate::cursors::CursorCodec;
 use crate::secrets::Sealer;
 use crate::storage::Storage;
 
-/// A host interface a plugin may be granted. The WASI interfaces that Rust's
-/// standard library needs are always linked, locked down, and need no grant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Capability {
-    Kv,
-    Events,
-    Http,
-    Log,
-    Config,
-    Clock,
-    Cursors,
-    /// Durable jobs (WIT 0.2.0).
-    Scheduler,
-    /// Outbound SMTP submission (WIT 0.2.0).
-    Smtp,
-    /// Encryption under the host's key (WIT 0.2.0).
-    Secrets,
-}
-
-impl Capability {
-    pub const ALL: [Capability; 10] = [
-        Capability::Kv,
-        Capability::Events,
-        Capability::Http,
-        Capability::Log,
-        Capability::Config,
-        Capability::Clock,
-        Capability::Cursors,
-        Capability::Scheduler,
-        Capability::Smtp,
-        Capability::Secrets,
-    ];
-
-    /// The name used in grants and in plugin descriptions.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Capability::Kv => "kv",
-            Capability::Events => "events",
-            Capability::Http => "http",
-            Capability::Log => "log",
-            Capability::Config => "config",
-            Capability::Clock => "clock",
-            Capability::Cursors => "cursors",
-            Capability::Scheduler => "scheduler",
-            Capability::Smtp => "smtp",
-            Capability::Secrets => "secrets",
-        }
-    }
-
-    /// The capability that guards a `plateau:plugin` interface, by its name
-    /// without package or version; `None` for interfaces without one.
-    pub(crate) fn of_interface(interface: &str) -> Option<Capability> {
-        Some(match interface {
-            "kv" => Capability::Kv,
-            "events" => Capability::Events,
-            "outbound-http" => Capability::Http,
-            "log" => Capability::Log,
-            "config" => Capability::Config,
-            "clock" => Capability::Clock,
-            "cursors" => Capability::Cursors,
-            "scheduler" => Capability::Scheduler,
-            "smtp" => Capability::Smtp,
-            "secrets" => Capability::Secrets,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for Capability {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Capability {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Capability::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp or secrets"
-                )
-            })
-    }
-}
+/// A host interface a plugin may be granted; the names and the interfaces
+/// they guard are part of the contract with the guests.
+pub use plateau_contract::Capability;
 
 /// Settings of the runtime as a whole.
 #[derive(Debug, Clone)]

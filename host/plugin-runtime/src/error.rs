@@ -32,15 +32,17 @@ pub enum Error {
     #[error("the component imports `{0}`, which this host does not provide")]
     UnknownImport(String),
     #[error(
-        "the component uses `{interface}`, but this host supports plateau:plugin versions {supported}; rebuild it against one of them"
+        "the component uses `{interface}`, but this host supports versions {supported} of its package; rebuild it against one of them"
     )]
     UnsupportedVersion {
         interface: String,
         supported: String,
     },
-    #[error("the component mixes plateau:plugin versions {0} and {1}; build it against one")]
+    #[error("the component mixes WIT versions {0} and {1}; build it against one plugin world")]
     MixedVersions(String, String),
-    #[error("the component does not export `plateau:plugin/handler`")]
+    #[error(
+        "the component does not export `plateau:handler/handler` (or `plateau:plugin/handler` before 0.3.0)"
+    )]
     MissingHandler,
     #[error("the component cannot be linked: {0}")]
     Link(#[source] wasmtime::Error),

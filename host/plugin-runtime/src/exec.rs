@@ -9,11 +9,12 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::{Call, Returned, WorldPre};
 use crate::config::{PluginLimits, PluginSettings};
+use crate::context::{Phase, PluginContext};
 use crate::error::ExecError;
 use crate::inspect::WitVersion;
 use crate::load::RuntimeInner;
 use crate::overlay::Overlay;
-use crate::state::{Phase, PluginContext, State};
+use crate::state::State;
 use crate::storage::{JobWrite, StorageError};
 use crate::types::{Caller, Description, Event, Job, Request, Response, Tick};
 
@@ -249,8 +250,8 @@ pub(crate) async fn run(
     // Each epoch tick, yield to the executor so other calls progress on
     // this thread; past the deadline, interrupt the guest.
     store.epoch_deadline_callback(|mut cx| {
-        if Instant::now() >= cx.data().deadline {
-            cx.data_mut().deadline_hit = true;
+        if Instant::now() >= cx.data().call.deadline {
+            cx.data_mut().call.deadline_hit = true;
             Ok(UpdateDeadline::Interrupt)
         } else {
             Ok(UpdateDeadline::Yield(1))
@@ -310,7 +311,7 @@ fn classify(
         };
     }
     let trap = e.downcast_ref::<Trap>().copied();
-    if state.deadline_hit || trap == Some(Trap::Interrupt) {
+    if state.call.deadline_hit || trap == Some(Trap::Interrupt) {
         return ExecError::DeadlineExceeded {
             plugin,
             deadline_ms: limits.deadline.as_millis() as u64,

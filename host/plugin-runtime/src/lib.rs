@@ -32,9 +32,15 @@
 //!   description.
 //! - `exec`: [`PluginVersion`], one call in a fresh store under the limits,
 //!   then the commit.
-//! - `bindings`: the private `bindgen!` output of each supported WIT version.
-//! - `host/*`: one module per capability (kv, events, http, log, config,
-//!   clock, cursors, locked-down WASI), each with its `add_to_linker`.
+//! - `bindings`: the private bindings of the `handler` export of each
+//!   supported WIT version, and the calls into it.
+//! - `capabilities/*`: one module per capability (kv, events, http, log,
+//!   config, clock, cursors, scheduler, secrets, smtp, locked-down WASI):
+//!   its view of the store, its private bindings of every WIT version of
+//!   its interface, and one `add_to_linker`.
+//! - `context`: what a host call knows of its call (plugin, phase, caller,
+//!   deadline) and the namespace rules; `state`: the store's data, which
+//!   hands out each capability's view.
 //! - `overlay`: the per-call buffer of key-value writes and events.
 //! - [`egress`]: the outbound HTTP and SMTP guard and address policy.
 //! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
@@ -43,14 +49,15 @@
 
 mod bindings;
 mod cache;
+mod capabilities;
 pub mod clock;
 mod config;
+mod context;
 pub mod cursors;
 pub mod egress;
 mod engine;
 mod error;
 mod exec;
-mod host;
 mod inspect;
 mod load;
 mod memory;
@@ -68,7 +75,7 @@ pub use self::config::{Capability, PluginLimits, PluginSettings, RuntimeConfig, 
 pub use self::cursors::{CursorCodec, CursorError, CursorScope, PlainCursorCodec};
 pub use self::error::{Error, ExecError, Result};
 pub use self::exec::{HookOutcome, Outcome, PluginVersion};
-pub use self::inspect::{SUPPORTED_WIT_VERSIONS, WitVersion};
+pub use self::inspect::{SPLIT_PACKAGES, SUPPORTED_WIT_VERSIONS, WitVersion};
 pub use self::load::{LoadReport, Loaded, PluginRuntime};
 pub use self::memory::{MemoryStore, StoredJob};
 pub use self::slot::PluginSlot;

@@ -12,12 +12,13 @@ use wasmtime::component::Linker;
 use crate::bindings::{self, Call, Returned, WorldPre};
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::config::{PluginSettings, RuntimeConfig, Services};
+use crate::context::{Phase, PluginContext};
 use crate::egress::EgressGuard;
 use crate::engine::{self, EpochTicker};
 use crate::error::{Error, Result};
 use crate::exec::{PluginVersion, run};
 use crate::inspect::{WitVersion, inspect};
-use crate::state::{Phase, PluginContext, State};
+use crate::state::State;
 use crate::types::Description;
 use crate::validate::validate_description;
 

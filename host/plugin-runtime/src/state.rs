@@ -1,36 +1,31 @@
-//! The data of one store: the WASI context, the resource table, limits and
-//! the call's scope, overlay and deadline.
+//! The data of one store: the parts a call needs (the WASI context, the
+//! resource table, the memory limiter, the call's context, overlay and
+//! reads), the views each capability gets of them, and the linking of every
+//! capability with its view.
+//!
+//! Views are structs of borrows made per host call: no allocation, and each
+//! capability sees only what it needs.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::config::{PluginSettings, Services};
-use crate::egress::EgressGuard;
+use crate::capabilities::clock::{self, ClockView};
+use crate::capabilities::config::{self, ConfigView};
+use crate::capabilities::cursors::{self, CursorsView};
+use crate::capabilities::events::{self, EventsView};
+use crate::capabilities::http::{self, HttpView};
+use crate::capabilities::kv::{self, KvView};
+use crate::capabilities::log::{self, LogView};
+use crate::capabilities::scheduler::{self, SchedulerView};
+use crate::capabilities::secrets::{self, SecretsView};
+use crate::capabilities::smtp::{self, SmtpView};
+use crate::capabilities::wasi::locked_down_ctx;
+use crate::context::{CallContext, Phase, PluginContext};
 use crate::overlay::{Overlay, Reads};
 use crate::types::Caller;
-
-/// What every call of one loaded plugin version shares.
-pub(crate) struct PluginContext {
-    /// The plugin's name; while loading, a label made of the digest.
-    pub name: String,
-    pub settings: PluginSettings,
-    pub services: Services,
-    pub egress: EgressGuard,
-}
-
-/// Which entry point a store serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Phase {
-    /// `describe` at load: no data, no events, no network.
-    Describe,
-    Request,
-    Tick,
-    Event,
-}
 
 /// Refuses linear memory beyond the plugin's cap, and remembers that it did
 /// so the failure is reported as a memory limit rather than a plain trap.
@@ -72,56 +67,61 @@ pub(crate) struct State {
     pub wasi: WasiCtx,
     pub table: ResourceTable,
     pub limiter: MemoryLimiter,
-    pub plugin: Arc<PluginContext>,
-    pub phase: Phase,
-    /// The caller of a request; ticks and events have none.
-    pub caller: Option<Caller>,
+    pub call: CallContext,
     pub overlay: Overlay,
     pub reads: Reads,
-    pub deadline: Instant,
-    /// Set when the deadline interrupted the guest or a host call.
-    pub deadline_hit: bool,
 }
 
 impl State {
     pub fn new(plugin: Arc<PluginContext>, phase: Phase, caller: Option<Caller>) -> Self {
-        let limits = &plugin.settings.limits;
-        let deadline = Instant::now() + limits.deadline;
+        let call = CallContext::new(plugin, phase, caller);
+        let plugin = &call.plugin;
         State {
-            wasi: crate::host::wasi::locked_down_ctx(&plugin),
+            wasi: locked_down_ctx(plugin),
             table: ResourceTable::new(),
             limiter: MemoryLimiter {
-                max_bytes: limits.memory_bytes,
+                max_bytes: plugin.settings.limits.memory_bytes,
                 hit: false,
             },
             reads: Reads {
                 storage: plugin.services.storage.clone(),
-                deadline: deadline.into(),
+                deadline: call.deadline.into(),
             },
-            plugin,
-            phase,
-            caller,
             overlay: Overlay::default(),
-            deadline,
-            deadline_hit: false,
+            call,
         }
     }
 
-    /// The caller's organisation, if the call has a caller with one.
-    pub fn caller_org(&self) -> Option<&str> {
-        self.caller.as_ref()?.organization_id.as_deref()
+    /// Links WASI (locked down by the store's context) and every capability
+    /// of every supported WIT version, each with its view.
+    pub fn add_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)?;
+        kv::add_to_linker(linker, State::kv)?;
+        events::add_to_linker(linker, |s| EventsView {
+            call: &s.call,
+            overlay: &mut s.overlay,
+        })?;
+        http::add_to_linker(linker, |s| HttpView { call: &mut s.call })?;
+        log::add_to_linker(linker, |s| LogView { call: &s.call })?;
+        config::add_to_linker(linker, |s| ConfigView { call: &s.call })?;
+        clock::add_to_linker(linker, |s| ClockView { call: &s.call })?;
+        cursors::add_to_linker(linker, |s| CursorsView { call: &s.call })?;
+        scheduler::add_to_linker(linker, |s| SchedulerView {
+            call: &s.call,
+            overlay: &mut s.overlay,
+        })?;
+        secrets::add_to_linker(linker, |s| SecretsView { call: &s.call })?;
+        smtp::add_to_linker(linker, |s| SmtpView { call: &mut s.call })?;
+        Ok(())
     }
 
-    /// Time left before the deadline.
-    pub fn remaining(&self) -> Duration {
-        self.deadline.saturating_duration_since(Instant::now())
-    }
-
-    /// Records that a host call ran past the deadline and returns the trap
-    /// that aborts the call.
-    pub fn deadline_trap(&mut self) -> wasmtime::Error {
-        self.deadline_hit = true;
-        wasmtime::Error::msg("deadline exceeded during a host call")
+    fn kv(&mut self) -> KvView<'_> {
+        KvView {
+            call: &mut self.call,
+            table: &mut self.table,
+            overlay: &mut self.overlay,
+            reads: &self.reads,
+        }
     }
 }
 

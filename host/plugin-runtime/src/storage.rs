@@ -66,16 +66,10 @@ pub struct Expectation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRecord {
     pub plugin: String,
+    /// The organisation it is recorded for: the event's own, or the caller's.
     pub organization_id: String,
-    /// `area.resource.verb`.
-    pub event_type: String,
-    pub action: String,
-    pub resource_type: Option<String>,
-    pub resource_id: Option<String>,
-    /// A JSON object.
-    pub data: String,
-    /// Also record it in the audit log.
-    pub audit: bool,
+    /// The event as the plugin asked, checked.
+    pub event: plateau_contract::NewEvent,
     /// `user:<id>` or `token:<id>` of the request, if any.
     pub actor: Option<String>,
     /// Milliseconds since the Unix epoch, from the host clock.
@@ -173,6 +167,13 @@ pub enum StorageError {
 /// Keys are compared as bytes. Implementations must make [`Storage::commit`]
 /// atomic: either every expectation holds and every write and event is
 /// recorded, or nothing is.
+///
+/// A request's commit may end in a transaction the host keeps open until
+/// the response is known, to record it for `Idempotency-Key` replays in the
+/// same commit; the client sees the response only after that commit, and a
+/// crash before it keeps neither the writes nor the record. The runtime
+/// makes no other call to storage for the request after
+/// [`Storage::commit`].
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     async fn get(&self, bucket: &BucketId, key: &str) -> Result<Option<Vec<u8>>, StorageError>;

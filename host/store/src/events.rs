@@ -9,7 +9,7 @@ use plateau_core::id::new_id;
 use sqlx::FromRow;
 
 use crate::db::Deferred;
-use crate::query::{Bind, Conditions, Keyset, Listed, Order};
+use crate::query::{Bind, Conditions, Keyset, Listed, Order, bind_all};
 use crate::{Db, Result, Tx};
 
 /// Who did something.
@@ -163,6 +163,44 @@ pub async fn list(
     filter: &Filter,
     keyset: &Keyset,
 ) -> Result<Listed<Event>> {
+    crate::query::list(
+        db.pool(),
+        COLUMNS,
+        "events",
+        conditions(org_id, filter),
+        keyset,
+        "id",
+        Order::Desc,
+    )
+    .await
+}
+
+/// Up to `limit` events of an organisation, newest first, older than the
+/// event `before`: one page of a walk through every match (the audit
+/// export), without [`list`]'s total. A page shorter than `limit` is the
+/// last.
+pub async fn page(
+    db: &Db,
+    org_id: &str,
+    filter: &Filter,
+    before: Option<&str>,
+    limit: u32,
+) -> Result<Vec<Event>> {
+    let mut conds = conditions(org_id, filter);
+    if let Some(before) = before {
+        conds.push("id < ?", Bind::Text(before.to_owned()));
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM events{} ORDER BY id DESC LIMIT {limit}",
+        conds.where_sql()
+    );
+    Ok(bind_all(sqlx::query_as(&sql), conds.binds())
+        .fetch_all(db.pool())
+        .await?)
+}
+
+/// The WHERE clause of `filter` on an organisation's events.
+fn conditions(org_id: &str, filter: &Filter) -> Conditions {
     let mut conds = Conditions::new();
     conds.push("org_id = ?", Bind::Text(org_id.to_owned()));
     if filter.audit_only {
@@ -204,16 +242,7 @@ pub async fn list(
     if let Some(to) = filter.to {
         conds.push("created_at < ?", Bind::Int(to));
     }
-    crate::query::list(
-        db.pool(),
-        COLUMNS,
-        "events",
-        conds,
-        keyset,
-        "id",
-        Order::Desc,
-    )
-    .await
+    conds
 }
 
 fn escape_like(s: &str) -> String {

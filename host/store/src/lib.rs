@@ -8,6 +8,8 @@
 //! Everything the API promises (tokens, idempotency records, cursor keys,
 //! events, sessions) lives here, never only in a process's memory.
 
+pub mod apps;
+pub mod caches;
 pub mod db;
 pub mod deliveries;
 pub mod error;
@@ -22,6 +24,7 @@ pub mod prefs;
 pub mod projects;
 pub mod provision;
 pub mod query;
+pub mod registry;
 pub mod sessions;
 pub mod settings;
 pub mod storage;

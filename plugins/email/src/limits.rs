@@ -22,8 +22,8 @@ pub const MAX_ATTACHMENT_BYTES: usize = 10 << 20;
 pub const MAX_BODY_BYTES: usize = 2 << 20;
 /// The most custom headers.
 pub const MAX_HEADERS: usize = 20;
-/// The longest subject or header value (RFC 5322's line limit).
-pub const MAX_HEADER_VALUE: usize = 998;
+/// The longest subject or header value (RFC 5322's line limit): the host's.
+pub use plateau_sdk::smtp::MAX_HEADER_VALUE;
 /// The most allowed senders of a configuration.
 pub const MAX_SENDERS: usize = 50;
 

@@ -246,10 +246,7 @@ fn custom_headers(v: &mut Validator, headers: Map<String, Value>) -> Vec<(String
     for (name, value) in headers {
         let field = format!("headers.{name}");
         let lower = name.to_ascii_lowercase();
-        let shaped = !name.is_empty()
-            && name.len() <= 76
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-        if !shaped {
+        if !plateau_sdk::smtp::is_header_name(&name) {
             v.error(&field, "a header name is 1 to 76 letters, digits or -");
             continue;
         }

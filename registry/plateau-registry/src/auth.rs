@@ -157,16 +157,17 @@ pub async fn authenticate(
     }
     let claims = verify_bearer(reg, value)
         .ok_or_else(|| unauthorized(base, scope, "the registry token is invalid or expired"))?;
-    let token_expires_at = match crate::db::token_state(reg.db(), &claims.tid).await? {
-        Some((None, expires)) if expires.is_none_or(|at| at > time::now_ms()) => expires,
-        _ => {
-            return Err(unauthorized(
-                base,
-                scope,
-                "the API token behind this registry token was revoked or has expired",
-            ));
-        }
-    };
+    let token_expires_at =
+        match plateau_store::registry::account::token_state(reg.db(), &claims.tid).await? {
+            Some((None, expires)) if expires.is_none_or(|at| at > time::now_ms()) => expires,
+            _ => {
+                return Err(unauthorized(
+                    base,
+                    scope,
+                    "the API token behind this registry token was revoked or has expired",
+                ));
+            }
+        };
     Ok(Access {
         org_id: claims.org,
         token_id: claims.tid,

@@ -60,12 +60,6 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Self {
-        Error::Store(plateau_store::Error::Database(e))
-    }
-}
-
 impl Error {
     pub fn status(&self) -> StatusCode {
         match self {

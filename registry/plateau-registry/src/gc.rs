@@ -13,8 +13,8 @@
 
 use plateau_core::time;
 use plateau_store::Db;
+use plateau_store::registry::{blobs, uploads};
 
-use crate::db::uploads;
 use crate::error::Result;
 use crate::storage::BlobStore;
 
@@ -44,9 +44,6 @@ pub struct GcReport {
     pub orphans: usize,
 }
 
-const UNREFERENCED: &str = "NOT EXISTS (SELECT 1 FROM registry_manifest_references r \
-                            WHERE r.org_id = registry_blobs.org_id AND r.digest = registry_blobs.digest)";
-
 /// One collection over every organisation.
 pub async fn collect(db: &Db, store: &BlobStore, options: &GcOptions) -> Result<GcReport> {
     let now = time::now_ms();
@@ -63,39 +60,15 @@ pub async fn collect(db: &Db, store: &BlobStore, options: &GcOptions) -> Result<
         }
     }
     let cutoff = now - options.grace_secs * 1000;
-    let candidates: Vec<(String, String, i64, String)> = sqlx::query_as(&format!(
-        "SELECT org_id, digest, size, object_key FROM registry_blobs \
-         WHERE touched_at < $1 AND {UNREFERENCED}"
-    ))
-    .bind(cutoff)
-    .fetch_all(db.pool())
-    .await
-    .map_err(plateau_store::Error::from)?;
-    for (org_id, digest, size, key) in candidates {
+    for blob in blobs::unreferenced(db, cutoff).await? {
         let mut tx = db.begin().await?;
-        let deleted = sqlx::query(&format!(
-            "DELETE FROM registry_blobs WHERE org_id = $1 AND digest = $2 AND touched_at < $3 \
-             AND {UNREFERENCED}"
-        ))
-        .bind(&org_id)
-        .bind(&digest)
-        .bind(cutoff)
-        .execute(tx.conn())
-        .await?
-        .rows_affected()
-            > 0;
-        if deleted {
-            sqlx::query("DELETE FROM registry_repository_blobs WHERE org_id = $1 AND digest = $2")
-                .bind(&org_id)
-                .bind(&digest)
-                .execute(tx.conn())
-                .await?;
-        }
+        let deleted =
+            blobs::delete_unreferenced(&mut tx, &blob.org_id, &blob.digest, cutoff).await?;
         tx.commit().await?;
         if deleted {
-            store.delete(&key).await?;
+            store.delete(&blob.object_key).await?;
             report.blobs += 1;
-            report.bytes += size;
+            report.bytes += blob.size;
         }
     }
     report.orphans = sweep_orphans(db, store, cutoff).await?;
@@ -109,12 +82,7 @@ async fn sweep_orphans(db: &Db, store: &BlobStore, cutoff: i64) -> Result<usize>
         if modified >= cutoff {
             continue;
         }
-        let known: Option<(String,)> =
-            sqlx::query_as("SELECT digest FROM registry_blobs WHERE object_key = $1")
-                .bind(&key)
-                .fetch_optional(db.pool())
-                .await?;
-        if known.is_none() {
+        if !blobs::key_in_use(db, &key).await? {
             store.delete(&key).await?;
             removed += 1;
         }

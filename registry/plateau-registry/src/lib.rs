@@ -4,16 +4,15 @@
 //! Repositories live in their organisation's namespace, `<org id>/<path>`;
 //! another organisation's repositories answer exactly as if they did not
 //! exist. Blob content goes to an `object_store` ([`storage`]), metadata to
-//! Plateau's database ([`db`]), and every push or delete of a manifest is
-//! an event in the organisation's timeline and audit log (category
-//! `registry`).
+//! Plateau's database through `plateau_store::registry` (this crate writes
+//! no SQL), and every push or delete of a manifest is an event in the
+//! organisation's timeline and audit log (category `registry`).
 //!
 //! **Architecture Invariant:** the registry answers in the OCI error format
 //! (`{"errors":[...]}`), not with the API's problem documents: OCI clients
 //! read only that format.
 
 pub mod auth;
-pub mod db;
 pub mod error;
 pub mod gc;
 pub mod manifest;

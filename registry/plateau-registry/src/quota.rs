@@ -1,6 +1,8 @@
 //! Storage accounting: an organisation's blobs and manifests count against
 //! its plan's `storage_gb` (1 GB = 10^9 bytes).
 
+use plateau_store::registry::account;
+
 use crate::Registry;
 use crate::error::{Error, Result};
 
@@ -13,8 +15,8 @@ pub struct Allowance {
 
 impl Allowance {
     pub async fn of(reg: &Registry, org_id: &str) -> Result<Allowance> {
-        let (plan, limit_gb) = crate::db::storage_limit(reg.db(), org_id).await?;
-        let used = crate::db::usage_bytes(reg.db(), org_id).await?;
+        let (plan, limit_gb) = account::storage_limit(reg.db(), org_id).await?;
+        let used = account::usage_bytes(reg.db(), org_id).await?;
         let limit = limit_gb.max(0) as u64 * 1_000_000_000;
         Ok(Allowance {
             remaining: limit.saturating_sub(used.max(0) as u64),

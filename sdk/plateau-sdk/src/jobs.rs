@@ -66,27 +66,7 @@ impl NewJob {
 }
 
 /// A due job, as [`crate::Plugin::on_job`] receives it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Job {
-    pub key: String,
-    /// The organisation it was scheduled for; `None` for a global job.
-    pub organization_id: Option<String>,
-    pub payload: String,
-    /// When it was due, in milliseconds since the Unix epoch.
-    pub due: u64,
-    /// 1 on the first delivery; more while a failing run is retried.
-    pub attempt: u32,
-}
-
-impl Job {
-    /// The namespace the job belongs to, to open its data.
-    pub fn namespace(&self) -> Namespace {
-        match &self.organization_id {
-            Some(id) => Namespace::Organization(id.clone()),
-            None => Namespace::Global,
-        }
-    }
-}
+pub use plateau_contract::Job;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchedulerError {

@@ -11,18 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::error::ApiError;
 use crate::sys;
 
-/// Whose data a bucket holds.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Namespace {
-    /// The caller's organisation.
-    Caller,
-    /// A named organisation; allowed only where the caller has none (public
-    /// routes, ticks, events) or names the caller's own.
-    Organization(String),
-    /// The plugin's data shared across organisations (indexes such as
-    /// ping-token to organisation).
-    Global,
-}
+pub use plateau_contract::Namespace;
 
 /// A key-value failure. Converts into [`ApiError`] so handlers can use `?`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -150,7 +139,7 @@ impl Bucket {
         let mut entries = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self.list(prefix, cursor.as_deref(), crate::pagination::MAX_LIMIT)?;
+            let page = self.list(prefix, cursor.as_deref(), crate::MAX_LIMIT)?;
             entries.extend(page.entries);
             match page.next_cursor {
                 Some(next) => cursor = Some(next),

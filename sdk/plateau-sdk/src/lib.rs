@@ -79,17 +79,12 @@
 //!   host-key encryption (WIT 0.2.0); [`webhooks`]: Standard Webhooks.
 
 pub mod allocator;
-mod description;
-mod error;
 mod events;
 mod host;
-mod http;
 pub mod jobs;
-mod json;
 mod kv;
 pub mod outbound;
 mod pagination;
-mod query;
 mod router;
 pub mod secrets;
 pub mod smtp;
@@ -101,22 +96,26 @@ mod guest;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
-pub use description::{
-    Access, Capability, Description, Event, RouteInfo, Schedule, ScopeInfo, Tick,
-};
-pub use error::{
-    ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Problem,
-};
+// The records and rules shared with the host live in `plateau-contract`;
+// the SDK's own modules reach them under their old paths.
+use plateau_contract::{error, http};
+
 pub use events::{EventError, NewEvent};
 pub use host::{clock, config, cursors, log};
-pub use http::{Caller, Method, Request, Response};
-pub use json::{Validator, is_json_content_type, parse_json};
 pub use kv::{Bucket, Entry, KvError, KvPage, Namespace};
-pub use pagination::{
-    DEFAULT_LIMIT, MAX_LIMIT, Page, PageQuery, paginate_kv, paginate_kv_with, paginate_sorted,
+pub use pagination::{Page, paginate_kv, paginate_kv_with, paginate_sorted};
+pub use plateau_contract::Route as RouteInfo;
+pub use plateau_contract::{
+    Access, ApiError, Caller, Capability, DEFAULT_LIMIT, Description, ErrorCode, Event, FieldError,
+    MAX_LIMIT, Method, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, PageQuery, Problem, Query, Request,
+    Response, Route, Schedule, ScopeInfo, Tick, Validator, is_json_content_type, parse_json,
+    percent_decode, percent_encode,
 };
-pub use query::{Query, percent_decode, percent_encode};
 pub use router::{Handler, Matched, Params, Router};
+
+/// The records and rules shared with the host, for what the SDK does not
+/// re-export at its root (route patterns, mail limits, description checks).
+pub use plateau_contract as contract;
 
 /// Re-exported so plugins need not pin their own versions.
 pub use serde;

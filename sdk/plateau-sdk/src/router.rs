@@ -1,20 +1,17 @@
 //! The router: method and path pattern to handler, and the route list of the
 //! plugin's self-description, from one table so the two never drift.
 //!
-//! Patterns are paths below the API base whose segments are literals,
-//! `{name}` (one non-empty segment) or, as the last segment, `{name...}`
-//! (one or more segments). When several patterns match a path, the most
-//! specific wins: segment by segment from the left, a literal beats a
-//! parameter, which beats a rest parameter. A path no pattern matches is a
-//! 404 problem; a path matched only by routes of other methods is a 405
-//! problem with an `Allow` header.
+//! Patterns and matching are the host's own ([`plateau_contract::route`]):
+//! segments are literals, `{name}` (one non-empty segment) or, as the last
+//! segment, `{name...}` (one or more segments), and the most specific
+//! pattern wins. A path no pattern matches is a 404 problem; a path matched
+//! only by routes of other methods is a 405 problem with an `Allow` header.
 
 use std::ops::Index;
 
-use crate::description::{Access, RouteInfo};
-use crate::error::ApiError;
-use crate::http::{Method, Request, Response};
-use crate::query::percent_decode;
+use plateau_contract::route::{self, Capture, Found, Pattern};
+
+use crate::{Access, ApiError, Method, Request, Response, RouteInfo, percent_decode};
 
 /// A route handler.
 pub type Handler = fn(&Request, &Params) -> Result<Response, ApiError>;
@@ -38,6 +35,27 @@ impl Params {
     }
 }
 
+impl Params {
+    /// The percent-decoded values of a match; a rest parameter's segments
+    /// are decoded one by one and joined with `/`.
+    fn decode(captures: &[Capture<'_, '_>]) -> Params {
+        let pairs = captures
+            .iter()
+            .map(|c| {
+                let value = match c.segments {
+                    [one] => percent_decode(one),
+                    many => {
+                        let decoded: Vec<String> = many.iter().map(|s| percent_decode(s)).collect();
+                        decoded.join("/")
+                    }
+                };
+                (c.name.to_owned(), value)
+            })
+            .collect();
+        Params { pairs }
+    }
+}
+
 impl Index<&str> for Params {
     type Output = str;
 
@@ -46,112 +64,6 @@ impl Index<&str> for Params {
     fn index(&self, name: &str) -> &str {
         self.get(name)
             .unwrap_or_else(|| panic!("the matched route has no parameter {name}"))
-    }
-}
-
-/// One segment of a pattern, borrowed from its text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment<'a> {
-    Literal(&'a str),
-    Param(&'a str),
-    Rest(&'a str),
-}
-
-impl Segment<'_> {
-    /// Lower is more specific.
-    fn rank(&self) -> u8 {
-        match self {
-            Segment::Literal(_) => 0,
-            Segment::Param(_) => 1,
-            Segment::Rest(_) => 2,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Pattern<'a> {
-    segments: Vec<Segment<'a>>,
-}
-
-impl<'a> Pattern<'a> {
-    /// Panics on a malformed pattern: route tables are written by the
-    /// plugin's author and a typo must fail the first test, not a request.
-    fn parse(text: &'a str) -> Pattern<'a> {
-        let bad = |why: &str| -> ! { panic!("route pattern {text:?} is invalid: {why}") };
-        let Some(body) = text.strip_prefix('/') else {
-            bad("it must start with /")
-        };
-        let pieces: Vec<&str> = body.split('/').collect();
-        let mut segments = Vec::with_capacity(pieces.len());
-        for (i, piece) in pieces.iter().enumerate() {
-            let segment = match piece.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
-                Some(inner) => match inner.strip_suffix("...") {
-                    Some(name) if i + 1 == pieces.len() => Segment::Rest(name),
-                    Some(_) => bad("only the last segment may be {name...}"),
-                    None => Segment::Param(inner),
-                },
-                None if piece.is_empty() => bad("it has an empty segment"),
-                None if piece.contains(['{', '}']) => bad("braces must enclose a whole segment"),
-                None => Segment::Literal(piece),
-            };
-            if let Segment::Param(name) | Segment::Rest(name) = &segment {
-                let valid = !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                if !valid {
-                    bad("parameter names are letters, digits, - and _");
-                }
-                let taken = segments
-                    .iter()
-                    .any(|s| matches!(s, Segment::Param(n) | Segment::Rest(n) if n == name));
-                if taken {
-                    bad("a parameter name is used twice");
-                }
-            }
-            segments.push(segment);
-        }
-        Pattern { segments }
-    }
-
-    fn matches(&self, path: &[&str]) -> Option<Params> {
-        let mut pairs = Vec::new();
-        for (i, segment) in self.segments.iter().enumerate() {
-            match segment {
-                Segment::Literal(lit) => (path.get(i)? == lit).then_some(())?,
-                Segment::Param(name) => {
-                    let value = path.get(i).filter(|v| !v.is_empty())?;
-                    pairs.push((name.to_string(), percent_decode(value)));
-                }
-                Segment::Rest(name) => {
-                    let rest = path
-                        .get(i..)
-                        .filter(|r| !r.is_empty() && r.iter().all(|s| !s.is_empty()))?;
-                    let value: Vec<String> = rest.iter().map(|s| percent_decode(s)).collect();
-                    pairs.push((name.to_string(), value.join("/")));
-                    return Some(Params { pairs });
-                }
-            }
-        }
-        (path.len() == self.segments.len()).then_some(Params { pairs })
-    }
-
-    /// Whether the two patterns are the same but for parameter names, so
-    /// they match the same paths.
-    fn same_shape(&self, other: &Pattern<'_>) -> bool {
-        self.segments.len() == other.segments.len()
-            && self
-                .segments
-                .iter()
-                .zip(&other.segments)
-                .all(|(a, b)| match (a, b) {
-                    (Segment::Literal(a), Segment::Literal(b)) => a == b,
-                    _ => a.rank() == b.rank(),
-                })
-    }
-
-    fn ranks(&self) -> Vec<u8> {
-        self.segments.iter().map(Segment::rank).collect()
     }
 }
 
@@ -224,10 +136,12 @@ impl Router {
     /// route.
     fn check(&self, i: usize) {
         let entry = &self.entries[i];
-        let pattern = Pattern::parse(&entry.pattern);
-        let duplicate = self.entries[..i]
-            .iter()
-            .any(|e| e.method == entry.method && Pattern::parse(&e.pattern).same_shape(&pattern));
+        let pattern = Pattern::parse(&entry.pattern)
+            .unwrap_or_else(|why| panic!("route pattern {:?} is invalid: {why}", entry.pattern));
+        let duplicate = self.entries[..i].iter().any(|e| {
+            e.method == entry.method
+                && Pattern::parse(&e.pattern).is_ok_and(|p| p.same_shape(&pattern))
+        });
         assert!(
             !duplicate,
             "route {} {} is declared twice",
@@ -295,7 +209,7 @@ impl Router {
         self.entries
             .iter()
             .map(|e| RouteInfo {
-                method: e.method,
+                method: e.method.as_str().to_owned(),
                 path: e.pattern.clone(),
                 access: e.access.clone(),
                 summary: e.summary.clone(),
@@ -326,42 +240,24 @@ impl Router {
         path: &str,
         hint: &str,
     ) -> Result<(&Entry, Params), ApiError> {
-        let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
+        let segments = route::path_segments(path);
         let hinted = self
             .entries
             .iter()
             .filter(|e| !hint.is_empty() && e.pattern == hint && e.method.as_str() == method)
-            .find_map(|e| Some((e, Pattern::parse(&e.pattern).matches(&segments)?)));
-        if let Some(found) = hinted {
-            return Ok(found);
+            .find_map(|e| Some((e, Pattern::split(&e.pattern).captures(&segments)?)));
+        if let Some((entry, captures)) = hinted {
+            return Ok((entry, Params::decode(&captures)));
         }
-        let candidates: Vec<(&Entry, Pattern, Params)> = self
-            .entries
-            .iter()
-            .filter_map(|e| {
-                let pattern = Pattern::parse(&e.pattern);
-                let params = pattern.matches(&segments)?;
-                Some((e, pattern, params))
-            })
-            .collect();
-        if candidates.is_empty() {
-            return Err(ApiError::not_found(format!(
+        let found = route::find(&self.entries, method, &segments, |e| {
+            (e.method.as_str(), e.pattern.as_str())
+        });
+        match found {
+            Found::Route { route, captures } => Ok((route, Params::decode(&captures))),
+            Found::WrongMethod(allowed) => Err(ApiError::method_not_allowed(method, &allowed)),
+            Found::NoRoute => Err(ApiError::not_found(format!(
                 "no route matches {path}: check the path"
-            )));
-        }
-        let best = candidates
-            .iter()
-            .filter(|(e, _, _)| e.method.as_str() == method)
-            .min_by_key(|(_, pattern, _)| pattern.ranks());
-        match best {
-            Some((entry, _, params)) => Ok((entry, params.clone())),
-            None => {
-                let mut allowed: Vec<Method> =
-                    candidates.iter().map(|(e, _, _)| e.method).collect();
-                allowed.sort();
-                allowed.dedup();
-                Err(ApiError::method_not_allowed(method, &allowed))
-            }
+            ))),
         }
     }
 

@@ -14,14 +14,14 @@
 //! assert_eq!(value.as_deref(), Some("hello"));
 //! ```
 
-use crate::description::{Event, Tick};
-use crate::events::NewEvent;
+use crate::events::Recorded as NewEvent;
 use crate::host::log::Level;
 use crate::http::{Request, Response};
 use crate::jobs::{Job, NewJob};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
 use crate::smtp::{Message, Sent, SmtpError, SmtpServer};
 use crate::sys::native::{State, with_state};
+use crate::{Event, Tick};
 use crate::{Plugin, Router};
 
 /// Forgets all data, events, logs, config, the fixed clock and the mock.

@@ -3,6 +3,11 @@
 //! Each component is an example target of this crate (see `examples/`), built
 //! for wasm32-wasip2 by `plateau-plugin-artifacts`. They are written directly
 //! against `wit-bindgen` so that the runtime does not depend on the SDK.
+//!
+//! They bind the oldest world the host runs, `plateau:plugin@0.1.0`, except
+//! `legacy-v0-2` (`plateau:plugin@0.2.0`) and `future-wit` (a version no host
+//! supports); the SDK, and so the built-in plugins and the example, bind the
+//! newest.
 
 wit_bindgen::generate!({
     path: "../../wit/plugin@0.1.0",

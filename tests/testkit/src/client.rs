@@ -66,19 +66,23 @@ impl Request {
     }
 
     pub async fn send(self) -> Response {
-        let response = self
-            .builder
-            .send()
+        self.try_send()
             .await
-            .expect("the request reaches the server");
+            .expect("the request reaches the server")
+    }
+
+    /// Sends a request the server may die on: the error when no whole
+    /// response came back.
+    pub async fn try_send(self) -> Result<Response, reqwest::Error> {
+        let response = self.builder.send().await?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let bytes = response.bytes().await.expect("the body arrives").to_vec();
-        Response {
+        let bytes = response.bytes().await?.to_vec();
+        Ok(Response {
             status,
             headers,
             bytes,
-        }
+        })
     }
 }
 

@@ -3,12 +3,13 @@
 //! like a user would; a real SMTP server to relay mail to.
 
 mod client;
+mod orphans;
 mod postgres;
 mod server;
 mod smtp_session;
 mod smtp_sink;
 
-pub use client::{Client, Response};
+pub use client::{Client, Request, Response};
 pub use postgres::PgCluster;
 pub use server::{Backend, Server, ServerOptions};
 pub use smtp_sink::{ReceivedMail, SinkTls, SmtpSink, SmtpSinkOptions};

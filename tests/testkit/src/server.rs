@@ -56,6 +56,10 @@ pub struct Server {
     bin: PathBuf,
     child: Option<Child>,
     pub url: String,
+    /// The apps edge (`PLATEAU_EDGE_LISTEN`, a free port), `http://127.0.0.1:PORT`.
+    pub edge_url: String,
+    /// The S3 endpoint (`PLATEAU_STORAGE_LISTEN`, a free port), `http://127.0.0.1:PORT`.
+    pub storage_url: String,
     /// The owner token of the first organisation (PLATEAU_BOOTSTRAP_TOKEN).
     pub token: String,
     /// The operator password (PLATEAU_ADMIN_PASSWORD).
@@ -77,6 +81,8 @@ impl Server {
             bin: PathBuf::from(bin),
             child: None,
             url: String::new(),
+            edge_url: String::new(),
+            storage_url: String::new(),
             token: options
                 .env
                 .get("PLATEAU_BOOTSTRAP_TOKEN")
@@ -95,6 +101,7 @@ impl Server {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_STORAGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", self.data_dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", &self.token)
@@ -111,8 +118,16 @@ impl Server {
         let mut child = cmd.spawn().expect("the plateau binary starts");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
+        let mut edge_url = String::new();
+        let mut storage_url = String::new();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
             while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("edge listening on ") {
+                    edge_url = url.to_owned();
+                }
+                if let Some(url) = line.strip_prefix("storage listening on ") {
+                    storage_url = url.to_owned();
+                }
                 if let Some(url) = line.strip_prefix("listening on ") {
                     return url.to_owned();
                 }
@@ -124,6 +139,8 @@ impl Server {
         // Keep draining stdout so the server never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         self.url = url;
+        self.edge_url = edge_url;
+        self.storage_url = storage_url;
         self.child = Some(child);
     }
 
@@ -153,6 +170,16 @@ impl Server {
         status.code()
     }
 
+    /// Waits for the server to end on its own (a crash a test provoked);
+    /// how it ended. Start it again with [`Server::restart`].
+    pub async fn exited(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("the server was running");
+        tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("plateau ends within 30 s")
+            .expect("waiting for plateau")
+    }
+
     /// Stops the server and starts it again on the same data.
     pub async fn restart(&mut self) {
         self.stop().await;
@@ -174,5 +201,22 @@ impl Server {
     /// The process id, for signals.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().and_then(Child::id)
+    }
+}
+
+impl Drop for Server {
+    /// Kills the server first, so its supervisors start nothing again, then
+    /// what it started under its data directory.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            for _ in 0..200 {
+                if !matches!(child.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        crate::orphans::kill_under(self.data_dir.path());
     }
 }

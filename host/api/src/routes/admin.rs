@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::tokens::TokenView;
 use super::{Pairs, page_and_filters};
 use crate::auth::{ADMIN_COOKIE, AdminSession};
-use crate::error::ApiError;
+use crate::error::{ApiError, Problem};
 use crate::json::{Body, Validator};
 use crate::pagination::{Page, Pager};
 use crate::state::AppState;
@@ -38,7 +38,11 @@ pub struct SessionView {
 #[utoipa::path(post, path = "/admin/login", tag = "admin",
     security(()),
     request_body = Login,
-    responses((status = 200, description = "logged in; the cookie is set", body = SessionView)))]
+    responses((status = 200, description = "logged in; the cookie is set", body = SessionView),
+        (status = 401, description = "the password is wrong", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 403, description = "admin login is off (no PLATEAU_ADMIN_PASSWORD)", body = Problem,
+            content_type = "application/problem+json")))]
 pub async fn login(
     State(app): State<AppState>,
     Body(input): Body<Login>,

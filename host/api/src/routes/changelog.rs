@@ -63,7 +63,7 @@ fn entries() -> &'static [Entry] {
 /// Recent API changes, newest first; `since` keeps only entries after a date.
 #[utoipa::path(get, path = "/changelog", tag = "changelog",
     security(()),
-    params(("since" = Option<String>, Query, description = "YYYY-MM-DD: only entries after this date"),
+    params(("since" = Option<String>, Query, format = Date, description = "YYYY-MM-DD: only entries after this date"),
            ("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
            ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
     responses((status = 200, description = "changelog entries", body = Page<Entry>)))]

@@ -25,6 +25,7 @@ use super::{Pairs, page_and_filters};
 use crate::auth::{Caller, GrantCaller};
 use crate::error::ApiError;
 use crate::json::{Body, Validator};
+use crate::openapi::ScopeName;
 use crate::pagination::{Page, Pager};
 use crate::state::AppState;
 
@@ -77,11 +78,15 @@ pub struct CreatedGrant {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateGrant {
+    #[schema(schema_with = crate::openapi::name_schema)]
     pub name: String,
     /// The ceiling of minted tokens' scopes; within the caller's scopes.
+    #[schema(value_type = Vec<ScopeName>, min_items = 1)]
     pub allowed_scopes: Vec<String>,
     /// Longest lifetime of a minted token; default 3600.
+    #[schema(minimum = 1)]
     pub max_ttl_seconds: Option<i64>,
+    #[schema(minimum = 0)]
     pub max_cost_cents: Option<i64>,
     /// Limit minted tokens to this project.
     pub project_id: Option<String>,
@@ -92,9 +97,13 @@ pub struct CreateGrant {
 pub struct UpdateGrant {
     /// False pauses the grant: it mints nothing until enabled again.
     pub enabled: Option<bool>,
+    #[schema(schema_with = crate::openapi::optional_name_schema, required = false)]
     pub name: Option<String>,
+    #[schema(value_type = Option<Vec<ScopeName>>, min_items = 1)]
     pub allowed_scopes: Option<Vec<String>>,
+    #[schema(minimum = 1)]
     pub max_ttl_seconds: Option<i64>,
+    #[schema(minimum = 0)]
     pub max_cost_cents: Option<i64>,
 }
 
@@ -102,12 +111,16 @@ pub struct UpdateGrant {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TokenRequest {
     /// Must be a subset of the grant's allowedScopes.
+    #[schema(value_type = Vec<ScopeName>, min_items = 1)]
     pub scopes: Vec<String>,
     /// Clamped to the grant's maxTtlSeconds, which is also the default.
+    #[schema(minimum = 1)]
     pub ttl_seconds: Option<i64>,
     /// Recorded with the token and in the audit log.
+    #[schema(max_length = 200)]
     pub purpose: Option<String>,
     /// Clamped to the grant's maxCostCents.
+    #[schema(minimum = 0)]
     pub max_cost_cents: Option<i64>,
 }
 
@@ -230,7 +243,7 @@ pub async fn create(
 #[utoipa::path(patch, path = "/connect/grants/{id}", tag = "connect",
     security(("bearer" = ["connect:write"])),
     params(("id" = String, Path, description = "grant id")),
-    request_body = UpdateGrant,
+    request_body = Option<UpdateGrant>,
     responses((status = 200, description = "the grant after the change", body = GrantView)))]
 pub async fn update(
     State(app): State<AppState>,

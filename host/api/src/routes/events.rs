@@ -2,12 +2,15 @@
 //! `GET /audit/export`) of spec section 6.
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::StreamExt as _;
 use plateau_core::time;
+use plateau_store::Db;
 use plateau_store::events::{self, Event, Filter};
-use plateau_store::query::Keyset;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -179,6 +182,13 @@ async fn list(
 /// The audit log as CSV (RFC 4180: CRLF line ends, quoted fields; cells
 /// that a spreadsheet would run as a formula are prefixed with `'`).
 /// Takes the filters of `GET /audit`.
+///
+/// The body streams: pages of [`EXPORT_PAGE`] events are read (keyset on
+/// the id, newest first) and written out one after the other, each only
+/// when the client has taken the one before, so memory stays flat however
+/// many events match. The first page is read before answering, so a
+/// database that fails at once gives a problem document; one that fails
+/// later cuts the body short (the CSV then lacks its last line end).
 #[utoipa::path(get, path = "/audit/export", tag = "events",
     security(("bearer" = ["audit:read"])),
     params(("category" = Option<String>, Query, description = "as on GET /audit"),
@@ -194,9 +204,25 @@ pub async fn export(
     pairs: Pairs,
 ) -> Result<Response, ApiError> {
     caller.require_manager("the audit log")?;
-    let filter = filter_of(&pairs, true)?;
-    let listed = events::list(app.db(), &caller.org_id, &filter, &Keyset::default()).await?;
-    let body = to_csv(listed.rows).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut walk = ExportWalk {
+        db: app.db().clone(),
+        org_id: caller.org_id.clone(),
+        filter: filter_of(&pairs, true)?,
+        before: None,
+        done: false,
+    };
+    let first = walk.next_page().await?;
+    let mut head = csv_writer();
+    head.write_record(CSV_HEADER).map_err(internal)?;
+    let head = head.into_inner().map_err(|e| internal(e.into_error()))?;
+    let first = Bytes::from([head, first.unwrap_or_default()].concat());
+    let rest = futures::stream::try_unfold(walk, |mut walk| async move {
+        let page = walk.next_page().await.inspect_err(|e| {
+            tracing::error!(error = %e, "the audit export stopped: the body is cut short");
+        })?;
+        Ok::<_, ApiError>(page.map(|chunk| (Bytes::from(chunk), walk)))
+    });
+    let body = Body::from_stream(futures::stream::once(async { Ok(first) }).chain(rest));
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
@@ -208,6 +234,47 @@ pub async fn export(
         body,
     )
         .into_response())
+}
+
+/// Events an export reads at a time: about 1 KiB each in memory, and as
+/// much again as CSV.
+const EXPORT_PAGE: u32 = 500;
+
+/// Where an export's walk through the matching events stands.
+struct ExportWalk {
+    db: Db,
+    org_id: String,
+    filter: Filter,
+    /// The id of the last event written; the next page is older.
+    before: Option<String>,
+    done: bool,
+}
+
+impl ExportWalk {
+    /// The next page as CSV rows; None once every match is written.
+    async fn next_page(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
+        if self.done {
+            return Ok(None);
+        }
+        let rows = events::page(
+            &self.db,
+            &self.org_id,
+            &self.filter,
+            self.before.as_deref(),
+            EXPORT_PAGE,
+        )
+        .await?;
+        self.done = rows.len() < EXPORT_PAGE as usize;
+        match rows.last() {
+            Some(last) => self.before = Some(last.id.clone()),
+            None => return Ok(None),
+        }
+        to_csv(rows).map(Some).map_err(internal)
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError::Internal(e.to_string())
 }
 
 const CSV_HEADER: [&str; 13] = [
@@ -226,12 +293,16 @@ const CSV_HEADER: [&str; 13] = [
     "data",
 ];
 
-fn to_csv(rows: Vec<Event>) -> Result<Vec<u8>, csv::Error> {
-    let mut out = csv::WriterBuilder::new()
+fn csv_writer() -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .quote_style(csv::QuoteStyle::Necessary)
-        .from_writer(Vec::new());
-    out.write_record(CSV_HEADER)?;
+        .from_writer(Vec::new())
+}
+
+/// CSV rows of `rows`, without the header.
+fn to_csv(rows: Vec<Event>) -> Result<Vec<u8>, csv::Error> {
+    let mut out = csv_writer();
     for e in rows {
         let opt = |v: Option<String>| v.unwrap_or_default();
         let resource_name = serde_json::from_str::<serde_json::Value>(&e.data)

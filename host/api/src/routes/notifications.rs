@@ -30,8 +30,17 @@ pub struct Preference {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetPreference {
     /// alarms, anomalies or spend.
+    #[schema(schema_with = category_schema)]
     pub category: String,
     pub email_enabled: bool,
+}
+
+/// The categories [`CATEGORIES`] lists.
+fn category_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(CATEGORIES))
+        .build()
 }
 
 async fn current(app: &AppState, org_id: &str) -> Result<Page<Preference>, ApiError> {

@@ -45,6 +45,7 @@ impl From<Project> for ProjectView {
 #[serde(deny_unknown_fields)]
 pub struct CreateProject {
     /// Unique within the organisation, 1 to 100 characters.
+    #[schema(schema_with = crate::openapi::name_schema)]
     pub name: String,
 }
 

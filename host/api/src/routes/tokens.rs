@@ -22,6 +22,7 @@ use super::{Pairs, page_and_filters};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json::{Body, Validator};
+use crate::openapi::ScopeName;
 use crate::pagination::{Page, Pager};
 use crate::state::{AppState, DEFAULT_TOKEN_TTL_SECS};
 
@@ -87,12 +88,17 @@ pub struct CreatedToken {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateToken {
+    /// Defaults to `api token`.
+    #[schema(schema_with = crate::openapi::optional_name_schema, required = false)]
     pub name: Option<String>,
     /// Defaults to the caller's scopes; may not exceed them.
+    #[schema(value_type = Option<Vec<ScopeName>>, min_items = 1)]
     pub scopes: Option<Vec<String>>,
     /// Defaults to 90 days; capped by the caller's own expiry.
+    #[schema(minimum = 1)]
     pub expires_in_seconds: Option<i64>,
     /// Spend ceiling in cents; capped by what the caller has left.
+    #[schema(minimum = 0)]
     pub max_cost_cents: Option<i64>,
 }
 
@@ -120,10 +126,11 @@ pub async fn list(
     )))
 }
 
-/// Mint a token. Returns the secret once.
+/// Mint a token. Returns the secret once. Every field is optional (spec
+/// 4.1), so a bare POST mints a token like the caller's.
 #[utoipa::path(post, path = "/tokens", tag = "tokens",
     security(("bearer" = ["tokens:write"])),
-    request_body = CreateToken,
+    request_body = Option<CreateToken>,
     responses((status = 201, description = "the new token, with its secret", body = CreatedToken)))]
 pub async fn create(
     State(app): State<AppState>,

@@ -4,7 +4,10 @@
 
 mod account;
 mod admin;
+mod apps;
+mod audit_export;
 mod auth;
+mod cache;
 mod checks;
 mod connect;
 mod email;
@@ -15,7 +18,9 @@ mod heartbeats;
 mod idempotency;
 mod jobs;
 mod multihost;
+mod openapi_conformance;
 mod pagination;
+mod plugin_idempotency;
 mod plugin_oci;
 mod plugins;
 mod projects;
@@ -108,4 +113,14 @@ pub fn event_types(page: &Value) -> Vec<&str> {
         .iter()
         .map(|e| e["type"].as_str().unwrap())
         .collect()
+}
+
+/// Mints a token of the apps tests' organisation with `scopes`.
+pub async fn mint_for(env: &apps::Apps, scopes: &[&str]) -> String {
+    let r = env
+        .client()
+        .post("/tokens", json!({ "scopes": scopes }))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["token"].as_str().unwrap().to_owned()
 }

@@ -9,80 +9,12 @@ use lettre::{Address, Message};
 
 use super::smtp::SmtpError;
 
-/// The largest message the host sends, headers and encoded parts included
-/// (attachments grow by a third in base64): 25 MiB, what most providers
-/// accept.
-pub const MAX_MESSAGE_BYTES: usize = 25 * 1024 * 1024;
-/// The most envelope recipients (to, cc and bcc together) of one message;
-/// RFC 5321 asks servers to accept at least 100.
-pub const MAX_RECIPIENTS: usize = 100;
-/// The most custom headers of one message.
-pub const MAX_CUSTOM_HEADERS: usize = 50;
-/// The longest subject or custom header value, in bytes (RFC 5322's line
-/// limit; longer values are folded by the host anyway).
-pub const MAX_HEADER_VALUE: usize = 998;
-
-/// Header names the host sets itself, or that record the message's trust
-/// and trace; a plugin may not set them. Names starting with `content-`,
-/// `resent-` or `arc-` are refused too.
-const RESERVED_HEADERS: &[&str] = &[
-    "from",
-    "sender",
-    "reply-to",
-    "to",
-    "cc",
-    "bcc",
-    "subject",
-    "date",
-    "message-id",
-    "mime-version",
-    "return-path",
-    "received",
-    "received-spf",
-    "delivered-to",
-    "authentication-results",
-    "dkim-signature",
-];
-const RESERVED_PREFIXES: &[&str] = &["content-", "resent-", "arc-"];
-
-/// A file attached to a message.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Attachment {
-    pub filename: String,
-    /// A MIME type such as `application/pdf` or `text/csv; charset=utf-8`.
-    pub content_type: String,
-    pub content: Vec<u8>,
-}
-
-impl std::fmt::Debug for Attachment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Attachment")
-            .field("filename", &self.filename)
-            .field("content_type", &self.content_type)
-            .field("bytes", &self.content.len())
-            .finish()
-    }
-}
-
-/// An email to send. Addresses are `user@example.com` or
-/// `Name <user@example.com>`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MailMessage {
-    /// The `From` header and the envelope sender.
-    pub sender: String,
-    pub reply_to: Option<String>,
-    pub to: Vec<String>,
-    pub cc: Vec<String>,
-    /// Envelope recipients only: never written in the headers.
-    pub bcc: Vec<String>,
-    pub subject: String,
-    pub text: Option<String>,
-    pub html: Option<String>,
-    /// Extra headers: names of letters, digits and `-`, none of those the
-    /// host sets.
-    pub headers: Vec<(String, String)>,
-    pub attachments: Vec<Attachment>,
-}
+/// The message, its limits and its reserved headers are the contract's, so
+/// a plugin checks them the same way before anything is queued.
+pub use plateau_contract::mail::{
+    Attachment, MAX_CUSTOM_HEADERS, MAX_HEADER_NAME, MAX_HEADER_VALUE, MAX_MESSAGE_BYTES,
+    MAX_RECIPIENTS, Message as MailMessage, is_header_name, is_reserved_header,
+};
 
 /// A message ready for the wire.
 pub(super) struct Built {
@@ -251,18 +183,13 @@ fn custom_headers(headers: &[(String, String)]) -> Result<Vec<HeaderValue>, Smtp
     let mut out = Vec::with_capacity(headers.len());
     for (i, (name, value)) in headers.iter().enumerate() {
         let field = format!("headers[{i}]");
-        let shaped = !name.is_empty()
-            && name.len() <= 76
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-        if !shaped {
+        if !is_header_name(name) {
             return Err(invalid(format!(
-                "{field} name {name:?} must be 1 to 76 letters, digits or `-`"
+                "{field} name {name:?} must be 1 to {MAX_HEADER_NAME} letters, digits or `-`"
             )));
         }
         let lower = name.to_ascii_lowercase();
-        if RESERVED_HEADERS.contains(&lower.as_str())
-            || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))
-        {
+        if is_reserved_header(name) {
             return Err(invalid(format!(
                 "{field} `{name}` is set by the host; use the message's own field or another header"
             )));

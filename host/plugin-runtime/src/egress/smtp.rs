@@ -21,87 +21,8 @@ use super::mail::{self, Built, MailMessage};
 
 mod wire;
 
-/// How the connection is encrypted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TlsMode {
-    /// TLS from the first byte (usually port 465).
-    Implicit,
-    /// Plain, then upgraded with STARTTLS; a server that does not offer it
-    /// is refused.
-    StartTls,
-    /// No TLS, credentials included: the caller's explicit choice, for a
-    /// server the operator trusts the path to.
-    None,
-}
-
-/// The submission server and how to reach it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SmtpServer {
-    pub host: String,
-    pub port: u16,
-    pub tls: TlsMode,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// For the whole exchange, from resolving the name to the last reply.
-    pub timeout: Duration,
-}
-
-impl std::fmt::Debug for SmtpServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SmtpServer")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("tls", &self.tls)
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
-            .finish()
-    }
-}
-
-/// An SMTP reply: its code and its text (lines joined by spaces).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmtpReply {
-    pub code: u16,
-    pub message: String,
-}
-
-impl std::fmt::Display for SmtpReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.code, self.message)
-    }
-}
-
-/// A message the server accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    /// The `Message-ID` header the host gave the message.
-    pub message_id: String,
-    /// The server's reply to the end of the data.
-    pub reply: SmtpReply,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SmtpError {
-    /// The message, an address or the server settings are invalid; nothing
-    /// was sent.
-    #[error("invalid message: {0}")]
-    Invalid(String),
-    #[error("host `{0}` is not granted to the plugin")]
-    HostNotAllowed(String),
-    #[error("address refused: {0}")]
-    AddressRefused(String),
-    #[error("connection failed: {0}")]
-    ConnectionFailed(String),
-    /// The handshake failed, or STARTTLS was required and not offered.
-    #[error("tls failed: {0}")]
-    TlsFailed(String),
-    #[error("the smtp exchange timed out")]
-    Timeout,
-    /// A 4xx (temporary) or 5xx (permanent) reply, authentication included.
-    #[error("the server replied {0}")]
-    Rejected(SmtpReply),
-}
+/// The server, the reply, the outcome and the errors are the guests' too.
+pub use plateau_contract::mail::{Reply as SmtpReply, Sent, SmtpError, SmtpServer, TlsMode};
 
 /// How long the connection waits for the reply to QUIT, after the send.
 const QUIT_WAIT: Duration = Duration::from_secs(5);
@@ -110,12 +31,16 @@ impl EgressGuard {
     /// Sends `message` through `server` if its host is among `granted` and
     /// resolves to an allowed address. A 4xx or 5xx reply at any step is
     /// [`SmtpError::Rejected`] with the server's code and text.
+    /// The exchange takes at most `timeout`, or the server's own limit if
+    /// shorter.
     pub async fn send_mail(
         &self,
         granted: &[String],
         server: SmtpServer,
         message: MailMessage,
+        timeout: Duration,
     ) -> Result<Sent, SmtpError> {
+        let timeout = server.timeout_within(timeout);
         let start = Instant::now();
         let built = mail::build(&message)?;
         let host = server
@@ -138,10 +63,10 @@ impl EgressGuard {
             return Err(SmtpError::HostNotAllowed(host));
         }
         let addrs = self
-            .resolve(&host, server.port, server.timeout)
+            .resolve(&host, server.port, timeout)
             .await
             .map_err(from_http)?;
-        let deadline = start + server.timeout;
+        let deadline = start + timeout;
         let tcp = connect(&addrs, deadline).await.map_err(from_http)?;
         let _ = tcp.set_nodelay(true);
         let (reply, mut conn) =
@@ -270,7 +195,7 @@ mod tests {
             tls: TlsMode::StartTls,
             username: Some("relay".into()),
             password: Some("hunter2-secret".into()),
-            timeout: Duration::from_secs(10),
+            timeout_ms: Some(10_000),
         };
         let printed = format!("{server:?}");
         assert!(!printed.contains("hunter2"), "{printed}");
@@ -285,7 +210,7 @@ mod tests {
         };
         assert_eq!(
             SmtpError::Rejected(reply).to_string(),
-            "the server replied 451 try later"
+            "the server refused: 451 try later"
         );
     }
 }

@@ -7,6 +7,7 @@ mod limits;
 mod load;
 mod smtp;
 mod swap;
+mod versions;
 
 use std::sync::Arc;
 

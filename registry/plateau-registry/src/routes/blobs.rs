@@ -8,15 +8,15 @@ use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use plateau_store::registry::blobs;
 
 use super::Ctx;
-use crate::db;
 use crate::error::{Error, Result};
 use crate::reference::Digest;
 
 pub async fn get(ctx: &Ctx, digest: &str, req: &Parts) -> Result<Response> {
     let digest = Digest::parse(digest)?;
-    let blob = db::repository_blob(ctx.reg.db(), &ctx.name, &digest.to_string())
+    let blob = blobs::in_repository(ctx.reg.db(), &ctx.name, &digest.to_string())
         .await?
         .ok_or_else(|| unknown(&digest))?;
     let total = blob.size as u64;
@@ -89,7 +89,7 @@ fn parse_range(spec: &str, total: u64) -> Option<Range<u64>> {
 pub async fn delete(ctx: &Ctx, digest: &str) -> Result<Response> {
     let digest = Digest::parse(digest)?;
     let mut tx = ctx.reg.db().begin().await?;
-    if !db::unlink_blob(&mut tx, &ctx.name, &digest.to_string()).await? {
+    if !blobs::unlink(&mut tx, &ctx.name, &digest.to_string()).await? {
         return Err(unknown(&digest));
     }
     tx.commit().await?;

@@ -5,12 +5,12 @@
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use plateau_store::registry::{manifests, repositories};
 use serde_json::{Value, json};
 
 use super::{Ctx, query, query_value};
 use crate::Registry;
 use crate::auth::Access;
-use crate::db::{self, manifests};
 use crate::error::{Error, Result};
 use crate::manifest::OCI_INDEX;
 use crate::reference::Digest;
@@ -54,7 +54,7 @@ fn encode(s: &str) -> String {
 }
 
 pub async fn tags(ctx: &Ctx, req: &Parts) -> Result<Response> {
-    if !db::repository_exists(ctx.reg.db(), &ctx.access.org_id, &ctx.name).await? {
+    if !repositories::exists(ctx.reg.db(), &ctx.access.org_id, &ctx.name).await? {
         return Err(Error::name_unknown(&ctx.name));
     }
     let (n, last) = page(req)?;
@@ -81,7 +81,7 @@ pub async fn catalog(reg: &Registry, access: &Access, req: &Parts) -> Result<Res
     if n == 0 {
         return Ok(listed(json!({ "repositories": [] }), None));
     }
-    let mut repos = db::list_repositories(reg.db(), &access.org_id, last.as_deref(), n + 1).await?;
+    let mut repos = repositories::list(reg.db(), &access.org_id, last.as_deref(), n + 1).await?;
     let more = repos.len() as i64 > n;
     repos.truncate(n as usize);
     let next = match (more, repos.last()) {

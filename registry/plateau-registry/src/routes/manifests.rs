@@ -11,10 +11,10 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use plateau_core::time;
 use plateau_store::events::{self, NewEvent};
+use plateau_store::registry::{blobs, manifests, repositories};
 use serde_json::json;
 
 use super::{Ctx, query};
-use crate::db::{self, manifests};
 use crate::error::{Error, Result};
 use crate::manifest::{self, MAX_MANIFEST_BYTES};
 use crate::quota::Allowance;
@@ -136,20 +136,16 @@ pub async fn put(ctx: &Ctx, reference: &str, req: &Parts, body: Body) -> Result<
     let mut references = Vec::new();
     for blob in &parsed.blobs {
         let d = blob.digest.to_string();
-        let size = db::touch_blob(&mut tx, &org, &d, now)
-            .await?
-            .ok_or_else(|| {
-                Error::ManifestBlobUnknown(format!(
-                    "blob {d} is not in the registry: push it first"
-                ))
-            })?;
+        let size = blobs::touch(&mut tx, &org, &d, now).await?.ok_or_else(|| {
+            Error::ManifestBlobUnknown(format!("blob {d} is not in the registry: push it first"))
+        })?;
         if size != blob.size {
             return Err(Error::SizeInvalid(format!(
                 "the descriptor of {d} says {} bytes, the blob has {size}",
                 blob.size
             )));
         }
-        db::link_blob(&mut tx, &org, &ctx.name, &d, now).await?;
+        blobs::link(&mut tx, &org, &ctx.name, &d, now).await?;
         references.push(d);
     }
     for child in &parsed.manifests {
@@ -164,7 +160,7 @@ pub async fn put(ctx: &Ctx, reference: &str, req: &Parts, body: Body) -> Result<
             })?;
         references.push(d);
     }
-    db::ensure_repository(&mut tx, &org, &ctx.name, now).await?;
+    repositories::ensure(&mut tx, &org, &ctx.name, now).await?;
     let subject = parsed.subject.as_ref().map(|s| s.digest.to_string());
     manifests::put(
         &mut tx,

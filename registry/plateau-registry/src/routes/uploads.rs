@@ -15,9 +15,10 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plateau_core::time;
+use plateau_store::registry::blobs;
+use plateau_store::registry::uploads::{self, Upload};
 
 use super::{Ctx, query, query_value, range_header};
-use crate::db::{self, uploads, uploads::Upload};
 use crate::error::{Error, Result};
 use crate::quota::Allowance;
 use crate::reference::{Algorithm, Digest, Hasher, is_valid_name};
@@ -117,7 +118,7 @@ async fn mount_from(ctx: &Ctx, digest: &Digest, from: &str) -> Result<bool> {
         return Ok(false);
     }
     let digest = digest.to_string();
-    if db::repository_blob(ctx.reg.db(), from, &digest)
+    if blobs::in_repository(ctx.reg.db(), from, &digest)
         .await?
         .is_none()
     {
@@ -125,13 +126,13 @@ async fn mount_from(ctx: &Ctx, digest: &Digest, from: &str) -> Result<bool> {
     }
     let now = time::now_ms();
     let mut tx = ctx.reg.db().begin().await?;
-    if db::touch_blob(&mut tx, &ctx.access.org_id, &digest, now)
+    if blobs::touch(&mut tx, &ctx.access.org_id, &digest, now)
         .await?
         .is_none()
     {
         return Ok(false);
     }
-    db::link_blob(&mut tx, &ctx.access.org_id, &ctx.name, &digest, now).await?;
+    blobs::link(&mut tx, &ctx.access.org_id, &ctx.name, &digest, now).await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -325,7 +326,7 @@ async fn complete(ctx: &Ctx, upload: Upload, expected: &Digest) -> Result<Respon
     }
     let digest = expected.to_string();
     let org = &ctx.access.org_id;
-    if db::org_blob(ctx.reg.db(), org, &digest).await?.is_none() {
+    if blobs::of_org(ctx.reg.db(), org, &digest).await?.is_none() {
         let allowance = Allowance::of(&ctx.reg, org).await?;
         if let Err(e) = allowance.check(upload.size as u64) {
             store.delete(&dest).await?;
@@ -335,8 +336,8 @@ async fn complete(ctx: &Ctx, upload: Upload, expected: &Digest) -> Result<Respon
     }
     let now = time::now_ms();
     let mut tx = ctx.reg.db().begin().await?;
-    let key = db::upsert_blob(&mut tx, org, &digest, upload.size, &dest, now).await?;
-    db::link_blob(&mut tx, org, &ctx.name, &digest, now).await?;
+    let key = blobs::upsert(&mut tx, org, &digest, upload.size, &dest, now).await?;
+    blobs::link(&mut tx, org, &ctx.name, &digest, now).await?;
     uploads::delete(&mut tx, &upload.id).await?;
     tx.commit().await?;
     if key != dest {

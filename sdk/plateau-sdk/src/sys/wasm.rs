@@ -1,17 +1,31 @@
-//! Host calls of a component build: the WIT imports of `plateau:plugin`,
-//! converted to and from the SDK's own types.
+//! Host calls of a component build: the WIT imports of the world
+//! `plateau:plugin/plugin@0.3.0` (one package per interface), converted to
+//! and from the SDK's own types.
 
 use std::fmt;
 
-use crate::events::NewEvent;
-use crate::guest::bindings::plateau::plugin as wit;
+use crate::events::Recorded as NewEvent;
+use crate::guest::bindings::plateau as wit;
 use crate::host::log::Level;
 use crate::jobs::{NewJob, SchedulerError};
 use crate::kv::{Entry, KvError, KvPage, Namespace};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
 use crate::smtp;
 
-pub(crate) struct RawBucket(wit::kv::Bucket);
+/// A namespace in the shape of one interface: `kv`, `scheduler` and
+/// `secrets` each declare their own, so that each package stands alone.
+macro_rules! namespace {
+    ($ns:expr, $wit:path) => {{
+        type N = $wit;
+        match $ns {
+            Namespace::Caller => N::Caller,
+            Namespace::Organization(id) => N::Organization(id.clone()),
+            Namespace::Global => N::Global,
+        }
+    }};
+}
+
+pub(crate) struct RawBucket(wit::kv::kv::Bucket);
 
 impl fmt::Debug for RawBucket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -21,12 +35,10 @@ impl fmt::Debug for RawBucket {
 
 impl RawBucket {
     pub(crate) fn open(namespace: &Namespace) -> Result<Self, KvError> {
-        let ns = match namespace {
-            Namespace::Caller => wit::kv::Namespace::Caller,
-            Namespace::Organization(id) => wit::kv::Namespace::Organization(id.clone()),
-            Namespace::Global => wit::kv::Namespace::Global,
-        };
-        wit::kv::Bucket::open(&ns).map(RawBucket).map_err(kv_error)
+        let ns = namespace!(namespace, wit::kv::kv::Namespace);
+        wit::kv::kv::Bucket::open(&ns)
+            .map(RawBucket)
+            .map_err(kv_error)
     }
 
     pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
@@ -81,49 +93,49 @@ impl RawBucket {
     }
 }
 
-fn kv_error(error: wit::kv::Error) -> KvError {
+fn kv_error(error: wit::kv::kv::Error) -> KvError {
     match error {
-        wit::kv::Error::AccessDenied(why) => KvError::AccessDenied(why),
-        wit::kv::Error::InvalidKey(why) => KvError::InvalidKey(why),
-        wit::kv::Error::TooLarge(why) => KvError::TooLarge(why),
-        wit::kv::Error::InvalidCursor => KvError::InvalidCursor,
-        wit::kv::Error::Unavailable(why) => KvError::Unavailable(why),
+        wit::kv::kv::Error::AccessDenied(why) => KvError::AccessDenied(why),
+        wit::kv::kv::Error::InvalidKey(why) => KvError::InvalidKey(why),
+        wit::kv::kv::Error::TooLarge(why) => KvError::TooLarge(why),
+        wit::kv::kv::Error::InvalidCursor => KvError::InvalidCursor,
+        wit::kv::kv::Error::Unavailable(why) => KvError::Unavailable(why),
     }
 }
 
 pub(crate) fn config_get(key: &str) -> Option<String> {
-    wit::config::get(key)
+    wit::config::config::get(key)
 }
 
 pub(crate) fn config_get_all() -> Vec<(String, String)> {
-    wit::config::get_all()
+    wit::config::config::get_all()
 }
 
 pub(crate) fn now_millis() -> u64 {
-    wit::clock::now_millis()
+    wit::clock::clock::now_millis()
 }
 
 pub(crate) fn log(level: Level, message: &str) {
     let level = match level {
-        Level::Trace => wit::log::Level::Trace,
-        Level::Debug => wit::log::Level::Debug,
-        Level::Info => wit::log::Level::Info,
-        Level::Warn => wit::log::Level::Warn,
-        Level::Error => wit::log::Level::Error,
+        Level::Trace => wit::log::log::Level::Trace,
+        Level::Debug => wit::log::log::Level::Debug,
+        Level::Info => wit::log::log::Level::Info,
+        Level::Warn => wit::log::log::Level::Warn,
+        Level::Error => wit::log::log::Level::Error,
     };
-    wit::log::log(level, message);
+    wit::log::log::log(level, message);
 }
 
 pub(crate) fn cursor_encode(list: &str, position: &str) -> String {
-    wit::cursors::encode(list, position)
+    wit::cursors::cursors::encode(list, position)
 }
 
 pub(crate) fn cursor_decode(list: &str, cursor: &str) -> Result<String, String> {
-    wit::cursors::decode(list, cursor)
+    wit::cursors::cursors::decode(list, cursor)
 }
 
 pub(crate) fn emit(event: &NewEvent) -> Result<(), String> {
-    wit::events::emit(&wit::events::NewEvent {
+    wit::events::events::emit(&wit::events::events::NewEvent {
         organization_id: event.organization_id.clone(),
         type_: event.event_type.clone(),
         action: event.action.clone(),
@@ -135,20 +147,32 @@ pub(crate) fn emit(event: &NewEvent) -> Result<(), String> {
 }
 
 pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpError> {
-    let res = wit::outbound_http::send(&wit::outbound_http::OutgoingRequest {
-        method: req.method.clone(),
-        url: req.url.clone(),
-        headers: req.headers.clone(),
-        body: req.body.clone(),
-        timeout_ms: req.timeout_ms,
-    })
+    let res = wit::outbound_http::outbound_http::send(
+        &wit::outbound_http::outbound_http::OutgoingRequest {
+            method: req.method.clone(),
+            url: req.url.clone(),
+            headers: req.headers.clone(),
+            body: req.body.clone(),
+            timeout_ms: req.timeout_ms,
+        },
+    )
     .map_err(|e| match e {
-        wit::outbound_http::HttpError::HostNotAllowed(why) => HttpError::HostNotAllowed(why),
-        wit::outbound_http::HttpError::AddressRefused(why) => HttpError::AddressRefused(why),
-        wit::outbound_http::HttpError::InvalidRequest(why) => HttpError::InvalidRequest(why),
-        wit::outbound_http::HttpError::Timeout => HttpError::Timeout,
-        wit::outbound_http::HttpError::ResponseTooLarge => HttpError::ResponseTooLarge,
-        wit::outbound_http::HttpError::ConnectionFailed(why) => HttpError::ConnectionFailed(why),
+        wit::outbound_http::outbound_http::HttpError::HostNotAllowed(why) => {
+            HttpError::HostNotAllowed(why)
+        }
+        wit::outbound_http::outbound_http::HttpError::AddressRefused(why) => {
+            HttpError::AddressRefused(why)
+        }
+        wit::outbound_http::outbound_http::HttpError::InvalidRequest(why) => {
+            HttpError::InvalidRequest(why)
+        }
+        wit::outbound_http::outbound_http::HttpError::Timeout => HttpError::Timeout,
+        wit::outbound_http::outbound_http::HttpError::ResponseTooLarge => {
+            HttpError::ResponseTooLarge
+        }
+        wit::outbound_http::outbound_http::HttpError::ConnectionFailed(why) => {
+            HttpError::ConnectionFailed(why)
+        }
     })?;
     Ok(IncomingResponse {
         status: res.status,
@@ -159,25 +183,17 @@ pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpE
     })
 }
 
-fn namespace(ns: &Namespace) -> wit::kv::Namespace {
-    match ns {
-        Namespace::Caller => wit::kv::Namespace::Caller,
-        Namespace::Organization(id) => wit::kv::Namespace::Organization(id.clone()),
-        Namespace::Global => wit::kv::Namespace::Global,
-    }
-}
-
-fn scheduler_error(error: wit::scheduler::Error) -> SchedulerError {
+fn scheduler_error(error: wit::scheduler::scheduler::Error) -> SchedulerError {
     match error {
-        wit::scheduler::Error::AccessDenied(why) => SchedulerError::AccessDenied(why),
-        wit::scheduler::Error::Invalid(why) => SchedulerError::Invalid(why),
-        wit::scheduler::Error::Unavailable(why) => SchedulerError::Unavailable(why),
+        wit::scheduler::scheduler::Error::AccessDenied(why) => SchedulerError::AccessDenied(why),
+        wit::scheduler::scheduler::Error::Invalid(why) => SchedulerError::Invalid(why),
+        wit::scheduler::scheduler::Error::Unavailable(why) => SchedulerError::Unavailable(why),
     }
 }
 
 pub(crate) fn job_schedule(job: &NewJob) -> Result<(), SchedulerError> {
-    wit::scheduler::schedule(&wit::scheduler::NewJob {
-        namespace: namespace(&job.namespace),
+    wit::scheduler::scheduler::schedule(&wit::scheduler::scheduler::NewJob {
+        namespace: namespace!(&job.namespace, wit::scheduler::scheduler::Namespace),
         key: job.key.clone(),
         at: job.at,
         every_ms: job.every_ms,
@@ -187,18 +203,21 @@ pub(crate) fn job_schedule(job: &NewJob) -> Result<(), SchedulerError> {
 }
 
 pub(crate) fn job_cancel(ns: &Namespace, key: &str) -> Result<(), SchedulerError> {
-    wit::scheduler::cancel(&namespace(ns), key).map_err(scheduler_error)
+    let ns = namespace!(ns, wit::scheduler::scheduler::Namespace);
+    wit::scheduler::scheduler::cancel(&ns, key).map_err(scheduler_error)
 }
 
 pub(crate) fn secret_seal(ns: &Namespace, plaintext: &[u8]) -> Result<Vec<u8>, String> {
-    wit::secrets::seal(&namespace(ns), plaintext)
+    let ns = namespace!(ns, wit::secrets::secrets::Namespace);
+    wit::secrets::secrets::seal(&ns, plaintext)
 }
 
 pub(crate) fn secret_open(ns: &Namespace, sealed: &[u8]) -> Result<Vec<u8>, String> {
-    wit::secrets::open(&namespace(ns), sealed)
+    let ns = namespace!(ns, wit::secrets::secrets::Namespace);
+    wit::secrets::secrets::open(&ns, sealed)
 }
 
-fn reply(r: wit::smtp::Reply) -> smtp::Reply {
+fn reply(r: wit::smtp::smtp::Reply) -> smtp::Reply {
     smtp::Reply {
         code: r.code,
         message: r.message,
@@ -209,7 +228,7 @@ pub(crate) fn smtp_send(
     server: &smtp::SmtpServer,
     message: &smtp::Message,
 ) -> Result<smtp::Sent, smtp::SmtpError> {
-    use wit::smtp as w;
+    use wit::smtp::smtp as w;
     let server = w::Server {
         host: server.host.clone(),
         port: server.port,

@@ -134,9 +134,9 @@ fn descriptions_report_their_mistakes() {
     assert_eq!(
         description.problems(),
         [
-            "route GET /elsewhere is outside the prefixes",
-            "route GET /sloppy/{id} uses the undeclared scope sloppy:read",
-            "scope sloppy must be named area:verb",
+            "scope `sloppy` must be `area:verb`, such as flags:read",
+            "route GET /elsewhere: path is under none of the declared prefixes",
+            "route GET /sloppy/{id}: scope `sloppy:read` is not declared in scopes",
         ]
     );
     let res = testing::handle::<Sloppy>(&Request::new(Method::Get, "/sloppy/1"));

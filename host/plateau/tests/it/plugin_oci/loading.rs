@@ -77,14 +77,14 @@ async fn pushed_plugins_load_by_tag_and_by_digest(backend: Backend) {
         config["component"]["exports"]
             .as_array()
             .unwrap()
-            .contains(&json!("plateau:plugin/handler@0.2.0")),
+            .contains(&json!("plateau:handler/handler@0.3.0")),
         "{config}"
     );
     assert!(
         config["component"]["imports"]
             .as_array()
             .unwrap()
-            .contains(&json!("plateau:plugin/kv@0.2.0")),
+            .contains(&json!("plateau:kv/kv@0.3.0")),
         "{config}"
     );
     // oras pulls the component back byte for byte, under its file name.

@@ -36,10 +36,9 @@ impl S3 {
         let bucket = create_bucket(&server, &server.token, "data").await;
         let key = create_key(&server, &server.token, json!({ "name": "ci" })).await;
         let endpoint = bucket["endpoint"].as_str().unwrap().to_owned();
-        let port = endpoint.rsplit(':').next().unwrap().to_owned();
         S3 {
+            direct: server.storage_url.clone(),
             server,
-            direct: format!("http://127.0.0.1:{port}"),
             endpoint,
             bucket,
             key,

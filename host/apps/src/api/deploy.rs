@@ -1,0 +1,250 @@
+//! Deployments, rollback, pause and resume (spec section 3).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use plateau_api::AppState;
+use plateau_api::auth::Caller;
+use plateau_api::error::ApiError;
+use plateau_api::json::Body;
+use plateau_api::pagination::{Page, Pager};
+use plateau_api::routes::{Pairs, page_and_filters};
+use plateau_core::time;
+use plateau_store::apps::{self as db, deployments};
+use plateau_store::events;
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::{AppView, DeploymentView, load, load_live_in, pull_as};
+use crate::Apps;
+use crate::pipeline::{self, event};
+
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Deploy {
+    /// An OCI reference; default: the app's image. It becomes the app's image.
+    pub image: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Rollback {
+    /// The deployment to go back to; default: the one live before the
+    /// current one.
+    pub deployment_id: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+/// An app's deployments, newest first.
+#[utoipa::path(get, path = "/apps/{id}/deployments", tag = "apps",
+    security(("bearer" = ["apps:read"])),
+    params(("id" = String, Path, description = "app id"),
+           ("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
+           ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
+    responses((status = 200, description = "deployment history", body = Page<DeploymentView>)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(apps): Extension<Apps>,
+    caller: Caller,
+    Path(id): Path<String>,
+    pairs: Pairs,
+) -> Result<Json<Page<DeploymentView>>, ApiError> {
+    let app = load(apps.db(), &caller, &id).await?;
+    let (page, filters) = page_and_filters(&pairs);
+    // The cursor is bound to the app through the filters.
+    let filters = format!("app={id}&{filters}");
+    let pager = Pager::new(
+        state.cursors(),
+        &page,
+        "app_deployments",
+        &caller.org_id,
+        filters,
+    )?;
+    let listed = deployments::list(apps.db(), &app.id, pager.keyset()).await?;
+    Ok(Json(pager.finish(
+        listed,
+        |d| d.id.clone(),
+        DeploymentView::from,
+    )))
+}
+
+/// Deploy the app's image (or the one sent): the new deployment takes
+/// traffic only once healthy.
+#[utoipa::path(post, path = "/apps/{id}/deployments", tag = "apps",
+    security(("bearer" = ["apps:deploy"])),
+    params(("id" = String, Path, description = "app id")),
+    request_body = Deploy,
+    responses((status = 201, description = "the pending deployment", body = DeploymentView)))]
+pub async fn create(
+    Extension(apps): Extension<Apps>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(input): Body<Deploy>,
+) -> Result<(StatusCode, Json<DeploymentView>), ApiError> {
+    let now = time::now_ms();
+    let mut tx = apps.db().begin().await?;
+    let mut app = load_live_in(&mut tx, &caller, &id).await?;
+    refuse_paused(&app)?;
+    if let Some(image) = input.image.as_deref().map(str::trim) {
+        if image.is_empty() || image.len() > 1024 {
+            return Err(ApiError::invalid("image", "must be an image reference"));
+        }
+        db::set_image(&mut tx, &app.id, image, now).await?;
+        app.image = Some(image.to_owned());
+        app.source_type = "image".to_owned();
+    }
+    if app.source_type != "image" {
+        return Err(ApiError::Unprocessable {
+            code: "source_not_supported",
+            detail: format!(
+                "this host deploys images only; {} sources are not built yet: send an image",
+                app.source_type
+            ),
+        });
+    }
+    let Some(image) = app.image.clone() else {
+        return Err(ApiError::invalid("image", "the app has no image; send one"));
+    };
+    let d = pipeline::pending(&app, "deploy", Some(image), None);
+    pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
+    tx.commit_last().await?;
+    apps.spawn_pipeline(app.id.clone(), d.id.clone(), Some(pull_as(&caller)));
+    Ok((StatusCode::CREATED, Json(d.into())))
+}
+
+/// Make an earlier deployment's component live again, without a rebuild
+/// or a pull.
+#[utoipa::path(post, path = "/apps/{id}/rollback", tag = "apps",
+    security(("bearer" = ["apps:deploy"])),
+    params(("id" = String, Path, description = "app id")),
+    request_body = Rollback,
+    responses((status = 201, description = "the pending rollback deployment", body = DeploymentView),
+              (status = 409, description = "no earlier deployment to go back to", body = plateau_api::error::Problem)))]
+pub async fn rollback(
+    Extension(apps): Extension<Apps>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(input): Body<Rollback>,
+) -> Result<(StatusCode, Json<DeploymentView>), ApiError> {
+    let mut tx = apps.db().begin().await?;
+    let app = load_live_in(&mut tx, &caller, &id).await?;
+    refuse_paused(&app)?;
+    let target = match &input.deployment_id {
+        Some(target) => deployments::get_in(&mut tx, &app.id, target)
+            .await?
+            .ok_or_else(|| {
+                ApiError::not_found(format!("deployment {target} of app {id} does not exist"))
+            })?,
+        None => {
+            let live = app
+                .live_deployment_id
+                .as_deref()
+                .ok_or_else(nothing_earlier)?;
+            deployments::previous_live(&mut tx, &app.id, live)
+                .await?
+                .ok_or_else(nothing_earlier)?
+        }
+    };
+    if target.live_at.is_none() || target.component.is_none() {
+        return Err(ApiError::conflict(
+            "deployment_never_live",
+            format!(
+                "deployment {} was never live; roll back to one that was",
+                target.id
+            ),
+        ));
+    }
+    let d = pipeline::pending(&app, "rollback", None, Some(&target));
+    pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
+    tx.commit_last().await?;
+    apps.spawn_pipeline(app.id.clone(), d.id.clone(), None);
+    Ok((StatusCode::CREATED, Json(d.into())))
+}
+
+/// Pause: the replicas are torn down; config, env and deployments stay.
+#[utoipa::path(post, path = "/apps/{id}/pause", tag = "apps",
+    security(("bearer" = ["apps:write"])),
+    params(("id" = String, Path, description = "app id")),
+    request_body = Empty,
+    responses((status = 200, description = "the paused app", body = AppView)))]
+pub async fn pause(
+    Extension(apps): Extension<Apps>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(_empty): Body<Empty>,
+) -> Result<Json<AppView>, ApiError> {
+    let now = time::now_ms();
+    let mut tx = apps.db().begin().await?;
+    let mut app = load_live_in(&mut tx, &caller, &id).await?;
+    if app.status != "paused" {
+        db::set_status(&mut tx, &app.id, "paused", now).await?;
+        let e = event(&app, "app.paused", "update", &caller.actor()).data(json!({}));
+        events::record(&mut tx, &e, now).await?;
+        tx.commit_last().await?;
+        app.status = "paused".to_owned();
+        app.updated_at = now;
+    }
+    apps.take_down(&app.id, &app.slug, true);
+    let url = apps.url(&app.slug);
+    Ok(Json(AppView::new(app, url)))
+}
+
+/// Resume a paused app: its last live deployment is launched again,
+/// without a rebuild.
+#[utoipa::path(post, path = "/apps/{id}/resume", tag = "apps",
+    security(("bearer" = ["apps:write"])),
+    params(("id" = String, Path, description = "app id")),
+    request_body = Empty,
+    responses((status = 200, description = "the resumed app", body = AppView),
+              (status = 409, description = "the app is not paused", body = plateau_api::error::Problem)))]
+pub async fn resume(
+    Extension(apps): Extension<Apps>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(_empty): Body<Empty>,
+) -> Result<Json<AppView>, ApiError> {
+    let now = time::now_ms();
+    let mut tx = apps.db().begin().await?;
+    let mut app = load_live_in(&mut tx, &caller, &id).await?;
+    if app.status != "paused" {
+        return Err(ApiError::conflict(
+            "app_not_paused",
+            format!("app {id} is not paused"),
+        ));
+    }
+    let status = if app.live_deployment_id.is_some() {
+        "running"
+    } else {
+        "created"
+    };
+    db::set_status(&mut tx, &app.id, status, now).await?;
+    let e = event(&app, "app.resumed", "update", &caller.actor()).data(json!({}));
+    events::record(&mut tx, &e, now).await?;
+    tx.commit_last().await?;
+    app.status = status.to_owned();
+    app.updated_at = now;
+    apps.spawn_follow(app.id.clone(), |a| a.status != "paused");
+    let url = apps.url(&app.slug);
+    Ok(Json(AppView::new(app, url)))
+}
+
+fn refuse_paused(app: &plateau_store::apps::App) -> Result<(), ApiError> {
+    if app.status == "paused" {
+        return Err(ApiError::conflict(
+            "app_paused",
+            format!("app {} is paused; resume it first", app.id),
+        ));
+    }
+    Ok(())
+}
+
+fn nothing_earlier() -> ApiError {
+    ApiError::conflict(
+        "no_earlier_deployment",
+        "the app has no earlier deployment that was live; send deploymentId",
+    )
+}

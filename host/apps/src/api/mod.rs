@@ -1,0 +1,89 @@
+//! The apps API (spec section 4.4), added to the core router as an
+//! extension; handlers reach the service through `Extension<Apps>`.
+//! Another organisation's app answers 404, as a missing one does.
+
+pub mod apps;
+pub mod deploy;
+pub mod env;
+pub mod logs;
+pub mod settings;
+mod views;
+
+use plateau_api::AppState;
+use plateau_api::auth::Caller;
+use plateau_api::error::ApiError;
+use plateau_store::apps::{self as db, App};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use views::{AppView, DeploymentView};
+
+/// The routes of `/apps`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(apps::list, apps::create))
+        .routes(routes!(apps::get, apps::rename, apps::delete))
+        .routes(routes!(apps::restore))
+        .routes(routes!(deploy::list, deploy::create))
+        .routes(routes!(deploy::rollback))
+        .routes(routes!(deploy::pause))
+        .routes(routes!(deploy::resume))
+        .routes(routes!(settings::get_scale, settings::put_scale))
+        .routes(routes!(settings::get_resources, settings::put_resources))
+        .routes(routes!(env::list, env::set, env::delete))
+        .routes(routes!(env::verify))
+        .routes(routes!(logs::list))
+}
+
+pub(crate) fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("app {id} does not exist"))
+}
+
+/// The caller's app `id`, in the trash or not; 404 for another
+/// organisation's app or, for a project-limited token, another project's.
+pub(crate) async fn load(
+    db: &plateau_store::Db,
+    caller: &Caller,
+    id: &str,
+) -> Result<App, ApiError> {
+    let app = db::get(db, &caller.org_id, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    visible(caller, &app, id)?;
+    Ok(app)
+}
+
+/// [`load`] inside a write transaction, refusing an app in the trash.
+pub(crate) async fn load_live_in(
+    tx: &mut plateau_store::Tx,
+    caller: &Caller,
+    id: &str,
+) -> Result<App, ApiError> {
+    let app = db::get_in(tx, &caller.org_id, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    visible(caller, &app, id)?;
+    if app.deleted_at.is_some() {
+        return Err(ApiError::conflict(
+            "app_in_trash",
+            format!("app {id} is in the trash; restore it first"),
+        ));
+    }
+    Ok(app)
+}
+
+fn visible(caller: &Caller, app: &App, id: &str) -> Result<(), ApiError> {
+    match &caller.project_id {
+        Some(only) if *only != app.project_id => Err(not_found(id)),
+        _ => Ok(()),
+    }
+}
+
+/// The pull identity of a request: its organisation and token.
+pub(crate) fn pull_as(caller: &Caller) -> crate::image::PullAs {
+    crate::image::PullAs {
+        org_id: caller.org_id.clone(),
+        token_id: caller.token_id.clone(),
+        user_id: Some(caller.user_id.clone()),
+    }
+}

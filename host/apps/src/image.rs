@@ -1,0 +1,162 @@
+//! Resolving a deployment's image reference to a component: from this
+//! platform's own registry with the organisation's rights, or anonymously
+//! from a registry the operator allows. The artifact must be a Wasm OCI
+//! artifact (the layout plugins use; its checks are the plugins' own).
+
+use std::time::Duration;
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use plateau_plugin_host::oci::artifact::{self, MANIFEST_MEDIA_TYPE};
+use plateau_plugin_host::oci::{OciSource, pull};
+use sha2::{Digest as _, Sha256};
+
+/// Largest component an app may deploy.
+pub const MAX_COMPONENT_BYTES: usize = 64 << 20;
+
+/// This platform's own registry, as the apps service reaches it.
+pub trait RegistryAccess: Send + Sync {
+    /// Whether `registry` (`host[:port]` of a reference) is this
+    /// platform's registry.
+    fn is_own(&self, registry: &str) -> bool;
+    /// Where this host serves the registry over plain HTTP (loopback).
+    fn local_address(&self) -> String;
+    /// A short-lived registry bearer that pulls with the rights of
+    /// `org_id`, standing for the API token `token_id`.
+    fn pull_bearer(&self, org_id: &str, token_id: &str, user_id: Option<&str>) -> String;
+}
+
+/// Who pulls: the organisation, through the token of the request.
+#[derive(Clone, Debug)]
+pub struct PullAs {
+    pub org_id: String,
+    pub token_id: String,
+    pub user_id: Option<String>,
+}
+
+/// A component resolved from a reference.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The manifest digest the reference resolved to.
+    pub manifest_digest: String,
+    /// The component's (layer) digest.
+    pub component_digest: String,
+    pub wasm: Vec<u8>,
+}
+
+/// Resolves `image`, failing with a sentence for the deployment's reason.
+pub async fn resolve(
+    image: &str,
+    who: &PullAs,
+    registry: &dyn RegistryAccess,
+    allowed: &[String],
+) -> Result<Resolved, String> {
+    let text = image.trim().strip_prefix("oci://").unwrap_or(image.trim());
+    let reference: Reference = text.parse().map_err(|_| {
+        format!("{text} is not an image reference; write registry/repository:tag or @sha256:<hex>")
+    })?;
+    if registry.is_own(reference.registry()) {
+        return own(&reference, who, registry).await;
+    }
+    if allowed.iter().any(|r| r == reference.registry()) {
+        let pulled = pull(
+            &OciSource {
+                reference: text.to_owned(),
+                ..OciSource::default()
+            },
+            MAX_COMPONENT_BYTES,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        return Ok(Resolved {
+            manifest_digest: pulled.manifest_digest,
+            component_digest: pulled.layer_digest,
+            wasm: pulled.wasm,
+        });
+    }
+    Err(format!(
+        "apps pull from this platform's registry or from registries the operator allows; {} is neither",
+        reference.registry()
+    ))
+}
+
+/// Pulls from this host's registry over loopback with a bearer of the
+/// organisation: another organisation's repositories answer as absent.
+async fn own(
+    reference: &Reference,
+    who: &PullAs,
+    registry: &dyn RegistryAccess,
+) -> Result<Resolved, String> {
+    let local = registry.local_address();
+    let target = match (reference.tag(), reference.digest()) {
+        (_, Some(digest)) => Reference::with_digest(
+            local.clone(),
+            reference.repository().to_owned(),
+            digest.to_owned(),
+        ),
+        (tag, None) => Reference::with_tag(
+            local.clone(),
+            reference.repository().to_owned(),
+            tag.unwrap_or("latest").to_owned(),
+        ),
+    };
+    let client = Client::new(ClientConfig {
+        protocol: ClientProtocol::HttpsExcept(vec![local]),
+        connect_timeout: Some(Duration::from_secs(10)),
+        read_timeout: Some(Duration::from_secs(60)),
+        ..ClientConfig::default()
+    });
+    let auth = RegistryAuth::Bearer(registry.pull_bearer(
+        &who.org_id,
+        &who.token_id,
+        who.user_id.as_deref(),
+    ));
+    let absent = |e: oci_client::errors::OciDistributionError| {
+        format!(
+            "the registry has no {} for this organisation ({e})",
+            reference.whole()
+        )
+    };
+    let (raw, manifest_digest) = client
+        .pull_manifest_raw(&target, &auth, &[MANIFEST_MEDIA_TYPE])
+        .await
+        .map_err(absent)?;
+    if let Some(pinned) = reference.digest()
+        && sha256(&raw) != pinned
+    {
+        return Err(format!(
+            "the manifest digest does not match: expected {pinned}"
+        ));
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&raw)
+        .map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
+    let layer = artifact::component_layer(&manifest).map_err(|e| e.to_string())?;
+    if layer.size < 0 || layer.size as u64 > MAX_COMPONENT_BYTES as u64 {
+        return Err(format!(
+            "the component is {} bytes; apps deploy components of at most {MAX_COMPONENT_BYTES} bytes",
+            layer.size
+        ));
+    }
+    let mut wasm = Vec::with_capacity(layer.size as usize);
+    client
+        .pull_blob(&target, layer, &mut wasm)
+        .await
+        .map_err(absent)?;
+    if sha256(&wasm) != layer.digest {
+        return Err(format!(
+            "the component's digest does not match its descriptor {}",
+            layer.digest
+        ));
+    }
+    Ok(Resolved {
+        manifest_digest,
+        component_digest: layer.digest.clone(),
+        wasm,
+    })
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}

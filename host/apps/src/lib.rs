@@ -1,0 +1,129 @@
+//! Apps (spec sections 3 and 4.4): the app model and its API
+//! ([`api`]), the deployment pipeline ([`pipeline`]: resolve the image,
+//! launch, health-check, promote), and the [`supervisor`] that keeps this
+//! host's edge in step with the database.
+//!
+//! A deployment runs on a [`plateau_runner::Runner`] and is served by the
+//! [`plateau_edge::Edge`]; this crate is the only one that knows both and
+//! the database.
+//!
+//! **Architecture Invariant:** the database says which deployment of an
+//! app is live; every host only follows it (the pipeline that promotes a
+//! deployment writes it first, then switches its own edge).
+//! **Architecture Invariant:** a deployment's component is stored before
+//! it is launched, so rollbacks, resumes, restores and restarts never
+//! reach a registry.
+
+pub mod api;
+pub mod config;
+pub mod env;
+pub mod image;
+pub mod logs;
+pub mod pipeline;
+pub mod supervisor;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use plateau_edge::Edge;
+use plateau_plugin_runtime::secrets::Sealer;
+use plateau_runner::Runner;
+use plateau_store::Db;
+
+pub use config::AppsConfig;
+pub use image::RegistryAccess;
+
+use crate::logs::LogBuffer;
+use crate::supervisor::Local;
+
+/// The apps service of this host; cheap to clone.
+#[derive(Clone)]
+pub struct Apps {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Db,
+    config: AppsConfig,
+    sealer: Arc<Sealer>,
+    runner: Arc<dyn Runner>,
+    edge: Arc<Edge>,
+    registry: Arc<dyn RegistryAccess>,
+    logs: Arc<LogBuffer>,
+    /// What this host runs, by app id.
+    local: Mutex<HashMap<String, Local>>,
+    /// One lock per app: its pipeline runs and its supervision take turns.
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Live deployments that failed to start here, and when.
+    failures: Mutex<HashMap<String, (String, std::time::Instant)>>,
+}
+
+impl Apps {
+    pub fn new(
+        db: Db,
+        config: AppsConfig,
+        sealer: Arc<Sealer>,
+        runner: Arc<dyn Runner>,
+        edge: Arc<Edge>,
+        registry: Arc<dyn RegistryAccess>,
+    ) -> Apps {
+        let logs = Arc::new(LogBuffer::new(db.clone(), config.log_retention));
+        Apps {
+            inner: Arc::new(Inner {
+                db,
+                config,
+                sealer,
+                runner,
+                edge,
+                registry,
+                logs,
+                local: Mutex::new(HashMap::new()),
+                locks: Mutex::new(HashMap::new()),
+                failures: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.inner.db
+    }
+
+    pub fn config(&self) -> &AppsConfig {
+        &self.inner.config
+    }
+
+    pub fn edge(&self) -> &Arc<Edge> {
+        &self.inner.edge
+    }
+
+    /// The public address of the app with `slug`.
+    pub fn url(&self, slug: &str) -> String {
+        self.inner.config.url(slug)
+    }
+
+    fn lock_for(&self, app_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.inner.locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(app_id.to_owned()).or_default().clone()
+    }
+
+    /// Starts the background work: log flushing, the supervision loop,
+    /// and the deployments a previous run left pending.
+    pub fn start(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        vec![
+            tokio::spawn(self.inner.logs.clone().keep_flushing()),
+            tokio::spawn(self.clone().supervise()),
+            tokio::spawn(self.clone().resume_pending()),
+        ]
+    }
+
+    /// Writes buffered log lines (at shutdown).
+    pub async fn flush_logs(&self) {
+        self.inner.logs.flush().await;
+    }
+}
+
+impl Apps {
+    pub(crate) fn sealer(&self) -> &Sealer {
+        &self.inner.sealer
+    }
+}

@@ -1,0 +1,264 @@
+//! The deployment pipeline: a pending deployment is resolved to a stored
+//! component (pulled once), launched, health-checked, and only then
+//! promoted: the database first, then this host's edge, in one atomic
+//! switch. A deployment that never gets healthy fails with its reason and
+//! the live one keeps serving. Each step is an event in the timeline.
+
+use std::time::Duration;
+
+use plateau_core::id::new_id;
+use plateau_core::time;
+use plateau_store::Tx;
+use plateau_store::apps::deployments::{self, Deployment};
+use plateau_store::apps::{self, App, components};
+use plateau_store::events::{self, Actor, NewEvent};
+use serde_json::json;
+
+use crate::Apps;
+use crate::image::{self, PullAs};
+
+/// How long the pipeline waits for the request that created a deployment
+/// to commit (it commits with its idempotency record, after the handler).
+const VISIBLE_WITHIN: Duration = Duration::from_secs(30);
+
+/// An event of an app's deployment (category `deploys`).
+pub fn event(app: &App, kind: &str, action: &str, actor: &Actor) -> NewEvent {
+    NewEvent::audited(&app.org_id, kind, "deploys", action, actor).resource("app", &app.id)
+}
+
+/// A new pending deployment of `app`, for the caller's transaction.
+pub fn pending(
+    app: &App,
+    cause: &str,
+    image: Option<String>,
+    from: Option<&Deployment>,
+) -> Deployment {
+    Deployment {
+        id: new_id("dpl"),
+        app_id: app.id.clone(),
+        org_id: app.org_id.clone(),
+        status: "pending".to_owned(),
+        cause: cause.to_owned(),
+        source_type: "image".to_owned(),
+        image: from.and_then(|d| d.image.clone()).or(image),
+        digest: from.and_then(|d| d.digest.clone()),
+        component: from.and_then(|d| d.component.clone()),
+        reason: None,
+        created_at: time::now_ms(),
+        live_at: None,
+        finished_at: None,
+    }
+}
+
+/// Inserts `d` with its event; a first deployment makes the app `deploying`.
+pub async fn create(
+    tx: &mut Tx,
+    app: &App,
+    d: &Deployment,
+    actor: &Actor,
+) -> plateau_store::Result<()> {
+    deployments::insert(tx, d).await?;
+    if app.live_deployment_id.is_none() && app.status != "paused" {
+        apps::set_status(tx, &app.id, "deploying", d.created_at).await?;
+    }
+    let e = event(app, "app.deployment.created", "deploy", actor).data(json!({
+        "deploymentId": d.id,
+        "cause": d.cause,
+        "image": d.image,
+    }));
+    events::record(tx, &e, d.created_at).await?;
+    Ok(())
+}
+
+impl Apps {
+    /// Runs the pipeline of `deployment_id` in the background; `pull`
+    /// is who pulls when the deployment needs its image.
+    pub fn spawn_pipeline(&self, app_id: String, deployment_id: String, pull: Option<PullAs>) {
+        let apps = self.clone();
+        tokio::spawn(async move { apps.run_pipeline(&app_id, &deployment_id, pull).await });
+    }
+
+    async fn run_pipeline(&self, app_id: &str, deployment_id: &str, pull: Option<PullAs>) {
+        let lock = self.lock_for(app_id);
+        let _turn = lock.lock().await;
+        let Some(d) = self.wait_visible(app_id, deployment_id).await else {
+            return;
+        };
+        if d.status != "pending" {
+            return;
+        }
+        let outcome = self.steps(app_id, d, pull).await;
+        if let Err(e) = outcome {
+            tracing::warn!(app = app_id, deployment = deployment_id, error = %e, "apps: the pipeline stopped");
+        }
+    }
+
+    /// Waits until the request that created the deployment has committed.
+    async fn wait_visible(&self, app_id: &str, id: &str) -> Option<Deployment> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < VISIBLE_WITHIN {
+            match deployments::get(self.db(), app_id, id).await {
+                Ok(Some(d)) => return Some(d),
+                Ok(None) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "apps: reading a deployment");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+        None
+    }
+
+    async fn steps(
+        &self,
+        app_id: &str,
+        mut d: Deployment,
+        pull: Option<PullAs>,
+    ) -> plateau_store::Result<()> {
+        let Some(app) = apps::get_any(self.db(), app_id).await? else {
+            return Ok(());
+        };
+        if d.component.is_none() {
+            match self.resolve(&app, &d, pull).await? {
+                Ok(component) => d.component = Some(component),
+                Err(reason) => return self.fail(&app, &d, &reason).await,
+            }
+        }
+        // Read the app again: the environment and limits are those of now.
+        let Some(app) = apps::get_any(self.db(), app_id).await? else {
+            return Ok(());
+        };
+        let handle = match self.launch_healthy(&app, &d).await {
+            Ok(handle) => handle,
+            Err(reason) => return self.fail(&app, &d, &reason).await,
+        };
+        let now = time::now_ms();
+        let mut tx = self.db().begin().await?;
+        let Some(current) = apps::get_in(&mut tx, &app.org_id, &app.id).await? else {
+            return Ok(());
+        };
+        if current.deleted_at.is_some() || current.status == "paused" {
+            drop(tx);
+            handle.stop();
+            let why = if current.deleted_at.is_some() {
+                "deleted"
+            } else {
+                "paused"
+            };
+            return self
+                .fail(
+                    &app,
+                    &d,
+                    &format!("the app was {why} during the deployment"),
+                )
+                .await;
+        }
+        deployments::promote(&mut tx, &app.id, &d.id, now).await?;
+        apps::set_live(&mut tx, &app.id, &d.id, now).await?;
+        let e = event(&app, "app.deployment.live", "deploy", &Actor::system()).data(json!({
+            "deploymentId": d.id,
+            "cause": d.cause,
+            "image": d.image,
+            "digest": d.digest,
+            "previous": current.live_deployment_id,
+        }));
+        events::record(&mut tx, &e, now).await?;
+        tx.commit().await?;
+        let mut live = current;
+        live.live_deployment_id = Some(d.id.clone());
+        live.status = "running".to_owned();
+        self.install(&live, &d.id, handle);
+        Ok(())
+    }
+
+    /// Pulls the deployment's image and stores its component; the inner
+    /// error is the deployment's failure reason.
+    async fn resolve(
+        &self,
+        app: &App,
+        d: &Deployment,
+        pull: Option<PullAs>,
+    ) -> plateau_store::Result<Result<String, String>> {
+        let Some(image) = d.image.as_deref() else {
+            return Ok(Err(
+                "the deployment names no image; set the app's image".to_owned()
+            ));
+        };
+        let Some(who) = pull else {
+            return Ok(Err(
+                "the host restarted before the image was pulled; deploy again".to_owned(),
+            ));
+        };
+        let resolved = match image::resolve(
+            image,
+            &who,
+            &*self.inner.registry,
+            &self.config().allowed_registries,
+        )
+        .await
+        {
+            Ok(resolved) => resolved,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let now = time::now_ms();
+        let mut tx = self.db().begin().await?;
+        components::put(
+            &mut tx,
+            &app.org_id,
+            &resolved.component_digest,
+            &resolved.wasm,
+            now,
+        )
+        .await?;
+        deployments::set_artifact(
+            &mut tx,
+            &d.id,
+            &resolved.manifest_digest,
+            &resolved.component_digest,
+        )
+        .await?;
+        let e = event(app, "app.deployment.pulled", "deploy", &Actor::system()).data(json!({
+            "deploymentId": d.id,
+            "image": image,
+            "digest": resolved.manifest_digest,
+            "bytes": resolved.wasm.len(),
+        }));
+        events::record(&mut tx, &e, now).await?;
+        tx.commit().await?;
+        Ok(Ok(resolved.component_digest))
+    }
+
+    async fn fail(&self, app: &App, d: &Deployment, reason: &str) -> plateau_store::Result<()> {
+        let now = time::now_ms();
+        let mut tx = self.db().begin().await?;
+        if !deployments::fail(&mut tx, &d.id, reason, now).await? {
+            return Ok(());
+        }
+        let current = apps::get_in(&mut tx, &app.org_id, &app.id).await?;
+        if let Some(current) = current
+            && current.live_deployment_id.is_none()
+            && current.status == "deploying"
+        {
+            apps::set_status(&mut tx, &app.id, "failed", now).await?;
+        }
+        let e = event(app, "app.deployment.failed", "deploy", &Actor::system()).data(json!({
+            "deploymentId": d.id,
+            "reason": reason,
+        }));
+        events::record(&mut tx, &e, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Picks up the deployments a previous run of the host left pending.
+    pub(crate) async fn resume_pending(self) {
+        match deployments::pending(self.db()).await {
+            Ok(pending) => {
+                for d in pending {
+                    self.spawn_pipeline(d.app_id.clone(), d.id.clone(), None);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "apps: reading pending deployments"),
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! What a cluster offers besides its settings: snapshots (BGSAVE into the
+//! object store) and restores into a new cluster, metrics from INFO, and
+//! the logs of its processes.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use plateau_api::AppState;
+use plateau_api::auth::Caller;
+use plateau_api::error::ApiError;
+use plateau_api::json::{Body, Validator};
+use plateau_api::pagination::{Page, Pager};
+use plateau_api::routes::{Pairs, page_and_filters, param};
+use plateau_core::id::new_id;
+use plateau_core::time;
+use plateau_store::caches::{self as db, Snapshot};
+use plateau_store::events::NewEvent;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::caches::{Settings, check_settings, provision};
+use super::{CacheView, Service, find};
+use crate::service::CacheService;
+use crate::snapshots::SnapshotStore;
+use crate::spec::{LogLine, Metrics};
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotView {
+    pub id: String,
+    pub cache_id: String,
+    pub size_bytes: i64,
+    pub created_at: String,
+}
+
+impl From<Snapshot> for SnapshotView {
+    fn from(s: Snapshot) -> Self {
+        SnapshotView {
+            id: s.id,
+            cache_id: s.cache_id,
+            size_bytes: s.size_bytes,
+            created_at: time::to_rfc3339(s.created_at),
+        }
+    }
+}
+
+/// List a cache's snapshots, oldest first.
+#[utoipa::path(get, path = "/caches/{id}/snapshots", tag = "caches",
+    security(("bearer" = ["cache:read"])),
+    params(("id" = String, Path, description = "cache id"),
+           ("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
+           ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
+    responses((status = 200, description = "snapshots", body = Page<SnapshotView>)))]
+pub async fn list_snapshots(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    pairs: Pairs,
+) -> Result<Json<Page<SnapshotView>>, ApiError> {
+    find(&app, &caller, &id).await?;
+    let (page, filters) = page_and_filters(&pairs);
+    let filters = format!("cache={id}&{filters}");
+    let pager = Pager::new(
+        app.cursors(),
+        &page,
+        "cache_snapshots",
+        &caller.org_id,
+        filters,
+    )?;
+    let listed = db::list_snapshots(app.db(), &caller.org_id, &id, pager.keyset()).await?;
+    Ok(Json(pager.finish(
+        listed,
+        |s| s.id.clone(),
+        SnapshotView::from,
+    )))
+}
+
+/// Take a snapshot: the leader writes an RDB (BGSAVE), kept in the object
+/// store.
+#[utoipa::path(post, path = "/caches/{id}/snapshots", tag = "caches",
+    security(("bearer" = ["cache:write"])),
+    params(("id" = String, Path, description = "cache id")),
+    responses((status = 201, description = "the snapshot", body = SnapshotView)))]
+pub async fn create_snapshot(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<SnapshotView>), ApiError> {
+    let cache = find(&app, &caller, &id).await?;
+    let placement = CacheService::placement(&cache)?;
+    let credentials = service.credentials(&cache)?;
+    let rdb = service
+        .provider()
+        .snapshot(&placement, &credentials)
+        .await?;
+    let snapshot_id = new_id("csn");
+    let key = SnapshotStore::key(&caller.org_id, &id, &snapshot_id);
+    let size = rdb.len() as i64;
+    service.snapshots().put(&key, rdb).await?;
+    let now = time::now_ms();
+    let snapshot = Snapshot {
+        id: snapshot_id.clone(),
+        org_id: caller.org_id.clone(),
+        cache_id: id.clone(),
+        object_key: key,
+        size_bytes: size,
+        created_at: now,
+    };
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "cache.snapshot_created",
+        "resources",
+        "create",
+        &caller.actor(),
+    )
+    .resource("cache", &id)
+    .data(json!({ "snapshotId": snapshot_id, "sizeBytes": size }));
+    let mut tx = app.db().begin().await?;
+    db::insert_snapshot(&mut tx, &snapshot, &event, now).await?;
+    tx.commit_last().await?;
+    Ok((StatusCode::CREATED, Json(snapshot.into())))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RestoreSnapshot {
+    /// The new cache's name, unique within the organisation.
+    pub name: String,
+    /// Settings of the new cache; each defaults to the source cache's.
+    #[schema(minimum = 8)]
+    pub memory_mb: Option<i64>,
+    #[schema(value_type = Option<crate::spec::EvictionPolicy>)]
+    pub eviction_policy: Option<String>,
+    #[schema(minimum = 0)]
+    pub replicas: Option<i64>,
+    #[schema(value_type = Option<crate::spec::Persistence>)]
+    pub persistence: Option<String>,
+    pub tls: Option<bool>,
+}
+
+/// Restore a snapshot into a new cache (the source cache is untouched);
+/// counts against the plan's cache instances.
+#[utoipa::path(post, path = "/caches/{id}/snapshots/{snapshotId}/restore", tag = "caches",
+    security(("bearer" = ["cache:write"])),
+    params(("id" = String, Path, description = "cache id"),
+           ("snapshotId" = String, Path, description = "snapshot id")),
+    request_body = RestoreSnapshot,
+    responses((status = 201, description = "the new cache", body = CacheView),
+              (status = 409, description = "the name is taken, or the plan's cache instances are all used", body = plateau_api::error::Problem)))]
+pub async fn restore(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path((id, snapshot_id)): Path<(String, String)>,
+    Body(input): Body<RestoreSnapshot>,
+) -> Result<(StatusCode, Json<CacheView>), ApiError> {
+    let source = find(&app, &caller, &id).await?;
+    let snapshot = db::get_snapshot(app.db(), &caller.org_id, &id, &snapshot_id)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "snapshot {snapshot_id} of cache {id} does not exist"
+            ))
+        })?;
+    Validator::new().name("name", &input.name).finish()?;
+    let memory_mb = input.memory_mb.unwrap_or(source.memory_mb);
+    let replicas = input.replicas.unwrap_or(source.replicas);
+    let policy = input
+        .eviction_policy
+        .as_deref()
+        .unwrap_or(&source.eviction_policy);
+    let persistence = input.persistence.as_deref().unwrap_or(&source.persistence);
+    let (eviction_policy, persistence) =
+        check_settings(&app, &caller, memory_mb, policy, replicas, persistence).await?;
+    let rdb = service.snapshots().get(&snapshot.object_key).await?;
+    let settings = Settings {
+        memory_mb,
+        eviction_policy,
+        replicas,
+        persistence,
+        tls: input.tls.unwrap_or(source.tls != 0),
+    };
+    let view = provision(
+        &app,
+        &service,
+        &caller,
+        &input.name,
+        settings,
+        Some((snapshot.id, rdb)),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Figures of the current leader, from INFO.
+#[utoipa::path(get, path = "/caches/{id}/metrics", tag = "caches",
+    security(("bearer" = ["cache:read"])),
+    params(("id" = String, Path, description = "cache id")),
+    responses((status = 200, description = "metrics", body = Metrics)))]
+pub async fn metrics(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Metrics>, ApiError> {
+    let cache = find(&app, &caller, &id).await?;
+    let placement = CacheService::placement(&cache)?;
+    let credentials = service.credentials(&cache)?;
+    Ok(Json(
+        service.provider().metrics(&placement, &credentials).await?,
+    ))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Logs {
+    pub items: Vec<LogLine>,
+}
+
+/// The last lines of each process's log (`lines`, 1 to 1000, default 100).
+#[utoipa::path(get, path = "/caches/{id}/logs", tag = "caches",
+    security(("bearer" = ["cache:read"])),
+    params(("id" = String, Path, description = "cache id"),
+           ("lines" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "lines per process, 1 to 1000; 100 by default")),
+    responses((status = 200, description = "log lines, by process", body = Logs)))]
+pub async fn logs(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+    pairs: Pairs,
+) -> Result<Json<Logs>, ApiError> {
+    let cache = find(&app, &caller, &id).await?;
+    let lines = match param(&pairs, "lines") {
+        None => 100,
+        Some(raw) => raw
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| ApiError::invalid("lines", "must be between 1 and 1000"))?,
+    };
+    let placement = CacheService::placement(&cache)?;
+    Ok(Json(Logs {
+        items: service.provider().logs(&placement, lines).await?,
+    }))
+}

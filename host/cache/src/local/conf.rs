@@ -1,0 +1,208 @@
+//! The configuration files of a cluster's processes, written afresh before
+//! every start from the cluster's settings: `redis.conf` and `users.acl`
+//! of a data node, `sentinel.conf` of a sentinel.
+//!
+//! The customer's user may run everything but administration: CONFIG,
+//! DEBUG, SHUTDOWN, MODULE, ACL, MONITOR, replication and persistence
+//! commands are denied. Settings change through the API, snapshots through
+//! the snapshot endpoints.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::spec::{ADMIN_USER, ClusterSpec, Credentials, Persistence, USER};
+
+use super::tls::{CA_FILE, CERT_FILE, KEY_FILE};
+
+/// What the customer's user may do on a data node.
+const USER_RULES: &str = "~* &* +@all -@admin +role -debug -module -config -shutdown \
+    -monitor -acl +acl|whoami -migrate -client|kill -client|pause -client|unpause \
+    -client|no-evict";
+
+/// What the customer's user may do on a sentinel: find the leader and the
+/// replicas, and follow switch-overs.
+const SENTINEL_USER_RULES: &str = "&* +ping +auth +hello +role +info +client|setname \
+    +client|getname +sentinel|get-master-addr-by-name +sentinel|masters \
+    +sentinel|master +sentinel|replicas +sentinel|slaves +sentinel|sentinels +subscribe \
+    +psubscribe +unsubscribe +punsubscribe";
+
+/// Sentinel timing: a leader silent this long is down, and the sentinels
+/// promote a replica.
+pub const DOWN_AFTER_MS: u64 = 1000;
+const FAILOVER_TIMEOUT_MS: u64 = 5000;
+
+/// Where one process keeps its files.
+pub struct Files<'a> {
+    /// The process's own directory.
+    pub dir: &'a Path,
+    /// The cluster's `tls` directory.
+    pub tls: &'a Path,
+}
+
+fn hash(password: &str) -> String {
+    hex::encode(Sha256::digest(password.as_bytes()))
+}
+
+fn common(out: &mut String, files: &Files<'_>, address: &str, port: u16, tls: bool, pid: &str) {
+    let dir = files.dir.display();
+    let _ = writeln!(out, "bind {address}");
+    let _ = writeln!(out, "protected-mode no");
+    if tls {
+        let _ = writeln!(out, "port 0\ntls-port {port}");
+        let t = files.tls.display();
+        let _ = writeln!(out, "tls-cert-file {t}/{CERT_FILE}");
+        let _ = writeln!(out, "tls-key-file {t}/{KEY_FILE}");
+        let _ = writeln!(out, "tls-ca-cert-file {t}/{CA_FILE}");
+        let _ = writeln!(out, "tls-auth-clients no\ntls-replication yes");
+    } else {
+        let _ = writeln!(out, "port {port}");
+    }
+    let _ = writeln!(out, "daemonize yes");
+    let _ = writeln!(out, "pidfile {dir}/{pid}");
+    let _ = writeln!(out, "logfile {dir}/{LOG_FILE}");
+    let _ = writeln!(out, "dir {dir}");
+}
+
+pub const LOG_FILE: &str = "redis.log";
+pub const PID_FILE: &str = "redis.pid";
+pub const CONF_FILE: &str = "redis.conf";
+pub const ACL_FILE: &str = "users.acl";
+pub const RDB_FILE: &str = "dump.rdb";
+
+/// `redis.conf` of a data node; `leader` is the node it replicates, if any.
+pub fn data_node(
+    files: &Files<'_>,
+    spec: &ClusterSpec,
+    address: &str,
+    port: u16,
+    leader: Option<(&str, u16)>,
+    credentials: &Credentials,
+    load_seed: bool,
+) -> String {
+    let mut out = String::new();
+    common(&mut out, files, address, port, spec.tls, PID_FILE);
+    let _ = writeln!(out, "aclfile {}/{ACL_FILE}", files.dir.display());
+    let _ = writeln!(out, "dbfilename {RDB_FILE}");
+    let _ = writeln!(out, "maxmemory {}mb", spec.memory_mb);
+    let _ = writeln!(out, "maxmemory-policy {}", spec.eviction_policy.as_str());
+    // A restored leader loads its seed RDB first; AOF is switched on after.
+    let persistence = if load_seed {
+        Persistence::None
+    } else {
+        spec.persistence
+    };
+    out.push_str(persistence_lines(persistence));
+    let _ = writeln!(out, "appenddirname appendonly");
+    let _ = writeln!(out, "masteruser {ADMIN_USER}");
+    let _ = writeln!(out, "masterauth {}", credentials.admin_password);
+    let _ = writeln!(out, "repl-diskless-sync yes\nrepl-diskless-sync-delay 0");
+    let _ = writeln!(out, "replica-read-only yes");
+    if let Some((host, port)) = leader {
+        let _ = writeln!(out, "replicaof {host} {port}");
+    }
+    out
+}
+
+/// The `save`/`appendonly` lines of a persistence mode.
+pub fn persistence_lines(persistence: Persistence) -> &'static str {
+    match persistence {
+        Persistence::None => "save \"\"\nappendonly no\n",
+        Persistence::Rdb => "save 3600 1 300 100 60 10000\nappendonly no\n",
+        Persistence::Aof => "save \"\"\nappendonly yes\nappendfsync everysec\n",
+    }
+}
+
+/// `users.acl` of a data node.
+pub fn data_acl(credentials: &Credentials) -> String {
+    format!(
+        "user default off\nuser {ADMIN_USER} on #{} ~* &* +@all\nuser {USER} on #{} {USER_RULES}\n",
+        hash(&credentials.admin_password),
+        hash(&credentials.password),
+    )
+}
+
+/// `sentinel.conf`, monitoring the leader at `leader`.
+pub fn sentinel(
+    files: &Files<'_>,
+    spec: &ClusterSpec,
+    address: &str,
+    port: u16,
+    master_name: &str,
+    leader: (&str, u16),
+    credentials: &Credentials,
+) -> String {
+    let mut out = String::new();
+    common(&mut out, files, address, port, spec.tls, PID_FILE);
+    let m = master_name;
+    let admin = &credentials.admin_password;
+    let _ = writeln!(out, "sentinel resolve-hostnames no");
+    let _ = writeln!(out, "sentinel monitor {m} {} {} 2", leader.0, leader.1);
+    let _ = writeln!(out, "sentinel auth-user {m} {ADMIN_USER}");
+    let _ = writeln!(out, "sentinel auth-pass {m} {admin}");
+    let _ = writeln!(out, "sentinel down-after-milliseconds {m} {DOWN_AFTER_MS}");
+    let _ = writeln!(out, "sentinel failover-timeout {m} {FAILOVER_TIMEOUT_MS}");
+    let _ = writeln!(out, "sentinel parallel-syncs {m} 1");
+    let _ = writeln!(out, "sentinel sentinel-user {ADMIN_USER}");
+    let _ = writeln!(out, "sentinel sentinel-pass {admin}");
+    let _ = writeln!(out, "user default off");
+    let _ = writeln!(out, "user {ADMIN_USER} on #{} ~* &* +@all", hash(admin));
+    let _ = writeln!(
+        out,
+        "user {USER} on #{} {SENTINEL_USER_RULES}",
+        hash(&credentials.password)
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::EvictionPolicy;
+
+    #[test]
+    fn a_replica_follows_its_leader_over_tls_with_the_host_user() {
+        let spec = ClusterSpec {
+            id: "cch_1".into(),
+            memory_mb: 64,
+            eviction_policy: EvictionPolicy::AllkeysLru,
+            replicas: 1,
+            persistence: Persistence::Rdb,
+            tls: true,
+        };
+        let credentials = Credentials {
+            password: "p".into(),
+            admin_password: "a".into(),
+        };
+        let files = Files {
+            dir: Path::new("/d/node1"),
+            tls: Path::new("/d/tls"),
+        };
+        let conf = data_node(
+            &files,
+            &spec,
+            "127.0.0.1",
+            7001,
+            Some(("127.0.0.1", 7000)),
+            &credentials,
+            false,
+        );
+        for line in [
+            "port 0",
+            "tls-port 7001",
+            "tls-replication yes",
+            "maxmemory 64mb",
+            "maxmemory-policy allkeys-lru",
+            "replicaof 127.0.0.1 7000",
+            "masteruser plateau-admin",
+            "save 3600 1 300 100 60 10000",
+        ] {
+            assert!(conf.lines().any(|l| l == line), "{line} in {conf}");
+        }
+        let acl = data_acl(&credentials);
+        assert!(acl.contains("user default off"));
+        assert!(!acl.contains(" >"), "passwords are hashed: {acl}");
+        assert!(acl.contains("-config -shutdown"));
+    }
+}

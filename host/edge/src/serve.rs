@@ -1,0 +1,123 @@
+//! The edge's listener: HTTP/1.1 with keep-alive, each request handed to
+//! the replicas its Host names. The edge's own answers (unknown name,
+//! paused app, failing app) are problem documents.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use plateau_runner::{Body, BoxError, Error};
+use tokio::net::TcpListener;
+
+use crate::{Edge, Target};
+
+/// Serves `edge` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, edge: Arc<Edge>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "edge: accepting a connection");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let edge = edge.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let edge = edge.clone();
+                async move { Ok::<_, std::convert::Infallible>(route(&edge, req, peer).await) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "edge: connection ended");
+            }
+        });
+    }
+}
+
+async fn route(edge: &Edge, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().host())
+        .unwrap_or("")
+        .to_owned();
+    let Some(slug) = edge.slug_of(&host) else {
+        return problem(
+            StatusCode::NOT_FOUND,
+            "unknown_host",
+            &format!(
+                "no app is served at {host:?}; apps are served at <slug>.{}",
+                edge.domain()
+            ),
+        );
+    };
+    let replicas = match edge.get(&slug.to_ascii_lowercase()) {
+        Some(Target::Serving(replicas)) => replicas,
+        Some(Target::Paused) => {
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "app_paused",
+                &format!("the app {slug} is paused; resume it to serve requests"),
+            );
+        }
+        None => {
+            return problem(
+                StatusCode::NOT_FOUND,
+                "unknown_app",
+                &format!("no app is deployed at {host}"),
+            );
+        }
+    };
+    let (mut parts, body) = req.into_parts();
+    parts.headers.insert(
+        "x-forwarded-for",
+        http::HeaderValue::from_str(&peer.ip().to_string()).expect("an address is a header value"),
+    );
+    let req = Request::from_parts(
+        parts,
+        body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
+    );
+    match replicas.handle(req).await {
+        Ok(response) => response,
+        Err(Error::Stopped) => problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "app_stopped",
+            &format!("the app {slug} stopped while the request waited; retry it"),
+        ),
+        Err(e) => {
+            tracing::info!(app = slug, error = %e, "edge: the app failed");
+            problem(StatusCode::BAD_GATEWAY, "app_failed", &e.to_string())
+        }
+    }
+}
+
+/// An RFC 9457 problem document from the edge itself.
+fn problem(status: StatusCode, code: &str, detail: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "type": "about:blank",
+        "title": status.canonical_reason().unwrap_or(""),
+        "status": status.as_u16(),
+        "code": code,
+        "detail": detail,
+    });
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/problem+json")
+        .body(
+            Full::new(Bytes::from(body.to_string()))
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+        )
+        .expect("a static response is valid")
+}

@@ -1,0 +1,146 @@
+//! Starting apps for `plateau serve`: the Wasm runner, the edge on its
+//! own listener, and the apps service with this host's registry.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use plateau_apps::{Apps, AppsConfig, RegistryAccess};
+use plateau_edge::Edge;
+use plateau_plugin_runtime::secrets::Sealer;
+use plateau_registry::Registry;
+use plateau_registry::auth::{Access, issue_bearer};
+use plateau_runner::wasm::WasmRunner;
+use plateau_store::Db;
+use tokio::task::JoinHandle;
+
+/// Where apps are served.
+#[derive(Args, Clone, Debug)]
+pub struct AppsArgs {
+    /// The apps edge's address; port 0 picks a free port.
+    #[arg(long, env = "PLATEAU_EDGE_LISTEN", default_value = "127.0.0.1:8081")]
+    pub edge_listen: SocketAddr,
+    /// Apps are served at `<slug>.<this domain>`; `apps.localhost`
+    /// resolves to loopback in curl and browsers.
+    #[arg(long, env = "PLATEAU_APPS_DOMAIN", default_value = "apps.localhost")]
+    pub apps_domain: String,
+    /// Registries besides this host's own that apps may pull images from,
+    /// anonymously: `host[:port]`, comma-separated.
+    #[arg(long, env = "PLATEAU_APPS_REGISTRIES", default_value = "")]
+    pub apps_registries: String,
+}
+
+pub struct Running {
+    pub apps: Apps,
+    pub edge_addr: SocketAddr,
+    edge_listener: Option<tokio::net::TcpListener>,
+    edge: Arc<Edge>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// This host's own registry, as apps pull from it: over loopback, with a
+/// registry bearer of the organisation.
+struct OwnRegistry {
+    registry: Registry,
+    local: String,
+    names: Vec<String>,
+}
+
+impl RegistryAccess for OwnRegistry {
+    fn is_own(&self, registry: &str) -> bool {
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(registry))
+    }
+
+    fn local_address(&self) -> String {
+        self.local.clone()
+    }
+
+    fn pull_bearer(&self, org_id: &str, token_id: &str, user_id: Option<&str>) -> String {
+        let access = Access {
+            org_id: org_id.to_owned(),
+            token_id: token_id.to_owned(),
+            user_id: user_id.map(str::to_owned),
+            ip: None,
+            pull: true,
+            push: false,
+            token_expires_at: None,
+        };
+        issue_bearer(&self.registry, &access).0
+    }
+}
+
+/// Binds the edge and builds the apps service; [`Running::serve`] starts
+/// them once the API serves.
+pub async fn prepare(
+    args: &AppsArgs,
+    db: &Db,
+    secret_key: [u8; plateau_plugin_runtime::secrets::KEY_LEN],
+    registry: Registry,
+    api_addr: SocketAddr,
+    registry_url: Option<&str>,
+) -> anyhow::Result<Running> {
+    let listener = tokio::net::TcpListener::bind(args.edge_listen)
+        .await
+        .with_context(|| format!("PLATEAU_EDGE_LISTEN: listening on {}", args.edge_listen))?;
+    let edge_addr = listener.local_addr()?;
+    let edge = Arc::new(Edge::new(&args.apps_domain));
+    let runner = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
+    let local = api_addr.to_string();
+    let mut names = vec![local.clone(), format!("localhost:{}", api_addr.port())];
+    if let Some(url) = registry_url {
+        let host = url
+            .split_once("://")
+            .map_or(url, |(_, rest)| rest)
+            .trim_end_matches('/');
+        names.push(host.to_owned());
+    }
+    let mut config = AppsConfig::new(&args.apps_domain, edge_addr.port());
+    config.allowed_registries = args
+        .apps_registries
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let apps = Apps::new(
+        db.clone(),
+        config,
+        Arc::new(Sealer::new(&secret_key)),
+        runner,
+        edge.clone(),
+        Arc::new(OwnRegistry {
+            registry,
+            local,
+            names,
+        }),
+    );
+    Ok(Running {
+        apps,
+        edge_addr,
+        edge_listener: Some(listener),
+        edge,
+        tasks: Vec::new(),
+    })
+}
+
+impl Running {
+    /// Serves the edge and starts the apps' background work (live apps
+    /// come back up).
+    pub fn serve(&mut self) {
+        if let Some(listener) = self.edge_listener.take() {
+            self.tasks.push(tokio::spawn(plateau_edge::serve(
+                listener,
+                self.edge.clone(),
+            )));
+        }
+        self.tasks.extend(self.apps.start());
+    }
+
+    pub async fn stop(self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.apps.flush_logs().await;
+    }
+}

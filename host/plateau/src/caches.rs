@@ -1,0 +1,96 @@
+//! Starting the managed caches for `plateau serve`: the local provider on
+//! this host's data directory, the snapshot store, and the supervisor that
+//! adopts or restarts this host's clusters.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use plateau_cache::local::{LocalConfig, LocalProvider};
+use plateau_cache::snapshots::SnapshotStore;
+use plateau_cache::{CacheService, ServiceConfig};
+use plateau_core::id::new_id;
+use plateau_plugin_runtime::secrets::Sealer;
+use plateau_store::Db;
+
+/// Where and how caches run.
+#[derive(Args, Clone, Debug)]
+pub struct CacheArgs {
+    /// The `redis-server` binary of the managed caches (Redis 7).
+    #[arg(long, env = "PLATEAU_REDIS_SERVER", default_value = "redis-server")]
+    pub redis_server: PathBuf,
+    /// The address cache processes listen on and clients are given.
+    #[arg(long, env = "PLATEAU_CACHE_ADDRESS", default_value = "127.0.0.1")]
+    pub cache_address: String,
+    /// Cache snapshots: a directory, `file:///dir` or `s3://bucket[/prefix]` (AWS_* variables);
+    /// default: `cache-snapshots` in the data directory.
+    #[arg(long, env = "PLATEAU_CACHE_SNAPSHOT_STORE")]
+    pub cache_snapshot_store: Option<String>,
+    /// Milliseconds between supervision rounds over this host's caches.
+    #[arg(long, env = "PLATEAU_CACHE_SUPERVISE_MS", default_value_t = 1000)]
+    pub cache_supervise_ms: u64,
+}
+
+/// The service, with its supervisor running.
+pub struct Running {
+    pub service: Arc<CacheService>,
+    supervisor: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops supervising; the clusters keep running, for the next start
+    /// to adopt.
+    pub fn stop(self) {
+        self.supervisor.abort();
+    }
+}
+
+pub fn start(
+    args: &CacheArgs,
+    data_dir: &Path,
+    db: &Db,
+    sealer: Arc<Sealer>,
+) -> anyhow::Result<Running> {
+    let root = data_dir.join("caches");
+    std::fs::create_dir_all(&root)
+        .with_context(|| format!("creating the cache directory {}", root.display()))?;
+    let snapshots = match &args.cache_snapshot_store {
+        Some(spec) => SnapshotStore::open(spec),
+        None => SnapshotStore::local(&data_dir.join("cache-snapshots")),
+    }
+    .context("opening the cache snapshot store")?;
+    let provider = LocalProvider::new(LocalConfig {
+        root: root.clone(),
+        address: args.cache_address.clone(),
+        redis_server: args.redis_server.clone(),
+    });
+    let service = Arc::new(CacheService::new(
+        db.clone(),
+        Arc::new(provider),
+        sealer,
+        snapshots,
+        ServiceConfig {
+            host_id: host_id(&root)?,
+            supervise_every: Duration::from_millis(args.cache_supervise_ms.max(100)),
+        },
+    ));
+    let supervisor = service.spawn_supervisor();
+    Ok(Running {
+        service,
+        supervisor,
+    })
+}
+
+/// This host's identity for its caches, made once and kept in the cache
+/// directory: clusters it created carry it, and only it supervises them.
+fn host_id(root: &Path) -> anyhow::Result<String> {
+    let path = root.join("host-id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        return Ok(id.trim().to_owned());
+    }
+    let id = new_id("hst");
+    std::fs::write(&path, &id).with_context(|| format!("writing {}", path.display()))?;
+    Ok(id)
+}

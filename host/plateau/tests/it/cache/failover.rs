@@ -1,0 +1,122 @@
+//! High availability: when the leader is killed, the sentinels promote the
+//! replica, clients that ask the sentinels write again, and the host brings
+//! the old leader back as a replica.
+
+use std::time::Duration;
+
+use plateau_testkit::Backend;
+use redis::AsyncCommands as _;
+use serde_json::json;
+
+use super::{Processes, cli_out, connection, create, eventually, through_sentinels};
+use crate::start;
+
+crate::on_both_backends!(sentinels_promote_a_replica_when_the_leader_dies);
+
+/// A `key value` field of a flat redis-cli reply (one item per line).
+fn field(reply: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = reply.lines().collect();
+    lines
+        .iter()
+        .position(|l| *l == name)
+        .and_then(|i| lines.get(i + 1))
+        .map(|v| (*v).to_owned())
+}
+
+async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
+    let s = start(backend).await;
+    let _processes = Processes::of(&s);
+    let c = s.client();
+    let cache = create(&c, json!({ "name": "ha", "replicas": 1 })).await;
+    let id = cache["id"].as_str().unwrap().to_owned();
+    let conn = connection(&c, &id).await;
+    // The sentinels know the replica and each other before anything dies.
+    let (sentinel_host, sentinel_port) = conn.sentinels[0].clone();
+    assert_eq!(sentinel_host, conn.host);
+    let ask = |args: &[&str]| {
+        let out = super::cli(&conn, sentinel_port, &conn.password, args);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    eventually(
+        "the sentinels to know each other",
+        Duration::from_secs(30),
+        || {
+            let master = ask(&["SENTINEL", "MASTER", &conn.master_name]);
+            let ready = field(&master, "num-other-sentinels").as_deref() == Some("2")
+                && field(&master, "num-slaves").as_deref() == Some("1");
+            async move { ready.then_some(()) }
+        },
+    )
+    .await;
+
+    let mut leader = through_sentinels(&conn).await.unwrap();
+    let () = leader.set("before", "1").await.unwrap();
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query_async(&mut leader)
+        .await
+        .unwrap();
+    assert_eq!(acked, 1, "the replica has the write");
+    let info = cli_out(&conn, &["INFO", "server"]);
+    let pid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    // Writes resume on the promoted replica, found through the sentinels.
+    let mut promoted = eventually(
+        "writes on the promoted replica",
+        Duration::from_secs(60),
+        || {
+            let conn = &conn;
+            async move {
+                let mut r = through_sentinels(conn).await.ok()?;
+                let set: redis::RedisResult<()> = r.set("after", "2").await;
+                set.ok().map(|()| r)
+            }
+        },
+    )
+    .await;
+    let before: String = promoted.get("before").await.unwrap();
+    assert_eq!(before, "1");
+    let now = connection(&c, &id).await;
+    assert_ne!(now.port, conn.port, "the connection names the new leader");
+
+    // The host restarts the dead leader as the new leader's replica.
+    eventually(
+        "the old leader back as a replica",
+        Duration::from_secs(60),
+        || {
+            let c = &c;
+            let id = &id;
+            async move {
+                let m = c.get(&format!("/caches/{id}/metrics")).await.json();
+                (m["connectedReplicas"] == 1).then_some(())
+            }
+        },
+    )
+    .await;
+    let old = super::direct(&conn, conn.port).await.unwrap();
+    let mut old = old;
+    let after: String = old.get("after").await.unwrap();
+    assert_eq!(after, "2", "the old leader follows the new one");
+    let role: redis::Value = redis::cmd("ROLE").query_async(&mut old).await.unwrap();
+    assert!(format!("{role:?}").contains("slave"), "{role:?}");
+    eventually("the cache running again", Duration::from_secs(30), || {
+        let c = &c;
+        let id = &id;
+        async move {
+            let v = c.get(&format!("/caches/{id}")).await.json();
+            (v["status"] == "running").then_some(())
+        }
+    })
+    .await;
+}

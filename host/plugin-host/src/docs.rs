@@ -1,0 +1,132 @@
+//! Plugin routes in the OpenAPI document, from their self-descriptions,
+//! in the same shape as core operations (security, error responses).
+
+mod ofrep;
+
+use std::sync::Arc;
+
+use plateau_plugin_runtime::{Access, Description, PluginVersion};
+use serde_json::{Map, Value, json};
+
+/// A description as stored with its version.
+pub fn description_json(d: &Description) -> Value {
+    json!({
+        "name": d.name,
+        "version": d.version,
+        "prefixes": d.prefixes,
+        "routes": d.routes.iter().map(|r| json!({
+            "method": r.method, "path": r.path, "access": access_str(&r.access), "summary": r.summary,
+        })).collect::<Vec<_>>(),
+        "scopes": d.scopes.iter().map(|s| json!({ "name": s.name, "description": s.description })).collect::<Vec<_>>(),
+        "capabilities": d.capabilities,
+        "subscriptions": d.subscriptions,
+        "schedules": d.schedules.iter().map(|s| json!({ "name": s.name, "everySeconds": s.every_seconds })).collect::<Vec<_>>(),
+    })
+}
+
+pub fn access_str(access: &Access) -> String {
+    match access {
+        Access::Public => "public".to_owned(),
+        Access::Authenticated => "authenticated".to_owned(),
+        Access::Scope(s) => s.clone(),
+    }
+}
+
+fn problem(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/problem+json": { "schema": { "$ref": "#/components/schemas/Problem" } } }
+    })
+}
+
+/// The problem statuses any plugin route can answer: the host's own (401
+/// and 403 before the plugin runs, 413 and 415 for the body, 500 when the
+/// plugin fails, 504 past its deadline) and those of the SDK's error codes.
+const PROBLEMS: &[(&str, &str)] = &[
+    ("400", "bad request: the problem names the invalid fields"),
+    ("401", "missing or invalid token"),
+    ("403", "the token lacks the scope named in the problem"),
+    ("404", "no such resource"),
+    ("409", "a conflict with the current state"),
+    ("413", "the body is too large"),
+    ("415", "the body is not JSON"),
+    ("422", "the request cannot be processed"),
+    ("429", "a rate limit is reached"),
+    ("500", "the plugin failed; the problem names it"),
+    ("503", "a service the plugin needs is unavailable"),
+    ("504", "the plugin ran past its deadline"),
+];
+
+/// The responses of one route. A description names a route's access but
+/// not its bodies, so the success is any `2XX` with the plugin's answer,
+/// and errors are problem documents, except where a route speaks a
+/// protocol with its own error shape ([`ofrep`]).
+fn responses(path: &str, access: &Access) -> Map<String, Value> {
+    let mut responses = Map::new();
+    responses.insert(
+        "2XX".into(),
+        json!({ "description": "the plugin's answer" }),
+    );
+    for (status, description) in PROBLEMS {
+        let auth = matches!(*status, "401" | "403");
+        if auth && matches!(access, Access::Public) {
+            continue;
+        }
+        responses.insert((*status).into(), problem(description));
+    }
+    ofrep::document(path, &mut responses);
+    responses
+}
+
+/// The request body of a route that takes one. Its shape is the plugin's
+/// own and absent from the description, so any JSON is documented, and
+/// none: a plugin reads an absent body as it chooses.
+fn request_body(method: &str) -> Option<Value> {
+    matches!(method, "POST" | "PUT" | "PATCH").then(|| {
+        json!({
+            "description": "JSON; its shape is the plugin's (see the plugin's documentation)",
+            "required": false,
+            "content": { "application/json": { "schema": {} } }
+        })
+    })
+}
+
+/// The OpenAPI `paths` of every active plugin.
+pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
+    let mut paths = Map::new();
+    for (name, version, _) in active {
+        for route in &version.description().routes {
+            let security = match &route.access {
+                Access::Public => json!([{}]),
+                Access::Authenticated => json!([{ "bearer": [] }]),
+                Access::Scope(s) => json!([{ "bearer": [s] }]),
+            };
+            let responses = responses(&route.path, &route.access);
+            let params: Vec<Value> = route
+                .path
+                .split('/')
+                .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+                .map(|p| json!({ "name": p.trim_end_matches("..."), "in": "path", "required": true, "schema": { "type": "string" } }))
+                .collect();
+            let mut op = json!({
+                "tags": [name],
+                "summary": route.summary,
+                "operationId": format!("{name}_{}_{}", route.method.to_ascii_lowercase(), route.path.replace(['/', '{', '}', '.'], "_")),
+                "security": security,
+                "parameters": params,
+                "responses": responses,
+                "x-plateau-plugin": { "name": name, "version": version.description().version },
+            });
+            if let Some(body) = request_body(&route.method) {
+                op["requestBody"] = ofrep::request_body(&route.path).unwrap_or(body);
+            }
+            let entry = paths
+                .entry(route.path.replace("...}", "}"))
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(methods) = entry {
+                methods.insert(route.method.to_ascii_lowercase(), op);
+            }
+        }
+    }
+    Value::Object(paths)
+}

@@ -1,0 +1,96 @@
+//! Where apps' replicas run: one [`Runner`] trait, the boundary where
+//! another engine (Kubernetes) could later run replicas, and its runtimes.
+//!
+//! A runtime turns a [`LaunchSpec`] (an artifact, the app's environment,
+//! its limits) into [`Replicas`]: something that answers HTTP requests.
+//! [`wasm::WasmRunner`] runs `wasi:http/proxy` components in-process with
+//! wasmtime, a fresh instance per request; a `runc` runtime for Linux
+//! images goes beside it, behind the same trait.
+//!
+//! **Architecture Invariant:** this crate knows nothing of the database,
+//! the API or routing: it runs what it is given and reports what the
+//! replicas print through a [`LogSink`].
+
+pub mod logs;
+pub mod wasm;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+
+pub use logs::{LogSink, Stream};
+
+/// Any error of a body.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// The body of requests to, and responses from, replicas.
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+/// How much of the machine a deployment's replicas may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Memory of one replica (for Wasm: of one instance), in MiB.
+    pub memory_mb: u32,
+    /// CPU of one replica in thousandths of a core; for Wasm, the fuel
+    /// budget of one request.
+    pub milli_cpu: u32,
+    /// Replicas; for Wasm, requests served at once.
+    pub replicas: u32,
+}
+
+/// What a deployment runs.
+#[derive(Clone, Debug)]
+pub enum Artifact {
+    /// A WebAssembly component implementing `wasi:http/proxy`, with its
+    /// digest (the compiled form is cached under it).
+    Wasm { digest: String, bytes: Bytes },
+}
+
+/// One deployment to start.
+pub struct LaunchSpec {
+    pub app_id: String,
+    pub deployment_id: String,
+    pub artifact: Artifact,
+    /// The app's environment, opened.
+    pub env: Vec<(String, String)>,
+    pub limits: Limits,
+    /// Where the replicas' stdout and stderr go.
+    pub logs: Arc<dyn LogSink>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the artifact is not a runnable wasi:http/proxy component: {0}")]
+    NotRunnable(String),
+    #[error("the app failed to answer: {0}")]
+    Failed(String),
+    #[error("the app did not answer within {0} seconds")]
+    Timeout(u64),
+    #[error("the app has stopped")]
+    Stopped,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A runtime: starts deployments.
+#[async_trait]
+pub trait Runner: Send + Sync {
+    /// Prepares the replicas of `spec` (for Wasm: compiles and links the
+    /// component). They serve once this returns; the caller health-checks
+    /// them before sending traffic.
+    async fn launch(&self, spec: LaunchSpec) -> Result<Arc<dyn Replicas>>;
+}
+
+/// The running replicas of one deployment.
+#[async_trait]
+pub trait Replicas: Send + Sync {
+    /// Serves one request; waits for a free replica when all are busy.
+    async fn handle(&self, request: http::Request<Body>) -> Result<http::Response<Body>>;
+    /// The value of `key` in the replicas' environment.
+    fn env_value(&self, key: &str) -> Option<String>;
+    /// Changes the number of replicas without a restart.
+    fn set_replicas(&self, replicas: u32);
+    /// Stops taking requests; requests in flight finish.
+    fn stop(&self);
+}

@@ -1,0 +1,147 @@
+//! The Wasm runtime: `wasi:http/proxy` components run in-process by
+//! wasmtime, a fresh instance per request (as `wasmtime serve` does).
+//!
+//! Limits: `memoryMb` caps the linear memory of an instance; `milliCpu`
+//! is each request's fuel (1000 milli-CPU is [`FUEL_PER_CORE`] units,
+//! about a second of one core's work) and its guest yields to the
+//! executor every epoch tick so one app cannot hold a thread; `replicas`
+//! is how many requests run at once, the others wait.
+
+mod output;
+mod replicas;
+mod state;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+
+use crate::{Artifact, Error, LaunchSpec, Replicas, Result, Runner};
+pub use replicas::WasmReplicas;
+use state::RequestState;
+
+/// Fuel of one request per whole core of `milliCpu`.
+pub const FUEL_PER_CORE: u64 = 2_000_000_000;
+/// How often the epoch advances (each tick, a running guest yields).
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Longest time one request may run, whatever its fuel.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+/// Compiled components kept, by digest; rollbacks and restarts of the
+/// same image skip compilation.
+const COMPILED_CACHE: usize = 64;
+
+/// Runs Wasm components; one engine for every app of this host.
+pub struct WasmRunner {
+    engine: Engine,
+    linker: Arc<Linker<RequestState>>,
+    compiled: Mutex<HashMap<String, Component>>,
+    _ticker: Ticker,
+}
+
+impl WasmRunner {
+    pub fn new() -> Result<WasmRunner> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .consume_fuel(true);
+        let engine = Engine::new(&config)
+            .map_err(|e| Error::NotRunnable(format!("cannot start wasmtime: {e}")))?;
+        let mut linker = Linker::new(&engine);
+        // All of WASI 0.2 (an app reads its environment through
+        // wasi:cli; no directories are preopened and no network is
+        // allowed), then wasi:http.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| Error::NotRunnable(format!("cannot link WASI: {e}")))?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| Error::NotRunnable(format!("cannot link wasi:http: {e}")))?;
+        let ticker = Ticker::start(engine.clone())?;
+        Ok(WasmRunner {
+            engine,
+            linker: Arc::new(linker),
+            compiled: Mutex::new(HashMap::new()),
+            _ticker: ticker,
+        })
+    }
+
+    async fn compile(&self, digest: &str, bytes: bytes::Bytes) -> Result<Component> {
+        if let Some(c) = self.cached(digest) {
+            return Ok(c);
+        }
+        let engine = self.engine.clone();
+        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+            .await
+            .map_err(|e| Error::NotRunnable(format!("compilation stopped: {e}")))?
+            .map_err(|e| Error::NotRunnable(format!("{e:#}")))?;
+        let mut cache = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= COMPILED_CACHE {
+            cache.clear();
+        }
+        cache.insert(digest.to_owned(), component.clone());
+        Ok(component)
+    }
+
+    fn cached(&self, digest: &str) -> Option<Component> {
+        let cache = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(digest).cloned()
+    }
+}
+
+#[async_trait]
+impl Runner for WasmRunner {
+    async fn launch(&self, spec: LaunchSpec) -> Result<Arc<dyn Replicas>> {
+        let Artifact::Wasm { digest, bytes } = &spec.artifact;
+        let component = self.compile(digest, bytes.clone()).await?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| Error::NotRunnable(format!("{e:#}")))?;
+        let pre = ProxyPre::new(pre).map_err(|e| {
+            Error::NotRunnable(format!(
+                "the component does not export wasi:http/incoming-handler: {e:#}"
+            ))
+        })?;
+        Ok(Arc::new(WasmReplicas::new(self.engine.clone(), pre, spec)))
+    }
+}
+
+/// Advances the engine's epoch on its own thread, outside the executor.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> Result<Ticker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("plateau-apps-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .map_err(|e| Error::NotRunnable(format!("cannot start the epoch thread: {e}")))?;
+        Ok(Ticker {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

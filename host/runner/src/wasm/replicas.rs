@@ -1,0 +1,159 @@
+//! [`WasmReplicas`]: one deployment's component, linked once; each
+//! request instantiates it in a fresh store under the app's limits.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use http_body_util::BodyExt;
+use tokio::sync::Semaphore;
+use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
+
+use super::output::Output;
+use super::state::RequestState;
+use super::{FUEL_PER_CORE, REQUEST_DEADLINE};
+use crate::logs::{LogSink, Stream};
+use crate::{Body, BoxError, Error, LaunchSpec, Limits, Replicas, Result};
+
+pub struct WasmReplicas {
+    engine: Engine,
+    pre: ProxyPre<RequestState>,
+    env: Vec<(String, String)>,
+    limits: Limits,
+    logs: Arc<dyn LogSink>,
+    /// One permit per replica: requests beyond them wait. Replaced whole
+    /// on a scale change; requests holding the old one finish with it.
+    permits: ArcSwap<Semaphore>,
+    stopped: AtomicBool,
+}
+
+impl WasmReplicas {
+    pub(super) fn new(engine: Engine, pre: ProxyPre<RequestState>, spec: LaunchSpec) -> Self {
+        WasmReplicas {
+            engine,
+            pre,
+            permits: ArcSwap::from_pointee(Semaphore::new(spec.limits.replicas.max(1) as usize)),
+            env: spec.env,
+            limits: spec.limits,
+            logs: spec.logs,
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    fn fuel(&self) -> u64 {
+        FUEL_PER_CORE / 1000 * u64::from(self.limits.milli_cpu.max(1))
+    }
+}
+
+#[async_trait]
+impl Replicas for WasmReplicas {
+    async fn handle(&self, request: http::Request<Body>) -> Result<http::Response<Body>> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::Stopped);
+        }
+        let permit = self
+            .permits
+            .load_full()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Stopped)?;
+        let stdout = Output::new(Stream::Stdout, self.logs.clone());
+        let stderr = Output::new(Stream::Stderr, self.logs.clone());
+        let state = RequestState::new(
+            &self.env,
+            self.limits.memory_mb,
+            stdout.clone(),
+            stderr.clone(),
+        );
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| s.limiter());
+        let fuel = self.fuel();
+        store
+            .set_fuel(fuel)
+            .map_err(|e| Error::Failed(e.to_string()))?;
+        let deadline = Instant::now() + REQUEST_DEADLINE;
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        let request = request.map(|body| {
+            body.map_err(|e| wasmtime_wasi_http::Error::InternalError(Some(e.to_string())))
+                .boxed_unsync()
+        });
+        let incoming = store
+            .data_mut()
+            .http()
+            .new_incoming_request(Scheme::Http, request)
+            .map_err(|e| Error::Failed(format!("{e:#}")))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let out = store
+            .data_mut()
+            .http()
+            .new_response_outparam(tx)
+            .map_err(|e| Error::Failed(format!("{e:#}")))?;
+        let pre = self.pre.clone();
+        let task = tokio::spawn(async move {
+            let _permit = permit;
+            let result = async {
+                let proxy = pre.instantiate_async(&mut store).await?;
+                proxy
+                    .wasi_http_incoming_handler()
+                    .call_handle(&mut store, incoming, out)
+                    .await
+            }
+            .await;
+            stdout.finish();
+            stderr.finish();
+            let spent = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+            result.map_err(|e| explain(e, spent >= fuel))
+        });
+        match rx.await {
+            Ok(Ok(response)) => {
+                Ok(response.map(|body| body.map_err(|e| Box::new(e) as BoxError).boxed_unsync()))
+            }
+            Ok(Err(code)) => Err(Error::Failed(format!(
+                "the app answered with error {code:?}"
+            ))),
+            Err(_) => match task.await {
+                Ok(Err(reason)) => Err(Error::Failed(reason)),
+                _ => Err(Error::Failed(
+                    "the app ended without sending a response".to_owned(),
+                )),
+            },
+        }
+    }
+
+    fn env_value(&self, key: &str) -> Option<String> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn set_replicas(&self, replicas: u32) {
+        self.permits
+            .store(Arc::new(Semaphore::new(replicas.max(1) as usize)));
+    }
+
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+}
+
+/// Says why a guest stopped: its CPU budget, its memory, or its trap.
+fn explain(e: wasmtime::Error, out_of_fuel: bool) -> String {
+    if out_of_fuel {
+        return "the request used up its CPU budget (milliCpu); raise milliCpu or do less per request".to_owned();
+    }
+    format!("the app trapped: {e:#}")
+}

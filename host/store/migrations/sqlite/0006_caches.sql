@@ -1,0 +1,52 @@
+-- Managed caches (spec sections 1 and 8) (sqlite).
+-- Keep in step with ../postgres/0006_caches.sql.
+
+-- One row per cluster. `placement` is the provider's own JSON (for the
+-- local provider: ports, directory, master name), opaque to the store.
+-- Passwords are sealed with the host's key, never stored in clear.
+CREATE TABLE caches (
+    id                    TEXT PRIMARY KEY,
+    org_id                TEXT NOT NULL REFERENCES organizations(id),
+    name                  TEXT NOT NULL,
+    status                TEXT NOT NULL,
+    memory_mb             INTEGER NOT NULL,
+    eviction_policy       TEXT NOT NULL,
+    replicas              INTEGER NOT NULL,
+    persistence           TEXT NOT NULL,
+    tls                   INTEGER NOT NULL,
+    host_id               TEXT NOT NULL,
+    placement             TEXT NOT NULL,
+    password_sealed       TEXT NOT NULL,
+    admin_password_sealed TEXT NOT NULL,
+    password_rotated_at   INTEGER NOT NULL,
+    source_snapshot_id    TEXT,
+    created_at            INTEGER NOT NULL,
+    updated_at            INTEGER NOT NULL,
+    UNIQUE (org_id, name)
+);
+CREATE INDEX caches_host ON caches (host_id);
+
+-- RDB snapshots, their bytes in the object store under `object_key`.
+CREATE TABLE cache_snapshots (
+    id         TEXT PRIMARY KEY,
+    org_id     TEXT NOT NULL REFERENCES organizations(id),
+    cache_id   TEXT NOT NULL REFERENCES caches(id) ON DELETE CASCADE,
+    object_key TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX cache_snapshots_cache ON cache_snapshots (cache_id, id);
+
+-- The per-plan ceilings of a cache's settings (spec section 8 gives the
+-- instance count, in `plans`; these are the platform's choice).
+CREATE TABLE cache_plan_limits (
+    plan          TEXT PRIMARY KEY REFERENCES plans(name),
+    max_replicas  INTEGER NOT NULL,
+    max_memory_mb INTEGER NOT NULL
+);
+
+INSERT INTO cache_plan_limits VALUES
+    ('free',    1,   256),
+    ('starter', 1,   512),
+    ('pro',     2,  2048),
+    ('scale',   3,  8192);

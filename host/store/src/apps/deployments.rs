@@ -1,0 +1,151 @@
+//! An app's deployments: the history of what ran, each `pending` until
+//! it is healthy and `live`, then `superseded`, or `failed` with a reason.
+
+use sqlx::FromRow;
+
+use crate::query::{Bind, Conditions, Keyset, Listed, Order};
+use crate::{Db, Result, Tx};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct Deployment {
+    pub id: String,
+    pub app_id: String,
+    pub org_id: String,
+    pub status: String,
+    /// What started it: deploy, rollback, env, resume, restore.
+    pub cause: String,
+    pub source_type: String,
+    pub image: Option<String>,
+    pub digest: Option<String>,
+    pub component: Option<String>,
+    pub reason: Option<String>,
+    pub created_at: i64,
+    pub live_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+const COLUMNS: &str = "id, app_id, org_id, status, cause, source_type, image, digest, component, \
+    reason, created_at, live_at, finished_at";
+
+pub async fn insert(tx: &mut Tx, d: &Deployment) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO app_deployments ({COLUMNS}) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+    );
+    sqlx::query(&sql)
+        .bind(&d.id)
+        .bind(&d.app_id)
+        .bind(&d.org_id)
+        .bind(&d.status)
+        .bind(&d.cause)
+        .bind(&d.source_type)
+        .bind(&d.image)
+        .bind(&d.digest)
+        .bind(&d.component)
+        .bind(&d.reason)
+        .bind(d.created_at)
+        .bind(d.live_at)
+        .bind(d.finished_at)
+        .execute(tx.conn())
+        .await?;
+    Ok(())
+}
+
+pub async fn get(db: &Db, app_id: &str, id: &str) -> Result<Option<Deployment>> {
+    let sql = format!("SELECT {COLUMNS} FROM app_deployments WHERE app_id = $1 AND id = $2");
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .bind(id)
+        .fetch_optional(db.pool())
+        .await?)
+}
+
+pub async fn get_in(tx: &mut Tx, app_id: &str, id: &str) -> Result<Option<Deployment>> {
+    let sql = format!("SELECT {COLUMNS} FROM app_deployments WHERE app_id = $1 AND id = $2");
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .bind(id)
+        .fetch_optional(tx.conn())
+        .await?)
+}
+
+/// An app's deployments, newest first.
+pub async fn list(db: &Db, app_id: &str, keyset: &Keyset) -> Result<Listed<Deployment>> {
+    let mut conds = Conditions::new();
+    conds.push("app_id = ?", Bind::Text(app_id.to_owned()));
+    crate::query::list(
+        db.pool(),
+        COLUMNS,
+        "app_deployments",
+        conds,
+        keyset,
+        "id",
+        Order::Desc,
+    )
+    .await
+}
+
+/// The newest deployment before `before` that was once live and still
+/// has its component: where a rollback without a target goes.
+pub async fn previous_live(tx: &mut Tx, app_id: &str, before: &str) -> Result<Option<Deployment>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM app_deployments WHERE app_id = $1 AND id < $2 \
+         AND live_at IS NOT NULL AND component IS NOT NULL ORDER BY id DESC LIMIT 1"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .bind(before)
+        .fetch_optional(tx.conn())
+        .await?)
+}
+
+/// Records what the image resolved to.
+pub async fn set_artifact(tx: &mut Tx, id: &str, digest: &str, component: &str) -> Result<()> {
+    sqlx::query("UPDATE app_deployments SET digest = $1, component = $2 WHERE id = $3")
+        .bind(digest)
+        .bind(component)
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    Ok(())
+}
+
+/// Makes `id` live and supersedes the app's other live deployment.
+pub async fn promote(tx: &mut Tx, app_id: &str, id: &str, now: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE app_deployments SET status = 'superseded', finished_at = $1 \
+         WHERE app_id = $2 AND status = 'live' AND id <> $3",
+    )
+    .bind(now)
+    .bind(app_id)
+    .bind(id)
+    .execute(tx.conn())
+    .await?;
+    sqlx::query("UPDATE app_deployments SET status = 'live', live_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    Ok(())
+}
+
+/// Marks a pending deployment failed; false when it was no longer pending.
+pub async fn fail(tx: &mut Tx, id: &str, reason: &str, now: i64) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE app_deployments SET status = 'failed', reason = $1, finished_at = $2 \
+         WHERE id = $3 AND status = 'pending'",
+    )
+    .bind(reason)
+    .bind(now)
+    .bind(id)
+    .execute(tx.conn())
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Pending deployments, oldest first: after a restart, the work a host
+/// left unfinished.
+pub async fn pending(db: &Db) -> Result<Vec<Deployment>> {
+    let sql = format!("SELECT {COLUMNS} FROM app_deployments WHERE status = 'pending' ORDER BY id");
+    Ok(sqlx::query_as(&sql).fetch_all(db.pool()).await?)
+}

@@ -1,0 +1,75 @@
+//! Runtime logs of apps: what replicas print, newest last, with a bounded
+//! retention per app. Lines are telemetry, not changes of the app, so
+//! they record no event.
+
+use sqlx::FromRow;
+
+use crate::{Db, Result};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct LogLine {
+    pub id: String,
+    pub app_id: String,
+    pub deployment: String,
+    pub stream: String,
+    pub line: String,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "id, app_id, deployment, stream, line, created_at";
+
+/// Appends lines (one transaction) and keeps the newest `keep` lines of
+/// each app they touch.
+pub async fn append(db: &Db, lines: &[LogLine], keep: i64) -> Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut tx = db.begin().await?;
+    for l in lines {
+        sqlx::query(&format!(
+            "INSERT INTO app_logs ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
+        ))
+        .bind(&l.id)
+        .bind(&l.app_id)
+        .bind(&l.deployment)
+        .bind(&l.stream)
+        .bind(&l.line)
+        .bind(l.created_at)
+        .execute(tx.conn())
+        .await?;
+    }
+    let mut apps: Vec<&str> = lines.iter().map(|l| l.app_id.as_str()).collect();
+    apps.sort_unstable();
+    apps.dedup();
+    for app in apps {
+        sqlx::query(
+            "DELETE FROM app_logs WHERE app_id = $1 AND id < \
+             (SELECT MIN(id) FROM (SELECT id FROM app_logs WHERE app_id = $2 \
+              ORDER BY id DESC LIMIT $3) AS newest)",
+        )
+        .bind(app)
+        .bind(app)
+        .bind(keep)
+        .execute(tx.conn())
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The app's newest `limit` lines at or after `since` (milliseconds),
+/// oldest first.
+pub async fn list(db: &Db, app_id: &str, since: Option<i64>, limit: i64) -> Result<Vec<LogLine>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM app_logs WHERE app_id = $1 AND created_at >= $2 \
+         ORDER BY id DESC LIMIT $3"
+    );
+    let mut rows: Vec<LogLine> = sqlx::query_as(&sql)
+        .bind(app_id)
+        .bind(since.unwrap_or(0))
+        .bind(limit)
+        .fetch_all(db.pool())
+        .await?;
+    rows.reverse();
+    Ok(rows)
+}

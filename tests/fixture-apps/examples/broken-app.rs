@@ -1,0 +1,14 @@
+//! The `broken` app of the apps tests: every request answers 500.
+
+use plateau_fixture_apps::hello::answer;
+use wasip2::http::types::{IncomingRequest, ResponseOutparam};
+
+struct App;
+
+impl wasip2::exports::http::incoming_handler::Guest for App {
+    fn handle(request: IncomingRequest, out: ResponseOutparam) {
+        answer("broken", 500, request, out);
+    }
+}
+
+wasip2::http::proxy::export!(App);

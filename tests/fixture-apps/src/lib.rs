@@ -1,0 +1,5 @@
+//! wasi:http/proxy apps for the apps tests, each an example target built
+//! for wasm32-wasip2 by `plateau-plugin-artifacts`.
+
+#[cfg(feature = "guest")]
+pub mod hello;
