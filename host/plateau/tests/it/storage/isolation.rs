@@ -125,6 +125,15 @@ async fn isolation_keys_presigned_quota(backend: Backend) {
         "print(json.dumps(code(lambda: client('path').list_objects_v2(Bucket=B))))",
     );
     assert_eq!(out, "InvalidAccessKeyId");
+    // A client clock 20 minutes behind: over the 15 minutes S3 allows.
+    let out = s3.boto(
+        &s3.key,
+        "import botocore.auth, datetime\n\
+         _now = botocore.auth.get_current_datetime\n\
+         botocore.auth.get_current_datetime = lambda: _now() - datetime.timedelta(minutes=20)\n\
+         print(json.dumps(code(lambda: client('path').list_objects_v2(Bucket=B))))",
+    );
+    assert_eq!(out, "RequestTimeTooSkewed");
     // No signature at all.
     let (status, code) = curl(&[&format!("{}/{own}/probe", s3.direct)]);
     assert_eq!((status, code.as_str()), (403, "AccessDenied"));
