@@ -34,6 +34,8 @@ out["after_bad"] = code(lambda: s3.head_object(Bucket=B, Key="c"))
 out["sha256"] = code(lambda: s3.put_object(Bucket=B, Key="s", Body=b"abc", ChecksumAlgorithm="SHA256"))
 out["location"] = code(lambda: s3.get_bucket_location(Bucket=B))
 out["head_bucket"] = code(lambda: s3.head_bucket(Bucket=B))
+out["no_bucket"] = code(lambda: s3.list_objects_v2(Bucket=B + "x"))
+out["bad_bucket_name"] = code(lambda: s3.list_objects_v2(Bucket="Bad_Name"))
 
 # Copy, with and without new metadata.
 s3.copy_object(Bucket=B, Key="copy.txt", CopySource={"Bucket": B, "Key": "path/note.txt"})
@@ -125,6 +127,8 @@ async fn boto3_objects_listings_multipart(backend: Backend) {
     assert_eq!(out["sha256"], "OK");
     assert_eq!(out["location"], "OK");
     assert_eq!(out["head_bucket"], "OK");
+    assert_eq!(out["no_bucket"], "NoSuchBucket");
+    assert_eq!(out["bad_bucket_name"], "InvalidBucketName");
     assert_eq!(out["copy"], "0123456789");
     assert_eq!(out["copy_meta"], json!([{ "v": "2" }, "text/x"]));
     assert_eq!(

@@ -189,6 +189,20 @@ async fn isolation_keys_presigned_quota(backend: Backend) {
         "print(json.dumps(code(lambda: client('path').head_object(Bucket=B, Key='huge.bin'))))",
     );
     assert_eq!(out, "404");
+    // Over S3's 5 GiB for one PUT: EntityTooLarge, whatever the plan.
+    let put = c
+        .post(
+            &format!("/storage/buckets/{own_id}/presign"),
+            json!({ "key": "huger.bin", "method": "PUT", "accessKeyId": s3.key.access_key_id }),
+        )
+        .await
+        .json()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = raw_put(&put, 6 * 1024 * 1024 * 1024);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("<Code>EntityTooLarge</Code>"), "{body}");
 }
 
 /// Sends a PUT head declaring `length` bytes and a few of them; returns
