@@ -71,6 +71,7 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &[Capability::Http, Capability::Scheduler, Capability::Secrets],
         &["*"],
     ),
+    ("queues", &[Capability::Scheduler], &[]),
 ];
 
 impl PluginsConfig {

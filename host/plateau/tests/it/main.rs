@@ -24,6 +24,7 @@ mod plugin_idempotency;
 mod plugin_oci;
 mod plugins;
 mod projects;
+mod queues;
 mod registry;
 mod server;
 
