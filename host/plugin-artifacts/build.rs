@@ -68,6 +68,12 @@ const DEFAULT: &[Package] = &[
         module: "builtin",
         targets: Targets::Lib,
     },
+    Package {
+        name: "plateau-plugin-cron",
+        dir: "plugins/cron",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
 ];
 
 /// The runtime's test components and the template plugin, behind the

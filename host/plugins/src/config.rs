@@ -72,6 +72,7 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &["*"],
     ),
     ("queues", &[Capability::Scheduler], &[]),
+    ("cron", &[Capability::Http, Capability::Scheduler], &["*"]),
 ];
 
 impl PluginsConfig {
