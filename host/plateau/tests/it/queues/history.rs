@@ -165,7 +165,7 @@ async fn consume(run: Arc<Run>, n: usize) {
         let mut to_ack = Vec::new();
         for m in &messages {
             seen += 1;
-            if m["receives"] == 1 && (seen + n) % 10 == 0 {
+            if m["receives"] == 1 && (seen + n).is_multiple_of(10) {
                 continue;
             }
             to_ack.push(m.clone());
