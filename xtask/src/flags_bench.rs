@@ -1,7 +1,7 @@
 //! `cargo xtask bench flags`: one OFREP flag evaluation served by the
 //! flags plugin (a wasm component instantiated per request) against the
 //! same evaluation as a native handler in the same host process (the
-//! server of `bench/native-twin`, which is `plateau serve` plus the native
+//! server of `tests/native-twin`, which is `plateau serve` plus the native
 //! twins, so the shipped binary carries none of them), measured
 //! in the same run; then the floor of the plugin path (the echo fixture's
 //! `GET /echo/version`, which does nothing, against a native no-op); then

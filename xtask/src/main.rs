@@ -17,6 +17,9 @@
 //!   (p50, p99) of the checks scheduler running 10,000 URL checks a minute
 //!   against a local HTTP server, with the same rate hit directly as the
 //!   baseline (issue 5).
+//! - `cargo xtask bench cache [--requests N] [--clients N] [--creations N]
+//!   [--failovers N]`: managed Redis over TLS against a plain redis-server
+//!   (redis-benchmark), creation time and failover time (issue 18).
 //! - `cargo xtask bench email [--messages N] [--connections N]`: the email
 //!   relay's throughput to a local SMTP sink, ledger included, against a
 //!   direct SMTP client and the core's write path in the same run (issue 5).
@@ -24,6 +27,7 @@
 //!   second end to end through the queues plugin, with p50/p99 of send,
 //!   receive and ack (issue 19).
 
+mod cache_bench;
 mod checks_bench;
 mod email_bench;
 mod flags_bench;
@@ -82,10 +86,18 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(email_bench::run(opts))
         }
+        ["bench", "cache", rest @ ..] => {
+            let opts = cache_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(cache_bench::run(opts))
+        }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench queues [--messages N] [--connections N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N]"
         ),
     }
 }

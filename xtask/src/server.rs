@@ -118,7 +118,7 @@ pub fn workspace_root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
-/// The bench's server binary with the native twins (`bench/native-twin`).
+/// The bench's server binary with the native twins (`tests/native-twin`).
 pub const NATIVE_TWIN: &str = "plateau-native-twin";
 
 /// Builds the release binaries of `packages` (each package's binary has

@@ -9,8 +9,8 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use plateau_plugins::oci::artifact::{self, MANIFEST_MEDIA_TYPE};
-use plateau_plugins::oci::{OciSource, pull};
+use plateau_plugin_host::oci::artifact::{self, MANIFEST_MEDIA_TYPE};
+use plateau_plugin_host::oci::{OciSource, pull};
 use sha2::{Digest as _, Sha256};
 
 /// Largest component an app may deploy.

@@ -1,7 +1,7 @@
 //! The Plateau server and its commands as a library. The `plateau` binary
 //! (`main.rs`) is their command line; a program that serves the same API
 //! with routes of its own (the native twins of `cargo xtask bench flags`,
-//! `bench/native-twin`) calls [`serve::run_with`].
+//! `tests/native-twin`) calls [`serve::run_with`].
 
 pub mod admin;
 mod apps;

@@ -17,9 +17,11 @@ use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use plateau_core::time;
-use plateau_plugins::admin::MAX_COMPONENT_BYTES;
-use plateau_plugins::oci::artifact::{self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, TITLE_ANNOTATION};
-use plateau_plugins::oci::{WasmConfig, registry_client};
+use plateau_plugin_host::admin::MAX_COMPONENT_BYTES;
+use plateau_plugin_host::oci::artifact::{
+    self, CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, TITLE_ANNOTATION,
+};
+use plateau_plugin_host::oci::{WasmConfig, registry_client};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 

@@ -9,15 +9,15 @@ use anyhow::Context;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use plateau_api::AppState;
+use plateau_plugin_host::admin_jobs::HostClock;
+use plateau_plugin_host::cursors::SignedCursors;
+use plateau_plugin_host::storage::SqlStorage;
+use plateau_plugin_host::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
 use plateau_plugin_runtime::egress::parse_allow_list;
 use plateau_plugin_runtime::secrets::{KEY_LEN, Sealer};
 use plateau_plugin_runtime::{
     Clock, ManualClock, PluginRuntime, RuntimeConfig, Services, SystemClock,
 };
-use plateau_plugins::admin_jobs::HostClock;
-use plateau_plugins::cursors::SignedCursors;
-use plateau_plugins::storage::SqlStorage;
-use plateau_plugins::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
 use plateau_store::{Db, settings};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;

@@ -122,14 +122,14 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer)?;
-    let routes = plateau_plugins::admin::routes()
-        .merge(plateau_plugins::admin_jobs::routes())
+    let routes = plateau_plugin_host::admin::routes()
+        .merge(plateau_plugin_host::admin_jobs::routes())
         .merge(plateau_cache::api::routes())
         .merge(plateau_apps::api::routes())
         .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),
-        fallback: Some(plateau_plugins::dispatch::router(
+        fallback: Some(plateau_plugin_host::dispatch::router(
             plugins.dispatcher.clone(),
         )),
     };

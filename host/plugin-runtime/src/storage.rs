@@ -66,16 +66,10 @@ pub struct Expectation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRecord {
     pub plugin: String,
+    /// The organisation it is recorded for: the event's own, or the caller's.
     pub organization_id: String,
-    /// `area.resource.verb`.
-    pub event_type: String,
-    pub action: String,
-    pub resource_type: Option<String>,
-    pub resource_id: Option<String>,
-    /// A JSON object.
-    pub data: String,
-    /// Also record it in the audit log.
-    pub audit: bool,
+    /// The event as the plugin asked, checked.
+    pub event: plateau_contract::NewEvent,
     /// `user:<id>` or `token:<id>` of the request, if any.
     pub actor: Option<String>,
     /// Milliseconds since the Unix epoch, from the host clock.

@@ -4,7 +4,7 @@
 //! grammar and matcher, the checks of a self-description, the error codes
 //! and problem body, the limits and reserved headers of mail).
 //!
-//! The host (`plateau-plugin-runtime`, `plateau-plugins`, `plateau-api`)
+//! The host (`plateau-plugin-runtime`, `plateau-plugin-host`, `plateau-api`)
 //! and every guest (through `plateau-sdk`, which re-exports what plugin
 //! authors use) link this crate, so a rule changes in one place. It is pure
 //! on purpose: serde and serde_json, no I/O, and it builds for the host and
@@ -16,6 +16,7 @@
 pub mod delivery;
 pub mod description;
 pub mod error;
+pub mod event;
 pub mod http;
 pub mod json;
 pub mod mail;
@@ -31,6 +32,7 @@ pub use description::{Access, Capability, Description, Route, Schedule, ScopeInf
 pub use error::{
     ApiError, ErrorCode, FieldError, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Problem,
 };
+pub use event::NewEvent;
 pub use http::{Caller, Method, Request, Response};
 pub use json::{Validator, is_json_content_type, parse_json};
 pub use namespace::Namespace;

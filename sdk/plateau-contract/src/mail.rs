@@ -74,6 +74,42 @@ pub enum TlsMode {
     None,
 }
 
+/// The submission server and how to reach it. The password is never
+/// printed by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SmtpServer {
+    pub host: String,
+    pub port: u16,
+    pub tls: TlsMode,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// For the whole exchange, from resolving the name to the last reply;
+    /// capped by the host.
+    pub timeout_ms: Option<u32>,
+}
+
+impl SmtpServer {
+    /// The exchange's time limit: the server's own, at most `cap`.
+    pub fn timeout_within(&self, cap: std::time::Duration) -> std::time::Duration {
+        self.timeout_ms.map_or(cap, |ms| {
+            std::time::Duration::from_millis(ms.into()).min(cap)
+        })
+    }
+}
+
+impl fmt::Debug for SmtpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SmtpServer")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
 /// A file attached to a message.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Attachment {

@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::sys;
+/// The event as the host receives and records it.
+pub use plateau_contract::NewEvent as Recorded;
 
 /// An event to record.
 ///
@@ -22,31 +24,14 @@ use crate::sys;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEvent {
-    /// None: the caller's organisation.
-    pub organization_id: Option<String>,
-    /// `area.resource.verb`, for example `notes.note.created`.
-    pub event_type: String,
-    /// create, update, delete, ...
-    pub action: String,
-    pub resource_type: Option<String>,
-    pub resource_id: Option<String>,
-    /// A JSON object; never put secrets here.
-    pub data: String,
-    /// Also record it in the audit log.
-    pub audit: bool,
+    event: Recorded,
     invalid_data: Option<String>,
 }
 
 impl NewEvent {
     pub fn new(event_type: impl Into<String>, action: impl Into<String>) -> Self {
         NewEvent {
-            organization_id: None,
-            event_type: event_type.into(),
-            action: action.into(),
-            resource_type: None,
-            resource_id: None,
-            data: "{}".to_owned(),
-            audit: false,
+            event: Recorded::new(event_type, action),
             invalid_data: None,
         }
     }
@@ -57,15 +42,15 @@ impl NewEvent {
         resource_type: impl Into<String>,
         resource_id: impl Into<String>,
     ) -> Self {
-        self.resource_type = Some(resource_type.into());
-        self.resource_id = Some(resource_id.into());
+        self.event.resource_type = Some(resource_type.into());
+        self.event.resource_id = Some(resource_id.into());
         self
     }
 
     /// Records the event for `organization_id` instead of the caller's
     /// organisation (from ticks, events and public routes).
     pub fn organization(mut self, organization_id: impl Into<String>) -> Self {
-        self.organization_id = Some(organization_id.into());
+        self.event.organization_id = Some(organization_id.into());
         self
     }
 
@@ -74,7 +59,7 @@ impl NewEvent {
     pub fn data<T: Serialize + ?Sized>(mut self, data: &T) -> Self {
         match serde_json::to_value(data) {
             Ok(value @ serde_json::Value::Object(_)) => {
-                self.data = value.to_string();
+                self.event.data = value.to_string();
                 self.invalid_data = None;
             }
             Ok(_) => self.invalid_data = Some("event data must be a json object".to_owned()),
@@ -85,16 +70,18 @@ impl NewEvent {
 
     /// Also records the event in the audit log.
     pub fn audit(mut self) -> Self {
-        self.audit = true;
+        self.event.audit = true;
         self
     }
 
-    /// Records the event.
+    /// Records the event, after the host's own checks
+    /// ([`Recorded::check`]).
     pub fn emit(self) -> Result<(), EventError> {
-        if let Some(why) = &self.invalid_data {
-            return Err(EventError(why.clone()));
+        if let Some(why) = self.invalid_data {
+            return Err(EventError(why));
         }
-        sys::emit(&self).map_err(EventError)
+        self.event.check().map_err(EventError)?;
+        sys::emit(&self.event).map_err(EventError)
     }
 }
 

@@ -10,31 +10,8 @@ use crate::sys;
 /// answer 400 before anything is queued.
 pub use plateau_contract::mail::{
     Attachment, MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, MAX_MESSAGE_BYTES, MAX_RECIPIENTS, Message,
-    Reply, Sent, SmtpError, TlsMode, is_header_name, is_reserved_header,
+    Reply, Sent, SmtpError, SmtpServer, TlsMode, is_header_name, is_reserved_header,
 };
-
-#[derive(Clone, PartialEq, Eq)]
-pub struct SmtpServer {
-    pub host: String,
-    pub port: u16,
-    pub tls: TlsMode,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// Capped by the host.
-    pub timeout_ms: Option<u32>,
-}
-
-impl std::fmt::Debug for SmtpServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SmtpServer")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("tls", &self.tls)
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .finish()
-    }
-}
 
 /// Submits `message` to `server`.
 pub fn send(server: &SmtpServer, message: &Message) -> Result<Sent, SmtpError> {

@@ -14,7 +14,7 @@
 //! assert_eq!(value.as_deref(), Some("hello"));
 //! ```
 
-use crate::events::NewEvent;
+use crate::events::Recorded as NewEvent;
 use crate::host::log::Level;
 use crate::http::{Request, Response};
 use crate::jobs::{Job, NewJob};

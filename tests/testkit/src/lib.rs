@@ -3,6 +3,7 @@
 //! like a user would; a real SMTP server to relay mail to.
 
 mod client;
+mod orphans;
 mod postgres;
 mod server;
 mod smtp_session;

@@ -194,3 +194,20 @@ impl Server {
         self.child.as_ref().and_then(Child::id)
     }
 }
+
+impl Drop for Server {
+    /// Kills the server first, so its supervisors start nothing again, then
+    /// what it started under its data directory.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            for _ in 0..200 {
+                if !matches!(child.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        crate::orphans::kill_under(self.data_dir.path());
+    }
+}

@@ -5,6 +5,8 @@ use wasmtime::component::{HasData, Linker};
 
 use crate::context::{CallContext, Phase};
 use crate::overlay::Overlay;
+use plateau_contract::NewEvent;
+
 use crate::storage::EventRecord;
 
 mod gen_ {
@@ -21,9 +23,6 @@ mod gen_ {
 use gen_::plateau::{
     events::events as v0_3, plugin0_1_0::events as v0_1, plugin0_2_0::events as v0_2,
 };
-
-/// The largest `data` of one event, in bytes.
-const MAX_DATA: usize = 64 << 10;
 
 /// What `events` sees of the store: the call, and the overlay the events
 /// are buffered in.
@@ -47,24 +46,6 @@ pub(crate) fn add_to_linker<T: Send + 'static>(
     v0_3::add_to_linker::<T, HasEvents>(linker, view)
 }
 
-/// What a plugin asks to record, independent of the WIT version.
-struct NewEvent {
-    organization_id: Option<String>,
-    event_type: String,
-    action: String,
-    resource_type: Option<String>,
-    resource_id: Option<String>,
-    data: String,
-    audit: bool,
-}
-
-/// A segment of an event type: `[a-z][a-z0-9_-]*`.
-fn is_segment(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
-}
-
 impl EventsView<'_> {
     /// Checks an event and buffers it; the error is the guest's.
     fn emit(&mut self, e: NewEvent) -> Result<(), String> {
@@ -76,30 +57,8 @@ impl EventsView<'_> {
             return Err(format!("a call may emit at most {max} events"));
         }
         let plugin = &self.call.plugin.name;
-        let segments: Vec<&str> = e.event_type.split('.').collect();
-        if segments.len() < 2 || e.event_type.len() > 128 || !segments.iter().all(|s| is_segment(s))
-        {
-            return Err(format!(
-                "event type `{}` must be `area.resource.verb` in lowercase, for example `{plugin}.item.updated`",
-                e.event_type
-            ));
-        }
-        if segments[0] != plugin {
-            return Err(format!(
-                "event type `{}` must start with the plugin's name: `{plugin}.`",
-                e.event_type
-            ));
-        }
-        if e.action.is_empty() || e.action.len() > 64 {
-            return Err("action must be 1 to 64 bytes, for example `update`".into());
-        }
-        if e.data.len() > MAX_DATA {
-            return Err(format!("data must be at most {MAX_DATA} bytes"));
-        }
-        if serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&e.data).is_err() {
-            return Err("data must be a JSON object".into());
-        }
-        let organization_id = match (e.organization_id, self.call.caller_org()) {
+        e.check_for(plugin)?;
+        let organization_id = match (e.organization_id.clone(), self.call.caller_org()) {
             (Some(id), Some(caller)) if id != caller => {
                 return Err("a request may emit events only for its caller's organisation".into());
             }
@@ -110,12 +69,7 @@ impl EventsView<'_> {
         let record = EventRecord {
             plugin: plugin.clone(),
             organization_id,
-            event_type: e.event_type,
-            action: e.action,
-            resource_type: e.resource_type,
-            resource_id: e.resource_id,
-            data: e.data,
-            audit: e.audit,
+            event: e,
             actor: self.call.caller.as_ref().and_then(|c| c.actor.clone()),
             at: self.call.plugin.services.clock.now_millis(),
         };
@@ -123,6 +77,7 @@ impl EventsView<'_> {
         Ok(())
     }
 }
+
 /// The traits of one WIT version's bindings, on the logic above.
 macro_rules! wit_impls {
     ($($wit:ident),+) => {$(

@@ -2,8 +2,6 @@
 //! [`EgressGuard`](crate::egress::EgressGuard) with the plugin's granted
 //! hosts, under the call's deadline.
 
-use std::time::Duration;
-
 use wasmtime::component::{HasData, Linker};
 
 use crate::context::{CallContext, Phase};
@@ -45,7 +43,7 @@ impl SmtpView<'_> {
     /// Submits one message; `Err(trap)` only when the call's deadline passed.
     async fn send(
         &mut self,
-        mut server: SmtpServer,
+        server: SmtpServer,
         message: MailMessage,
     ) -> wasmtime::Result<Result<Sent, SmtpError>> {
         if self.call.phase == Phase::Describe {
@@ -54,10 +52,12 @@ impl SmtpView<'_> {
             )));
         }
         let plugin = self.call.plugin.clone();
-        server.timeout = server.timeout.min(plugin.settings.limits.http_timeout);
-        let send = plugin
-            .egress
-            .send_mail(&plugin.settings.outbound_hosts, server, message);
+        let send = plugin.egress.send_mail(
+            &plugin.settings.outbound_hosts,
+            server,
+            message,
+            plugin.settings.limits.http_timeout,
+        );
         match tokio::time::timeout(self.call.remaining(), send).await {
             Ok(result) => Ok(result),
             Err(_) => Err(self.call.deadline_trap()),
@@ -89,9 +89,7 @@ macro_rules! wit_impls {
                     },
                     username: server.username,
                     password: server.password,
-                    timeout: server
-                        .timeout_ms
-                        .map_or(Duration::MAX, |ms| Duration::from_millis(ms.into())),
+                    timeout_ms: server.timeout_ms,
                 };
                 let message = MailMessage {
                     sender: message.sender,

@@ -21,33 +21,8 @@ use super::mail::{self, Built, MailMessage};
 
 mod wire;
 
-/// The submission server and how to reach it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SmtpServer {
-    pub host: String,
-    pub port: u16,
-    pub tls: TlsMode,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// For the whole exchange, from resolving the name to the last reply.
-    pub timeout: Duration,
-}
-
-impl std::fmt::Debug for SmtpServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SmtpServer")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("tls", &self.tls)
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
-            .finish()
-    }
-}
-
-/// The reply, the outcome and the errors are the guests' too.
-pub use plateau_contract::mail::{Reply as SmtpReply, Sent, SmtpError, TlsMode};
+/// The server, the reply, the outcome and the errors are the guests' too.
+pub use plateau_contract::mail::{Reply as SmtpReply, Sent, SmtpError, SmtpServer, TlsMode};
 
 /// How long the connection waits for the reply to QUIT, after the send.
 const QUIT_WAIT: Duration = Duration::from_secs(5);
@@ -56,12 +31,16 @@ impl EgressGuard {
     /// Sends `message` through `server` if its host is among `granted` and
     /// resolves to an allowed address. A 4xx or 5xx reply at any step is
     /// [`SmtpError::Rejected`] with the server's code and text.
+    /// The exchange takes at most `timeout`, or the server's own limit if
+    /// shorter.
     pub async fn send_mail(
         &self,
         granted: &[String],
         server: SmtpServer,
         message: MailMessage,
+        timeout: Duration,
     ) -> Result<Sent, SmtpError> {
+        let timeout = server.timeout_within(timeout);
         let start = Instant::now();
         let built = mail::build(&message)?;
         let host = server
@@ -84,10 +63,10 @@ impl EgressGuard {
             return Err(SmtpError::HostNotAllowed(host));
         }
         let addrs = self
-            .resolve(&host, server.port, server.timeout)
+            .resolve(&host, server.port, timeout)
             .await
             .map_err(from_http)?;
-        let deadline = start + server.timeout;
+        let deadline = start + timeout;
         let tcp = connect(&addrs, deadline).await.map_err(from_http)?;
         let _ = tcp.set_nodelay(true);
         let (reply, mut conn) =
@@ -216,7 +195,7 @@ mod tests {
             tls: TlsMode::StartTls,
             username: Some("relay".into()),
             password: Some("hunter2-secret".into()),
-            timeout: Duration::from_secs(10),
+            timeout_ms: Some(10_000),
         };
         let printed = format!("{server:?}");
         assert!(!printed.contains("hunter2"), "{printed}");

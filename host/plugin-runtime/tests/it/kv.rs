@@ -143,12 +143,12 @@ async fn events_are_committed_with_the_writes_or_not_at_all() {
         (
             event.plugin.as_str(),
             event.organization_id.as_str(),
-            event.event_type.as_str()
+            event.event.event_type.as_str()
         ),
         ("echo", "org1", "echo.thing.created")
     );
     assert_eq!(event.actor.as_deref(), Some("user:u1"));
-    assert_eq!(event.resource_id.as_deref(), Some("t1"));
+    assert_eq!(event.event.resource_id.as_deref(), Some("t1"));
     assert_eq!(event.at, 1_700_000_000_000);
 
     // Another organisation's timeline is out of reach of a request.

@@ -10,6 +10,9 @@ use plateau_plugin_runtime::egress::{
 use plateau_testkit::{SinkTls, SmtpSink};
 use tokio::net::TcpListener;
 
+/// The host's cap on one exchange, as the plugin limits set it.
+const LIMIT: Duration = Duration::from_secs(10);
+
 /// A guard exempting loopback and trusting the sink's certificate.
 fn guard(sink: &SmtpSink) -> EgressGuard {
     let allow = parse_allow_list("127.0.0.0/8").unwrap();
@@ -23,7 +26,7 @@ fn server(port: u16, tls: TlsMode, credentials: Option<(&str, &str)>) -> SmtpSer
         tls,
         username: credentials.map(|c| c.0.to_string()),
         password: credentials.map(|c| c.1.to_string()),
-        timeout: Duration::from_secs(10),
+        timeout_ms: Some(10_000),
     }
 }
 
@@ -64,6 +67,7 @@ async fn delivers_in_every_tls_mode_with_auth() {
                 &granted(sink.port()),
                 server(sink.port(), tls, Some(("relay", "s3cret"))),
                 message(),
+                LIMIT,
             )
             .await
             .unwrap_or_else(|e| panic!("{tls:?}: {e}"));
@@ -128,6 +132,7 @@ async fn starttls_verifies_the_server_name_against_the_guard_roots() {
             &granted(sink.port()),
             server(sink.port(), TlsMode::StartTls, None),
             message(),
+            LIMIT,
         )
         .await
         .unwrap_err();
@@ -148,14 +153,14 @@ async fn starttls_verifies_the_server_name_against_the_guard_roots() {
     };
     let localhost = [format!("localhost:{}", sink.port())];
     let sent = guard(&sink)
-        .send_mail(&localhost, by_name.clone(), message())
+        .send_mail(&localhost, by_name.clone(), message(), LIMIT)
         .await
         .unwrap();
     assert_eq!(sent.reply.code, 250);
     // Without the sink's certificate among the roots, the handshake fails.
     let untrusted = EgressGuard::new(parse_allow_list("127.0.0.0/8").unwrap());
     let err = untrusted
-        .send_mail(&localhost, by_name, message())
+        .send_mail(&localhost, by_name, message(), LIMIT)
         .await
         .unwrap_err();
     assert!(matches!(err, SmtpError::TlsFailed(_)), "{err:?}");
@@ -168,7 +173,12 @@ async fn temporary_and_permanent_replies_are_rejections_with_their_code() {
     let egress = guard(&sink);
     let hosts = granted(sink.port());
     let send = |message: MailMessage| {
-        egress.send_mail(&hosts, server(sink.port(), TlsMode::None, None), message)
+        egress.send_mail(
+            &hosts,
+            server(sink.port(), TlsMode::None, None),
+            message,
+            LIMIT,
+        )
     };
 
     sink.fail_next(1, 451, "4.3.0 try later");
@@ -202,6 +212,7 @@ async fn bad_credentials_are_rejected_with_535() {
             &granted(sink.port()),
             server(sink.port(), TlsMode::Implicit, Some(("relay", "wrong"))),
             message(),
+            LIMIT,
         )
         .await
         .unwrap_err();
@@ -218,13 +229,18 @@ async fn ungranted_hosts_refused_addresses_and_invalid_messages_never_connect() 
     let plain = server(sink.port(), TlsMode::None, None);
 
     let err = guard(&sink)
-        .send_mail(&["smtp.example.com".into()], plain.clone(), message())
+        .send_mail(
+            &["smtp.example.com".into()],
+            plain.clone(),
+            message(),
+            LIMIT,
+        )
         .await
         .unwrap_err();
     assert_eq!(err, SmtpError::HostNotAllowed("127.0.0.1".into()));
     // The grant is per port too.
     let err = guard(&sink)
-        .send_mail(&["127.0.0.1:1".into()], plain.clone(), message())
+        .send_mail(&["127.0.0.1:1".into()], plain.clone(), message(), LIMIT)
         .await
         .unwrap_err();
     assert_eq!(err, SmtpError::HostNotAllowed("127.0.0.1".into()));
@@ -232,7 +248,7 @@ async fn ungranted_hosts_refused_addresses_and_invalid_messages_never_connect() 
     // Granted, but loopback is not exempted by the operator.
     let strict = EgressGuard::new(Vec::new());
     let err = strict
-        .send_mail(&granted(sink.port()), plain.clone(), message())
+        .send_mail(&granted(sink.port()), plain.clone(), message(), LIMIT)
         .await
         .unwrap_err();
     assert!(
@@ -243,7 +259,7 @@ async fn ungranted_hosts_refused_addresses_and_invalid_messages_never_connect() 
     let mut injected = message();
     injected.subject = "hi\r\nBcc: victim@example.com".into();
     let err = guard(&sink)
-        .send_mail(&granted(sink.port()), plain, injected)
+        .send_mail(&granted(sink.port()), plain, injected, LIMIT)
         .await
         .unwrap_err();
     assert!(
@@ -264,15 +280,13 @@ async fn a_silent_server_times_out() {
     });
     let egress = EgressGuard::new(parse_allow_list("127.0.0.1").unwrap());
     let silent = SmtpServer {
-        timeout: Duration::from_millis(300),
+        timeout_ms: Some(300),
         ..server(port, TlsMode::None, None)
     };
-    let started = std::time::Instant::now();
     let err = egress
-        .send_mail(&granted(port), silent, message())
+        .send_mail(&granted(port), silent, message(), LIMIT)
         .await
         .unwrap_err();
     assert_eq!(err, SmtpError::Timeout);
-    assert!(started.elapsed() < Duration::from_secs(2));
     hold.abort();
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::events::NewEvent;
+use crate::events::Recorded as NewEvent;
 use crate::guest::bindings::plateau as wit;
 use crate::host::log::Level;
 use crate::jobs::{NewJob, SchedulerError};

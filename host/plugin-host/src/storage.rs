@@ -205,16 +205,17 @@ async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
             ..Actor::default()
         },
     };
-    let data = serde_json::from_str(&event.data).unwrap_or(serde_json::Value::Null);
+    let asked = &event.event;
+    let data = serde_json::from_str(&asked.data).unwrap_or(serde_json::Value::Null);
     let new = NewEvent {
         org_id: event.organization_id.clone(),
-        kind: event.event_type.clone(),
+        kind: asked.event_type.clone(),
         category: event.plugin.clone(),
-        action: event.action.clone(),
-        audit: event.audit,
+        action: asked.action.clone(),
+        audit: asked.audit,
         actor,
-        resource_type: event.resource_type.clone(),
-        resource_id: event.resource_id.clone(),
+        resource_type: asked.resource_type.clone(),
+        resource_id: asked.resource_id.clone(),
         data,
     };
     events::record(tx, &new, event.at as i64)
