@@ -4,6 +4,8 @@
 //!   server on embedded defaults (SQLite in `./data`, port 8080).
 //! - `cargo xtask test [cargo test flags]`: install what is missing and run
 //!   every test (the black-box suite runs on SQLite and PostgreSQL).
+//! - `cargo xtask install postgres`: unpack PostgreSQL 16 and 17 for the
+//!   managed databases (also done by `run` and `test`).
 //! - `cargo xtask bench core [--seconds N] [--connections N] [--rounds N]`: the core API
 //!   benchmark (issue 2): requests per second and p50/p99 latency of
 //!   authenticated and idempotent requests, each as a ratio to an
@@ -25,6 +27,7 @@ mod checks_bench;
 mod email_bench;
 mod flags_bench;
 mod load;
+mod postgres_bins;
 mod server;
 mod setup;
 
@@ -72,6 +75,7 @@ fn main() -> anyhow::Result<()> {
         }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
+        ["install", "postgres"] => postgres_bins::ensure(),
         _ => bail!(
             "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N]"
         ),

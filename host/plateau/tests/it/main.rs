@@ -10,6 +10,7 @@ mod auth;
 mod cache;
 mod checks;
 mod connect;
+mod databases;
 mod email;
 mod errors;
 mod events;
