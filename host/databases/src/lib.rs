@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod bins;
+pub mod inside;
 pub mod local;
 pub mod service;
 pub mod spec;
@@ -38,6 +39,17 @@ pub enum Error {
         "PostgreSQL {0} is not installed on this host; choose another version or install it (cargo xtask run installs 15, 16 and 17)"
     )]
     VersionMissing(String),
+    /// A request about the inside of a cluster that cannot be done as
+    /// asked (bad identifier, extension off the allowlist, ...): a 400.
+    #[error("{detail}")]
+    Refused { code: &'static str, detail: String },
+    /// A role, table or column the cluster does not have: a 404.
+    #[error("{0}")]
+    Missing(String),
+    /// PostgreSQL refused the customer's statement; its message is theirs
+    /// to see.
+    #[error("{0}")]
+    Query(String),
     /// A process did not come up or did not answer in time.
     #[error("{0}")]
     Unavailable(String),
@@ -60,12 +72,14 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     /// Stops every process of the cluster and removes its data.
     async fn destroy(&self, placement: &Placement) -> Result<()>;
 
-    /// A superuser connection to the leader's `database` (the host's own
-    /// role; customers never get one).
-    async fn admin(
+    /// A connection to the leader's `database` as `user`: the host's own
+    /// superuser ([`spec::ADMIN_ROLE`], which customers never get) for
+    /// administration, the owner role for the console and the data API.
+    async fn connect(
         &self,
         placement: &Placement,
-        credentials: &Credentials,
+        user: &str,
+        password: &str,
         database: &str,
     ) -> Result<sqlx::PgConnection>;
 

@@ -133,7 +133,27 @@ impl DatabaseService {
         let placement = Self::placement(d)?;
         let credentials = self.credentials(d)?;
         self.provider
-            .admin(&placement, &credentials, &placement.database)
+            .connect(
+                &placement,
+                crate::spec::ADMIN_ROLE,
+                &credentials.admin_password,
+                &placement.database,
+            )
+            .await
+    }
+
+    /// A connection as the cluster's owner role (never a superuser), for
+    /// the console and the data API.
+    pub async fn as_owner(&self, d: &Database) -> Result<sqlx::PgConnection> {
+        let placement = Self::placement(d)?;
+        let credentials = self.credentials(d)?;
+        self.provider
+            .connect(
+                &placement,
+                &placement.owner,
+                &credentials.owner_password,
+                &placement.database,
+            )
             .await
     }
 

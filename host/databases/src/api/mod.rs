@@ -3,6 +3,7 @@
 //! an axum `Extension`.
 
 mod clusters;
+mod inside;
 
 use std::sync::Arc;
 
@@ -29,6 +30,12 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(clusters::list, clusters::create))
         .routes(routes!(clusters::get, clusters::update, clusters::delete))
         .routes(routes!(clusters::connection))
+        .routes(routes!(inside::list_roles, inside::create_role))
+        .routes(routes!(inside::drop_role))
+        .routes(routes!(inside::reset_password))
+        .routes(routes!(inside::list_extensions, inside::create_extension))
+        .routes(routes!(inside::tables, inside::run_query))
+        .routes(routes!(inside::read_data, inside::insert_data))
 }
 
 impl From<Error> for ApiError {
@@ -39,6 +46,9 @@ impl From<Error> for ApiError {
             e @ Error::VersionMissing(_) => {
                 ApiError::bad_request("version_not_installed", e.to_string())
             }
+            Error::Refused { code, detail } => ApiError::bad_request(code, detail),
+            Error::Missing(m) => ApiError::not_found(m),
+            Error::Query(m) => ApiError::bad_request("query_failed", m),
             other => ApiError::Internal(other.to_string()),
         }
     }

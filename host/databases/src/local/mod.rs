@@ -185,7 +185,9 @@ impl LocalProvider {
         supervise::start_postgres(self.user(), &bin, &data).await?;
 
         // The owner role and its database.
-        let mut admin = self.admin(placement, creds, "postgres").await?;
+        let mut admin = self
+            .connect(placement, ADMIN_ROLE, &creds.admin_password, "postgres")
+            .await?;
         let owner = quote_ident(&placement.owner);
         let database = quote_ident(&placement.database);
         // One statement each: CREATE DATABASE refuses a transaction block.
@@ -301,17 +303,18 @@ impl DatabaseProvider for LocalProvider {
         Ok(())
     }
 
-    async fn admin(
+    async fn connect(
         &self,
         placement: &Placement,
-        credentials: &Credentials,
+        user: &str,
+        password: &str,
         database: &str,
     ) -> Result<PgConnection> {
         let options = PgConnectOptions::new()
             .host(&placement.address)
             .port(placement.port)
-            .username(ADMIN_ROLE)
-            .password(&credentials.admin_password)
+            .username(user)
+            .password(password)
             .database(database)
             .application_name("plateau");
         Ok(PgConnection::connect_with(&options).await?)

@@ -3,6 +3,7 @@
 //! pooler (`uri`) and straight to the leader (`writeUri`).
 
 mod api;
+mod inside;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
