@@ -105,6 +105,7 @@ impl Placement {
 
 /// One server of a cluster as `GET /databases/{id}` shows it.
 #[derive(Clone, Debug, Serialize, ToSchema)]
+#[schema(as = DatabaseMember)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
     /// `node0`, ...

@@ -28,6 +28,7 @@ use crate::spec::{ClusterSpec, Credentials, DEFAULT_VERSION, VERSIONS};
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateDatabase {
     /// Unique within the organisation, 1 to 100 characters.
+    #[schema(schema_with = plateau_api::openapi::name_schema)]
     pub name: String,
     /// The PostgreSQL major version: 15, 16 or 17 (default).
     #[schema(value_type = Option<String>, pattern = "^(15|16|17)$")]
@@ -278,6 +279,7 @@ pub async fn get(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateDatabase {
+    #[schema(schema_with = plateau_api::openapi::optional_name_schema)]
     pub name: Option<String>,
     /// Days backups are kept, 1 to 35.
     #[schema(minimum = 1, maximum = 35)]
@@ -289,7 +291,7 @@ pub struct UpdateDatabase {
 #[utoipa::path(patch, path = "/databases/{id}", tag = "databases",
     security(("bearer" = ["databases:write"])),
     params(("id" = String, Path, description = "database id")),
-    request_body = UpdateDatabase,
+    request_body = Option<UpdateDatabase>,
     responses((status = 200, description = "the changed database", body = DatabaseView),
               (status = 409, description = "the name is taken", body = plateau_api::error::Problem)))]
 pub async fn update(
@@ -378,6 +380,7 @@ pub async fn delete(
 
 /// How to connect, with the owner role's password.
 #[derive(Serialize, ToSchema)]
+#[schema(as = DatabaseConnection)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionView {
     /// Through the pooler (pgbouncer, transaction mode):

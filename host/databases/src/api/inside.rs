@@ -293,8 +293,8 @@ pub async fn run_query(
     params(("id" = String, Path, description = "database id"),
            ("table" = String, Path, description = "table of the public schema"),
            ("select" = Option<String>, Query, description = "columns, comma-separated"),
-           ("filter" = Option<String>, Query, description = "column.operator.value (eq, neq, gt, gte, lt, lte, like, ilike, is, in); repeatable"),
-           ("order" = Option<String>, Query, description = "column[.asc|.desc], comma-separated"),
+           ("filter" = Option<String>, Query, pattern = "^[^.]+[.][a-z]+[.]", description = "column.operator.value (eq, neq, gt, gte, lt, lte, like, ilike, is, in); repeatable"),
+           ("order" = Option<String>, Query, pattern = "^[^.,]+([.](asc|desc))?(,[^.,]+([.](asc|desc))?)*$", description = "column[.asc|.desc], comma-separated"),
            ("limit" = Option<i64>, Query, description = "1 to 1000, default 100")),
     responses((status = 200, description = "rows", body = Vec<Object>)))]
 pub async fn read_data(
@@ -306,6 +306,10 @@ pub async fn read_data(
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let mut q = data::Read::default();
     for (key, value) in pairs.0.iter() {
+        // An empty parameter asks for nothing.
+        if value.trim().is_empty() {
+            continue;
+        }
         match key.as_str() {
             "select" => {
                 q.select = value
