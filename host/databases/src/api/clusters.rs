@@ -299,8 +299,12 @@ pub async fn update(
     service: Service,
     caller: Caller,
     Path(id): Path<String>,
-    Body(input): Body<UpdateDatabase>,
+    Body(object): Body<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Json<DatabaseView>, ApiError> {
+    // Through a map: serde would take a struct of options from an array.
+    let input: UpdateDatabase = plateau_api::json::parse(
+        &serde_json::to_vec(&object).map_err(|e| ApiError::Internal(e.to_string()))?,
+    )?;
     let d = find(&app, &caller, &id).await?;
     let name = input.name.as_deref().unwrap_or(&d.name).trim().to_owned();
     let retention = input

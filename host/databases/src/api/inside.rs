@@ -19,7 +19,7 @@ use super::{Service, find};
 use crate::inside::console::{QueryResult, TableView};
 use crate::inside::extensions::ExtensionView;
 use crate::inside::roles::RoleView;
-use crate::inside::{console, data, extensions, roles};
+use crate::inside::{console, data, extensions, ops, roles};
 use crate::service::DatabaseService;
 
 const WRITE: &str = "databases:write";
@@ -287,7 +287,7 @@ pub async fn run_query(
 
 /// Read rows of a table of the public schema, PostgREST style:
 /// `select=a,b`, `filter=col.op.value` (or `col=op.value`), `order=col.desc`,
-/// `limit=N` (1 to 1000, default 100).
+/// `limit=N` (1 to 200, default 100).
 #[utoipa::path(get, path = "/databases/{id}/data/{table}", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id"),
@@ -295,7 +295,7 @@ pub async fn run_query(
            ("select" = Option<String>, Query, description = "columns, comma-separated"),
            ("filter" = Option<String>, Query, pattern = "^[^.]+[.][a-z]+[.]", description = "column.operator.value (eq, neq, gt, gte, lt, lte, like, ilike, is, in); repeatable"),
            ("order" = Option<String>, Query, pattern = "^[^.,]+([.](asc|desc))?(,[^.,]+([.](asc|desc))?)*$", description = "column[.asc|.desc], comma-separated"),
-           ("limit" = Option<i64>, Query, description = "1 to 1000, default 100")),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "1 to 200, default 100")),
     responses((status = 200, description = "rows", body = Vec<Object>)))]
 pub async fn read_data(
     State(app): State<AppState>,
@@ -369,4 +369,77 @@ pub async fn insert_data(
     let rows = data::insert(&mut conn, &table, &body).await;
     let _ = conn.close().await;
     Ok((StatusCode::CREATED, Json(rows?)))
+}
+
+/// Connections, transactions, cache hit ratio, size and replication lag.
+#[utoipa::path(get, path = "/databases/{id}/metrics", tag = "databases",
+    security(("bearer" = ["databases:read"])),
+    params(("id" = String, Path, description = "database id")),
+    responses((status = 200, description = "figures", body = ops::Metrics)))]
+pub async fn metrics(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ops::Metrics>, ApiError> {
+    let d = find(&app, &caller, &id).await?;
+    let placement = DatabaseService::placement(&d)?;
+    let mut conn = service.admin(&d).await?;
+    let figures = ops::metrics(&mut conn, &placement.database).await;
+    let _ = conn.close().await;
+    Ok(Json(figures?))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseLogs {
+    /// The last lines of the leader's log, oldest first.
+    pub lines: Vec<String>,
+}
+
+/// The last lines of the leader's log (`lines`, 1 to 1000, default 200).
+#[utoipa::path(get, path = "/databases/{id}/logs", tag = "databases",
+    security(("bearer" = ["databases:read"])),
+    params(("id" = String, Path, description = "database id"),
+           ("lines" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many of the last lines, 1 to 1000, default 200")),
+    responses((status = 200, description = "the log", body = DatabaseLogs)))]
+pub async fn logs(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+    pairs: Pairs,
+) -> Result<Json<DatabaseLogs>, ApiError> {
+    let limit = match plateau_api::routes::param(&pairs.0, "lines") {
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| ApiError::invalid("lines", "must be between 1 and 1000"))?,
+        None => 200,
+    };
+    let d = find(&app, &caller, &id).await?;
+    let placement = DatabaseService::placement(&d)?;
+    let lines = service.provider().logs(&placement, limit).await?;
+    Ok(Json(DatabaseLogs { lines }))
+}
+
+/// Make the owner role own every object of the database's other roles,
+/// with grants and default privileges; idempotent.
+#[utoipa::path(post, path = "/databases/{id}/fix-ownership", tag = "databases",
+    security(("bearer" = ["databases:write"])),
+    params(("id" = String, Path, description = "database id")),
+    responses((status = 200, description = "what changed hands", body = ops::Ownership)))]
+pub async fn fix_ownership(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ops::Ownership>, ApiError> {
+    let d = find(&app, &caller, &id).await?;
+    let placement = DatabaseService::placement(&d)?;
+    let mut conn = service.admin(&d).await?;
+    let done = ops::fix_ownership(&mut conn, &placement.owner).await;
+    let _ = conn.close().await;
+    Ok(Json(done?))
 }

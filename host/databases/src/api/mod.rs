@@ -36,6 +36,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inside::list_extensions, inside::create_extension))
         .routes(routes!(inside::tables, inside::run_query))
         .routes(routes!(inside::read_data, inside::insert_data))
+        .routes(routes!(inside::metrics))
+        .routes(routes!(inside::logs))
+        .routes(routes!(inside::fix_ownership))
 }
 
 impl From<Error> for ApiError {

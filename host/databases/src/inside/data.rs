@@ -13,7 +13,7 @@ use super::{query_error, quote_ident};
 use crate::{Error, Result};
 
 /// Rows one read returns at most, and by default.
-pub const MAX_LIMIT: i64 = 1000;
+pub const MAX_LIMIT: i64 = 200;
 pub const DEFAULT_LIMIT: i64 = 100;
 
 /// A filter: `column.op.value` (or PostgREST's `column=op.value`).

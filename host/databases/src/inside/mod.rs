@@ -7,6 +7,7 @@
 pub mod console;
 pub mod data;
 pub mod extensions;
+pub mod ops;
 pub mod roles;
 
 use crate::Error;

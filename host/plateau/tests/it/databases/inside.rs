@@ -312,6 +312,61 @@ async fn inside(backend: Backend) {
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(psql_ok(&write_uri, "SELECT count(*) FROM items"), "2");
 
+    // Figures, the leader's log, ownership.
+    let m = reader.get(&format!("{base}/metrics")).await;
+    assert_eq!(m.status, 200, "{}", m.text());
+    let m = m.json();
+    assert_eq!(m["maxConnections"], 64, "{m}");
+    assert!(m["sizeBytes"].as_i64().unwrap() > 0, "{m}");
+    assert!(m["commits"].as_i64().unwrap() > 0, "{m}");
+    let logs = reader.get(&format!("{base}/logs?lines=50")).await.json();
+    assert!(
+        logs["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("ready to accept connections")),
+        "{logs}"
+    );
+    let r = c
+        .post(
+            &format!("{base}/roles"),
+            json!({ "name": "builder", "password": "builder-password" }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = c
+        .post(
+            &format!("{base}/query"),
+            q("GRANT CREATE ON SCHEMA public TO builder", true),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    psql_ok(
+        &as_role("builder", "builder-password"),
+        "CREATE TABLE built (x int)",
+    );
+    let owner_of = || {
+        psql_ok(
+            &write_uri,
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'built'",
+        )
+    };
+    assert_eq!(owner_of(), "builder");
+    assert_eq!(
+        reader
+            .post(&format!("{base}/fix-ownership"), json!({}))
+            .await
+            .status,
+        403
+    );
+    for _ in 0..2 {
+        let r = c.post(&format!("{base}/fix-ownership"), json!({})).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["reassignedFrom"], json!(["builder"]));
+        assert_eq!(owner_of(), owner);
+    }
+
     // Another organisation gets nothing.
     let other =
         Client::new(&server.url).with_token(&crate::create_org(&server, "other", "pro").await);
