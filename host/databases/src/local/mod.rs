@@ -41,6 +41,8 @@ pub struct LocalProvider {
     /// Ports of this host's clusters, so a new cluster never takes the port
     /// of a process that is down for a moment.
     ports: Mutex<BTreeSet<u16>>,
+    /// One template made at a time.
+    templates: tokio::sync::Mutex<()>,
 }
 
 impl LocalProvider {
@@ -68,6 +70,7 @@ impl LocalProvider {
             config,
             user,
             ports: Mutex::new(BTreeSet::new()),
+            templates: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -152,52 +155,48 @@ impl LocalProvider {
         creds: &Credentials,
     ) -> Result<()> {
         let bin = self.bin(&spec.version)?;
+        let (template, template_password) = self.template(&spec.version, &bin).await?;
         let cluster = self.cluster_dir(&spec.id);
         self.mkdir(&cluster)?;
         self.mkdir(&cluster.join("node0"))?;
         let data = self.data_dir(&spec.id);
-        let pwfile = cluster.join("node0").join("initdb.pw");
-        self.write_private(&pwfile, &creds.admin_password)?;
-        let mut cmd = supervise::command(self.user(), &bin.join("initdb"));
-        cmd.arg("-D")
+        // A copy of the version's template (initdb and the owner's database
+        // done once), much faster than initdb and CREATE DATABASE.
+        let copy = tokio::process::Command::new("cp")
+            .arg("-a")
+            .arg(&template)
             .arg(&data)
-            .args([
-                "-U",
-                ADMIN_ROLE,
-                "--auth=scram-sha-256",
-                "-E",
-                "UTF8",
-                "--locale=C",
-            ])
-            .arg(format!("--pwfile={}", pwfile.display()))
-            .arg("--no-sync");
-        let initdb = supervise::run(cmd, "initdb").await;
-        let _ = std::fs::remove_file(&pwfile);
-        initdb?;
-        let mut main_conf = std::fs::read_to_string(data.join("postgresql.conf"))?;
-        main_conf.push_str(&format!("\ninclude_if_exists = '{}'\n", conf::PG_CONF));
-        self.write_private(&data.join("postgresql.conf"), &main_conf)?;
+            .output()
+            .await?;
+        if !copy.status.success() {
+            return Err(Error::Unavailable(format!(
+                "copying the PostgreSQL {} template: {}",
+                spec.version,
+                String::from_utf8_lossy(&copy.stderr).trim()
+            )));
+        }
         self.write_private(
             &data.join(conf::PG_CONF),
             &conf::postgres(spec, &self.config.address, placement.port),
         )?;
-        self.write_private(&data.join("pg_hba.conf"), &conf::hba())?;
         supervise::start_postgres(self.user(), &bin, &data).await?;
 
-        // The owner role and its database.
+        // The host's own password, the owner role, its database.
         let mut admin = self
-            .connect(placement, ADMIN_ROLE, &creds.admin_password, "postgres")
+            .connect(placement, ADMIN_ROLE, &template_password, "postgres")
             .await?;
         let owner = quote_ident(&placement.owner);
         let database = quote_ident(&placement.database);
-        // One statement each: CREATE DATABASE refuses a transaction block.
         for sql in [
+            format!(
+                "ALTER ROLE {ADMIN_ROLE} PASSWORD {}",
+                quote_literal(&creds.admin_password)
+            ),
             format!(
                 "CREATE ROLE {owner} LOGIN CREATEDB PASSWORD {}",
                 quote_literal(&creds.owner_password)
             ),
-            format!("CREATE DATABASE {database} OWNER {owner}"),
-            format!("REVOKE ALL ON DATABASE {database} FROM PUBLIC"),
+            format!("ALTER DATABASE {database} OWNER TO {owner}"),
         ] {
             sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
         }
@@ -227,6 +226,87 @@ impl LocalProvider {
             placement.pooler_port,
         )
         .await
+    }
+
+    /// The data directory every new cluster of `version` starts as, made
+    /// once: initdb, the settings files, and the owner's database (owned by
+    /// the host's role until a copy gives it away). Its own random admin
+    /// password, which each copy replaces at once.
+    async fn template(&self, version: &str, bin: &Path) -> Result<(PathBuf, String)> {
+        let _once = self.templates.lock().await;
+        let dir = self.config.root.join(".templates").join(version);
+        let data = dir.join("data");
+        let password_file = dir.join("admin.pw");
+        if let Ok(password) = std::fs::read_to_string(&password_file)
+            && data.join("PG_VERSION").exists()
+        {
+            return Ok((data, password));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        self.mkdir(&dir)?;
+        let password = crate::service::DatabaseService::generate_password();
+        let pwfile = dir.join("initdb.pw");
+        self.write_private(&pwfile, &password)?;
+        let mut cmd = supervise::command(self.user(), &bin.join("initdb"));
+        cmd.arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                ADMIN_ROLE,
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .arg(format!("--pwfile={}", pwfile.display()));
+        let initdb = supervise::run(cmd, "initdb").await;
+        let _ = std::fs::remove_file(&pwfile);
+        initdb?;
+        let mut main_conf = std::fs::read_to_string(data.join("postgresql.conf"))?;
+        main_conf.push_str(&format!("\ninclude_if_exists = '{}'\n", conf::PG_CONF));
+        self.write_private(&data.join("postgresql.conf"), &main_conf)?;
+        self.write_private(&data.join("pg_hba.conf"), &conf::hba())?;
+        // Started once on a free port to make the owner's database.
+        let port = TcpListener::bind((self.config.address.as_str(), 0))?
+            .local_addr()?
+            .port();
+        let spec = ClusterSpec {
+            id: String::new(),
+            version: version.to_owned(),
+            memory_mb: 256,
+            cpus: 1,
+            disk_gb: 1,
+            replicas: 0,
+        };
+        self.write_private(
+            &data.join(conf::PG_CONF),
+            &conf::postgres(&spec, &self.config.address, port),
+        )?;
+        supervise::start_postgres(self.user(), bin, &data).await?;
+        let options = PgConnectOptions::new()
+            .host(&self.config.address)
+            .port(port)
+            .username(ADMIN_ROLE)
+            .password(&password)
+            .database("postgres");
+        let made = async {
+            let mut admin = PgConnection::connect_with(&options).await?;
+            for sql in [
+                "CREATE DATABASE app",
+                "REVOKE ALL ON DATABASE app FROM PUBLIC",
+            ] {
+                sqlx::Executor::execute(&mut admin, sqlx::raw_sql(sql)).await?;
+            }
+            admin.close().await
+        }
+        .await;
+        let mut stop = supervise::command(self.user(), &bin.join("pg_ctl"));
+        stop.arg("-D").arg(&data).args(["-m", "fast", "-w", "stop"]);
+        supervise::run(stop, "pg_ctl stop").await?;
+        made?;
+        std::fs::write(&password_file, &password)?;
+        std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600))?;
+        Ok((data, password))
     }
 
     async fn stop_all(&self, cluster: &str) {
