@@ -191,6 +191,9 @@ fn build(root: &Path, target_dir: &Path, package: &Package) {
         .arg(format!("--target={TARGET}"))
         .arg(format!("--package={}", package.name))
         .env("CARGO_TARGET_DIR", target_dir)
+        // The outer build holds its build directory's lock for the whole
+        // build: an inner build sharing it would wait on it forever.
+        .env_remove("CARGO_BUILD_BUILD_DIR")
         // Whole-program optimisation for the guests only: it makes their
         // code markedly faster (serde and the SDK inline into the plugin),
         // and the host's own release build stays quick to link.

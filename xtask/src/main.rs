@@ -4,6 +4,11 @@
 //!   server on embedded defaults (SQLite in `./data`, port 8080).
 //! - `cargo xtask test [cargo test flags]`: install what is missing and run
 //!   every test (the black-box suite runs on SQLite and PostgreSQL).
+//! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N]`:
+//!   managed PostgreSQL creation time (p50, p99) and pgbench select-only
+//!   through the pooler against straight to the leader (issue 16).
+//! - `cargo xtask install postgres`: unpack PostgreSQL 16 and 17 for the
+//!   managed databases (also done by `run` and `test`).
 //! - `cargo xtask bench core [--seconds N] [--connections N] [--rounds N]`: the core API
 //!   benchmark (issue 2): requests per second and p50/p99 latency of
 //!   authenticated and idempotent requests, each as a ratio to an
@@ -29,9 +34,11 @@
 
 mod cache_bench;
 mod checks_bench;
+mod databases_bench;
 mod email_bench;
 mod flags_bench;
 mod load;
+mod postgres_bins;
 mod queues_bench;
 mod server;
 mod setup;
@@ -94,10 +101,19 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(cache_bench::run(opts))
         }
+        ["bench", "databases", rest @ ..] => {
+            let opts = databases_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(databases_bench::run(opts))
+        }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
+        ["install", "postgres"] => postgres_bins::ensure(),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N]"
         ),
     }
 }

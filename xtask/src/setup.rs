@@ -23,10 +23,18 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-sentinel",
     "redis-tools",
     "awscli",
+    "pgbouncer",
 ];
 
-/// Debian packages the server itself runs: Redis 7 for the managed caches.
-const RUN_PACKAGES: &[&str] = &["redis-server", "redis-sentinel", "redis-tools"];
+/// Debian packages the server itself runs: Redis 7 for the managed caches,
+/// PostgreSQL 15 and pgbouncer for the managed databases.
+const RUN_PACKAGES: &[&str] = &[
+    "redis-server",
+    "redis-sentinel",
+    "redis-tools",
+    "postgresql",
+    "pgbouncer",
+];
 
 /// Python packages the test suite uses: `oras`, another OCI client, and
 /// `schemathesis`, which checks the OpenAPI document against the server, and
@@ -40,6 +48,7 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(RUN_PACKAGES)?;
+    crate::postgres_bins::ensure()?;
     let mut args = vec!["run", "--release", "-p", "plateau", "--", "serve"];
     args.extend_from_slice(extra);
     cargo(&args)
@@ -49,6 +58,7 @@ pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(TEST_PACKAGES)?;
     ensure_python_packages(TEST_PYTHON_PACKAGES)?;
+    crate::postgres_bins::ensure()?;
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
     cargo(&args)

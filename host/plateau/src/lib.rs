@@ -7,6 +7,7 @@ pub mod admin;
 mod apps;
 mod caches;
 pub mod config;
+mod databases;
 pub mod logging;
 pub mod plugin_cli;
 mod plugin_push;

@@ -64,6 +64,7 @@ const CORE_PREFIXES: &[&str] = &[
     "/plugins",
     "/v2",
     "/caches",
+    "/databases",
     "/apps",
 ];
 

@@ -17,6 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::apps::AppsArgs;
 use crate::caches;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
+use crate::databases;
 use crate::logging;
 use crate::plugins;
 
@@ -74,6 +75,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     caches: caches::CacheArgs,
     #[command(flatten)]
+    databases: databases::DatabaseArgs,
+    #[command(flatten)]
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
     storage: crate::storage::StorageArgs,
@@ -123,12 +126,14 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let plugins = plugins::start(&args.plugins_setup(), &state).await?;
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
-    let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer)?;
+    let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer.clone())?;
+    let databases = databases::start(&args.databases, &args.store.data_dir, &db, sealer)?;
     let (storage, storage_listener) =
         crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
     let routes = plateau_plugin_host::admin::routes()
         .merge(plateau_plugin_host::admin_jobs::routes())
         .merge(plateau_cache::api::routes())
+        .merge(plateau_databases::api::routes())
         .merge(plateau_apps::api::routes())
         .merge(plateau_storage::api::routes())
         .merge(routes);
@@ -170,6 +175,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(plugins.jobs.clone()))
         .layer(axum::Extension(plugins.clock.clone()))
         .layer(axum::Extension(caches.service.clone()))
+        .layer(axum::Extension(databases.service.clone()))
         .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
@@ -206,6 +212,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     maintenance.abort();
     registry_gc.abort();
     caches.stop();
+    databases.stop();
     plugins.stop(&db).await;
     apps.stop().await;
     db.close().await;

@@ -10,6 +10,7 @@
 
 pub mod apps;
 pub mod caches;
+pub mod databases;
 pub mod db;
 pub mod deliveries;
 pub mod error;

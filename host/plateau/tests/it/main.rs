@@ -11,6 +11,7 @@ mod cache;
 mod checks;
 mod connect;
 mod cron;
+mod databases;
 mod email;
 mod errors;
 mod events;

@@ -119,6 +119,8 @@ async fn the_document_matches_the_server() {
     );
 
     let server = start(Backend::Sqlite).await;
+    // The run creates databases; their servers go with the test.
+    let _databases = super::databases::Processes::of(&server);
     // A token of its own: whatever the run revokes, the owner's stays.
     let token = mint(&server, json!({ "name": "schemathesis" })).await;
     let doc = server.anonymous().get("/openapi.json").await.json();

@@ -1,0 +1,440 @@
+//! The clusters themselves: list, create (under the plan's ceilings),
+//! read, rename or change the backup retention, delete, and the connection
+//! details with the owner's password (owners and admins).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use plateau_api::AppState;
+use plateau_api::auth::Caller;
+use plateau_api::error::ApiError;
+use plateau_api::json::{Body, Validator};
+use plateau_api::pagination::{Page, Pager};
+use plateau_api::routes::{Pairs, page_and_filters};
+use plateau_core::id::new_id;
+use plateau_core::time;
+use plateau_store::databases::{self as db, Database};
+use plateau_store::events::NewEvent;
+use plateau_store::{plans, projects};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::{DatabaseView, Service, find};
+use crate::service::{DatabaseService, Which};
+use crate::spec::{ClusterSpec, Credentials, DEFAULT_VERSION, VERSIONS};
+
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateDatabase {
+    /// Unique within the organisation, 1 to 100 characters.
+    #[schema(schema_with = plateau_api::openapi::name_schema)]
+    pub name: String,
+    /// The PostgreSQL major version: 15, 16 or 17 (default).
+    #[schema(value_type = Option<String>, pattern = "^(15|16|17)$")]
+    pub version: Option<String>,
+    /// Streaming standbys of the leader; 0 by default.
+    #[schema(minimum = 0, maximum = 0)]
+    pub replicas: Option<i64>,
+    /// Memory for the server in MiB (shared_buffers is a quarter); 256 by
+    /// default, at most the plan's ceiling.
+    #[schema(minimum = 64)]
+    pub memory_mb: Option<i64>,
+    /// CPUs for parallel queries; 1 by default.
+    #[schema(minimum = 1)]
+    pub cpus: Option<i64>,
+    /// Disk in GB, counted against the plan's DB disk; 1 by default.
+    #[schema(minimum = 1)]
+    pub disk_gb: Option<i64>,
+    /// The project it belongs to; the organisation's default by default.
+    pub project_id: Option<String>,
+}
+
+fn plan_limit(detail: String) -> ApiError {
+    ApiError::conflict("plan_limit_reached", detail)
+}
+
+/// List the organisation's databases, oldest first.
+#[utoipa::path(get, path = "/databases", tag = "databases",
+    security(("bearer" = ["databases:read"])),
+    params(("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
+           ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
+    responses((status = 200, description = "databases", body = Page<DatabaseView>)))]
+pub async fn list(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    pairs: Pairs,
+) -> Result<Json<Page<DatabaseView>>, ApiError> {
+    let (page, filters) = page_and_filters(&pairs);
+    let pager = Pager::new(app.cursors(), &page, "databases", &caller.org_id, filters)?;
+    let listed = db::list(app.db(), &caller.org_id, pager.keyset()).await?;
+    let page = pager.finish(listed, |d| d.id.clone(), Ok::<Database, ApiError>);
+    let mut items = Vec::with_capacity(page.items.len());
+    for d in page.items {
+        items.push(DatabaseView::of(&service, d?).await?);
+    }
+    Ok(Json(Page {
+        items,
+        next_cursor: page.next_cursor,
+        total: page.total,
+    }))
+}
+
+/// Create a database: a PostgreSQL leader with a generated owner role and
+/// a pooler, accepting connections when the response arrives.
+#[utoipa::path(post, path = "/databases", tag = "databases",
+    security(("bearer" = ["databases:write"])),
+    request_body = CreateDatabase,
+    responses((status = 201, description = "the new database", body = DatabaseView),
+              (status = 409, description = "the name is taken, or a plan limit (databases, DB disk, memory, CPUs) is reached", body = plateau_api::error::Problem)))]
+pub async fn create(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Body(input): Body<CreateDatabase>,
+) -> Result<(StatusCode, Json<DatabaseView>), ApiError> {
+    let version = input
+        .version
+        .as_deref()
+        .unwrap_or(DEFAULT_VERSION)
+        .to_owned();
+    let replicas = input.replicas.unwrap_or(0);
+    let memory_mb = input.memory_mb.unwrap_or(256);
+    let cpus = input.cpus.unwrap_or(1);
+    let disk_gb = input.disk_gb.unwrap_or(1);
+    Validator::new()
+        .name("name", &input.name)
+        .check(
+            VERSIONS.contains(&version.as_str()),
+            "version",
+            "must be one of 15, 16, 17",
+        )
+        .check(replicas >= 0, "replicas", "must be at least 0")
+        .check(memory_mb >= 64, "memoryMb", "must be at least 64")
+        .check(cpus >= 1, "cpus", "must be at least 1")
+        .check(disk_gb >= 1, "diskGb", "must be at least 1")
+        .finish()?;
+    let limits = db::plan_limits(app.db(), &caller.plan)
+        .await?
+        .ok_or_else(|| {
+            ApiError::Internal(format!("no database limits for plan {}", caller.plan))
+        })?;
+    let plan = plans::get(app.db(), &caller.plan)
+        .await?
+        .ok_or_else(|| ApiError::Internal(format!("no plan {}", caller.plan)))?;
+    if memory_mb > limits.max_memory_mb || cpus > limits.max_cpus || replicas > limits.max_replicas
+    {
+        return Err(plan_limit(format!(
+            "the {} plan allows at most {} MB, {} CPUs and {} replicas per database; lower the setting or move to a larger plan",
+            caller.plan, limits.max_memory_mb, limits.max_cpus, limits.max_replicas
+        )));
+    }
+    if replicas > 0 {
+        return Err(ApiError::bad_request(
+            "replicas_unavailable",
+            "replicas are not offered by this host yet; create the database with replicas 0",
+        ));
+    }
+    let over = |(count, disk): (i64, i64)| -> Option<ApiError> {
+        if count >= plan.databases {
+            Some(plan_limit(format!(
+                "the {} plan allows {} database{}; delete one or move to a larger plan",
+                caller.plan,
+                plan.databases,
+                if plan.databases == 1 { "" } else { "s" }
+            )))
+        } else if disk + disk_gb > plan.db_disk_gb {
+            Some(plan_limit(format!(
+                "the {} plan allows {} GB of database disk and {} GB are used; ask for less or move to a larger plan",
+                caller.plan, plan.db_disk_gb, disk
+            )))
+        } else {
+            None
+        }
+    };
+    if let Some(e) = over(db::usage(app.db(), &caller.org_id).await?) {
+        return Err(e);
+    }
+    let project_id = match &input.project_id {
+        Some(id) => Some(
+            projects::get(app.db(), &caller.org_id, id)
+                .await?
+                .map(|p| p.id)
+                .ok_or_else(|| {
+                    ApiError::invalid("projectId", "no such project in this organization")
+                })?,
+        ),
+        None => caller.project_id.clone(),
+    };
+
+    let id = new_id("dbs");
+    let credentials = Credentials {
+        owner_password: DatabaseService::generate_password(),
+        admin_password: DatabaseService::generate_password(),
+    };
+    let spec = ClusterSpec {
+        id: id.clone(),
+        version: version.clone(),
+        memory_mb: memory_mb as u32,
+        cpus: cpus as u32,
+        disk_gb: disk_gb as u32,
+        replicas: replicas as u32,
+    };
+    let placement = service.provider().create(&spec, &credentials).await?;
+    let now = time::now_ms();
+    let d = Database {
+        id: id.clone(),
+        org_id: caller.org_id.clone(),
+        project_id,
+        name: input.name.trim().to_owned(),
+        status: "running".to_owned(),
+        version,
+        replicas,
+        memory_mb,
+        cpus,
+        disk_gb,
+        backup_retention_days: 7,
+        host_id: service.host_id().to_owned(),
+        placement: placement.to_json(),
+        owner_password_sealed: service.seal(
+            &caller.org_id,
+            &id,
+            Which::Owner,
+            &credentials.owner_password,
+        )?,
+        admin_password_sealed: service.seal(
+            &caller.org_id,
+            &id,
+            Which::Admin,
+            &credentials.admin_password,
+        )?,
+        created_at: now,
+        updated_at: now,
+    };
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "database.created",
+        "resources",
+        "create",
+        &caller.actor(),
+    )
+    .resource("database", &id)
+    .data(json!({
+        "name": d.name,
+        "version": d.version,
+        "memoryMb": memory_mb,
+        "cpus": cpus,
+        "diskGb": disk_gb,
+    }));
+    let recorded = async {
+        let mut tx = app.db().begin().await?;
+        if let Some(e) = over(db::usage_for_update(&mut tx, &caller.org_id).await?) {
+            return Err(e);
+        }
+        if let Err(e) = db::insert(&mut tx, &d, &event, now).await {
+            return Err(if e.is_unique_violation() {
+                ApiError::conflict(
+                    "name_taken",
+                    format!(
+                        "a database named {:?} already exists; choose another name",
+                        d.name
+                    ),
+                )
+            } else {
+                e.into()
+            });
+        }
+        tx.commit_last().await?;
+        Ok(())
+    }
+    .await;
+    if let Err(e) = recorded {
+        if let Err(stop) = service.provider().destroy(&placement).await {
+            tracing::warn!(database = %id, error = %stop, "removing a database that was not recorded");
+        }
+        return Err(e);
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(DatabaseView::of(&service, d).await?),
+    ))
+}
+
+/// One database, with its members and their roles.
+#[utoipa::path(get, path = "/databases/{id}", tag = "databases",
+    security(("bearer" = ["databases:read"])),
+    params(("id" = String, Path, description = "database id")),
+    responses((status = 200, description = "the database", body = DatabaseView)))]
+pub async fn get(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<DatabaseView>, ApiError> {
+    let d = find(&app, &caller, &id).await?;
+    Ok(Json(DatabaseView::of(&service, d).await?))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateDatabase {
+    #[schema(schema_with = plateau_api::openapi::optional_name_schema)]
+    pub name: Option<String>,
+    /// Days backups are kept, 1 to 35.
+    #[schema(minimum = 1, maximum = 35)]
+    pub backup_retention_days: Option<i64>,
+}
+
+/// Rename a database or change its backup retention; the connection never
+/// changes.
+#[utoipa::path(patch, path = "/databases/{id}", tag = "databases",
+    security(("bearer" = ["databases:write"])),
+    params(("id" = String, Path, description = "database id")),
+    request_body = Option<UpdateDatabase>,
+    responses((status = 200, description = "the changed database", body = DatabaseView),
+              (status = 409, description = "the name is taken", body = plateau_api::error::Problem)))]
+pub async fn update(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(object): Body<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Json<DatabaseView>, ApiError> {
+    // Through a map: serde would take a struct of options from an array.
+    let input: UpdateDatabase = plateau_api::json::parse(
+        &serde_json::to_vec(&object).map_err(|e| ApiError::Internal(e.to_string()))?,
+    )?;
+    let d = find(&app, &caller, &id).await?;
+    let name = input.name.as_deref().unwrap_or(&d.name).trim().to_owned();
+    let retention = input
+        .backup_retention_days
+        .unwrap_or(d.backup_retention_days);
+    Validator::new()
+        .name("name", &name)
+        .check(
+            (1..=35).contains(&retention),
+            "backupRetentionDays",
+            "must be between 1 and 35",
+        )
+        .finish()?;
+    let now = time::now_ms();
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "database.updated",
+        "resources",
+        "update",
+        &caller.actor(),
+    )
+    .resource("database", &id)
+    .data(json!({ "name": name, "backupRetentionDays": retention }));
+    let mut tx = app.db().begin().await?;
+    if let Err(e) =
+        db::update_settings(&mut tx, &caller.org_id, &id, &name, retention, &event, now).await
+    {
+        return Err(if e.is_unique_violation() {
+            ApiError::conflict(
+                "name_taken",
+                format!("a database named {name:?} already exists; choose another name"),
+            )
+        } else {
+            e.into()
+        });
+    }
+    let changed = db::get_for_update(&mut tx, &caller.org_id, &id)
+        .await?
+        .ok_or_else(|| super::not_found(&id))?;
+    tx.commit_last().await?;
+    Ok(Json(DatabaseView::of(&service, changed).await?))
+}
+
+/// Delete a database: its servers stop and its data is removed.
+#[utoipa::path(delete, path = "/databases/{id}", tag = "databases",
+    security(("bearer" = ["databases:write"])),
+    params(("id" = String, Path, description = "database id")),
+    responses((status = 200, description = "the deleted database", body = DatabaseView)))]
+pub async fn delete(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<DatabaseView>, ApiError> {
+    let _changes = service.exclusive().await;
+    let d = find(&app, &caller, &id).await?;
+    let placement = DatabaseService::placement(&d)?;
+    let mut view = DatabaseView::of(&service, d.clone()).await?;
+    service.provider().destroy(&placement).await?;
+    let now = time::now_ms();
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "database.deleted",
+        "resources",
+        "delete",
+        &caller.actor(),
+    )
+    .resource("database", &id)
+    .data(json!({ "name": d.name }));
+    let mut tx = app.db().begin().await?;
+    db::delete(&mut tx, &caller.org_id, &id, &event, now).await?;
+    tx.commit_last().await?;
+    view.status = "deleted".to_owned();
+    view.members.clear();
+    Ok(Json(view))
+}
+
+/// How to connect, with the owner role's password.
+#[derive(Serialize, ToSchema)]
+#[schema(as = DatabaseConnection)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionView {
+    /// Through the pooler (pgbouncer, transaction mode):
+    /// `postgresql://OWNER:PASSWORD@HOST:PORT/DATABASE`.
+    pub uri: String,
+    /// To the replicas; only for databases with replicas.
+    pub read_uri: Option<String>,
+    /// Straight to the leader, bypassing the pool (sessions, prepared
+    /// statements, LISTEN, migrations).
+    pub write_uri: String,
+    pub host: String,
+    /// The pooler's port.
+    pub port: u16,
+    /// The leader's port.
+    pub write_port: u16,
+    pub database: String,
+    pub username: String,
+    pub password: String,
+}
+
+/// The connection details with the password, for owners and admins.
+#[utoipa::path(get, path = "/databases/{id}/connection", tag = "databases",
+    security(("bearer" = ["databases:read"])),
+    params(("id" = String, Path, description = "database id")),
+    responses((status = 200, description = "how to connect", body = ConnectionView)))]
+pub async fn connection(
+    State(app): State<AppState>,
+    service: Service,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ConnectionView>, ApiError> {
+    let d = find(&app, &caller, &id).await?;
+    caller.require_manager("reading a database's password")?;
+    let placement = DatabaseService::placement(&d)?;
+    let credentials = service.credentials(&d)?;
+    let uri = |port: u16| {
+        format!(
+            "postgresql://{}:{}@{}:{port}/{}",
+            placement.owner, credentials.owner_password, placement.address, placement.database
+        )
+    };
+    Ok(Json(ConnectionView {
+        uri: uri(placement.pooler_port),
+        read_uri: None,
+        write_uri: uri(placement.port),
+        host: placement.address.clone(),
+        port: placement.pooler_port,
+        write_port: placement.port,
+        database: placement.database.clone(),
+        username: placement.owner.clone(),
+        password: credentials.owner_password.clone(),
+    }))
+}

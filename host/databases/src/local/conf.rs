@@ -1,0 +1,91 @@
+//! The files of a local cluster: the leader's `plateau.conf` (settings
+//! from the spec) and `pg_hba.conf`, and pgbouncer's `pgbouncer.ini` and
+//! `userlist.txt`.
+
+use std::path::Path;
+
+use crate::spec::{ADMIN_ROLE, ClusterSpec};
+
+pub const PG_CONF: &str = "plateau.conf";
+pub const LOG_FILE: &str = "postgres.log";
+pub const POOLER_CONF: &str = "pgbouncer.ini";
+pub const POOLER_USERS: &str = "userlist.txt";
+pub const POOLER_PID: &str = "pgbouncer.pid";
+pub const POOLER_LOG: &str = "pgbouncer.log";
+
+/// The leader's settings, included from `postgresql.conf`.
+pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
+    let memory = spec.memory_mb.max(64);
+    let cpus = spec.cpus.max(1);
+    format!(
+        "# Written by Plateau from the database's settings; changes are overwritten.\n\
+         listen_addresses = '{address}'\n\
+         port = {port}\n\
+         unix_socket_directories = ''\n\
+         max_connections = {max_connections}\n\
+         shared_buffers = {shared_buffers}MB\n\
+         effective_cache_size = {cache}MB\n\
+         work_mem = {work_mem}MB\n\
+         maintenance_work_mem = {maintenance}MB\n\
+         max_worker_processes = {workers}\n\
+         max_parallel_workers = {cpus}\n\
+         max_parallel_workers_per_gather = {per_gather}\n\
+         password_encryption = 'scram-sha-256'\n\
+         wal_level = replica\n\
+         max_wal_senders = 10\n\
+         shared_preload_libraries = 'pg_stat_statements'\n\
+         log_line_prefix = '%m [%p] %q%u@%d '\n\
+         log_min_duration_statement = 1000\n",
+        max_connections = spec.max_connections(),
+        shared_buffers = spec.shared_buffers_mb(),
+        cache = memory * 3 / 4,
+        work_mem = (memory / 64).max(1),
+        maintenance = (memory / 16).max(16),
+        workers = cpus + 8,
+        per_gather = (cpus / 2).max(1),
+    )
+}
+
+/// Every connection needs a password (SCRAM); replication is the host's.
+pub fn hba() -> String {
+    format!(
+        "# Written by Plateau.\n\
+         host all all all scram-sha-256\n\
+         host replication {ADMIN_ROLE} all scram-sha-256\n"
+    )
+}
+
+/// pgbouncer in transaction mode in front of the leader. It looks every
+/// role up in the leader's catalog as the host's role (`auth_query`), so
+/// roles made later need no change here.
+pub fn pooler(spec: &ClusterSpec, dir: &Path, address: &str, port: u16, leader: u16) -> String {
+    let pool = spec.max_connections().saturating_sub(10).max(5);
+    format!(
+        "; Written by Plateau.\n\
+         [databases]\n\
+         * = host={address} port={leader}\n\
+         [pgbouncer]\n\
+         listen_addr = {address}\n\
+         listen_port = {port}\n\
+         unix_socket_dir =\n\
+         auth_type = scram-sha-256\n\
+         auth_file = {users}\n\
+         auth_user = {ADMIN_ROLE}\n\
+         pool_mode = transaction\n\
+         max_client_conn = 1000\n\
+         default_pool_size = {pool}\n\
+         max_db_connections = {pool}\n\
+         ignore_startup_parameters = extra_float_digits,search_path,options\n\
+         server_reset_query =\n\
+         logfile = {log}\n\
+         pidfile = {pid}\n",
+        users = dir.join(POOLER_USERS).display(),
+        log = dir.join(POOLER_LOG).display(),
+        pid = dir.join(POOLER_PID).display(),
+    )
+}
+
+/// The host's role and password, for pgbouncer's `auth_query`.
+pub fn pooler_users(admin_password: &str) -> String {
+    format!("\"{ADMIN_ROLE}\" \"{admin_password}\"\n")
+}

@@ -1,0 +1,490 @@
+//! The local provider: each cluster is a real PostgreSQL leader and a
+//! pgbouncer on this host, on ports the host allocates, with their files
+//! under `<data dir>/databases/<cluster id>/`: `node0/data` (the leader's
+//! data directory, its log beside it) and `pooler/`. When the host runs as
+//! root, the servers run as the `postgres` user.
+
+mod conf;
+pub mod supervise;
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use nix::sys::signal::Signal;
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+
+use crate::spec::{ADMIN_ROLE, ClusterSpec, Credentials, Member, Placement};
+use crate::{DatabaseProvider, Error, Result, bins};
+
+/// Settings of the local provider.
+#[derive(Clone, Debug)]
+pub struct LocalConfig {
+    /// `<data dir>/databases`.
+    pub root: PathBuf,
+    /// The address servers listen on and clients connect to.
+    pub address: String,
+    /// Where versions not from Debian are unpacked ([`bins::default_root`]).
+    pub binaries: PathBuf,
+    /// The `pgbouncer` binary.
+    pub pgbouncer: PathBuf,
+}
+
+pub struct LocalProvider {
+    config: LocalConfig,
+    /// The user servers run as (`postgres` when the host is root).
+    user: Option<String>,
+    /// Ports of this host's clusters, so a new cluster never takes the port
+    /// of a process that is down for a moment.
+    ports: Mutex<BTreeSet<u16>>,
+    /// One template made at a time.
+    templates: tokio::sync::Mutex<()>,
+}
+
+impl LocalProvider {
+    /// Prepares `root` so the servers' user can reach it.
+    pub fn new(config: LocalConfig) -> Result<Self> {
+        std::fs::create_dir_all(&config.root)?;
+        let user = nix::unistd::geteuid()
+            .is_root()
+            .then(|| "postgres".to_owned());
+        if user.is_some() {
+            // The servers' user must pass through every directory above
+            // its own (search permission only, never listing).
+            for dir in config.root.ancestors().skip(1) {
+                let Ok(meta) = std::fs::metadata(dir) else {
+                    continue;
+                };
+                let mode = meta.permissions().mode();
+                if mode & 0o001 == 0 {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o001))?;
+                }
+            }
+            chown_postgres(&config.root)?;
+        }
+        Ok(LocalProvider {
+            config,
+            user,
+            ports: Mutex::new(BTreeSet::new()),
+            templates: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    fn cluster_dir(&self, cluster: &str) -> PathBuf {
+        self.config.root.join(cluster)
+    }
+
+    fn data_dir(&self, cluster: &str) -> PathBuf {
+        self.cluster_dir(cluster).join("node0").join("data")
+    }
+
+    fn pooler_dir(&self, cluster: &str) -> PathBuf {
+        self.cluster_dir(cluster).join("pooler")
+    }
+
+    fn bin(&self, version: &str) -> Result<PathBuf> {
+        bins::bin_dir(&self.config.binaries, version)
+            .ok_or_else(|| Error::VersionMissing(version.to_owned()))
+    }
+
+    /// Whether the binaries of `version` are installed.
+    pub fn has_version(&self, version: &str) -> bool {
+        self.bin(version).is_ok()
+    }
+
+    /// Records the ports of a known cluster (adoption after a restart).
+    pub fn reserve(&self, placement: &Placement) {
+        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+        ports.insert(placement.port);
+        ports.insert(placement.pooler_port);
+    }
+
+    fn release(&self, placement: &Placement) {
+        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+        ports.remove(&placement.port);
+        ports.remove(&placement.pooler_port);
+    }
+
+    /// A free port that no cluster of this host holds.
+    fn allocate_port(&self) -> Result<u16> {
+        for _ in 0..64 {
+            let port = TcpListener::bind((self.config.address.as_str(), 0))?
+                .local_addr()?
+                .port();
+            let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+            if ports.insert(port) {
+                return Ok(port);
+            }
+        }
+        Err(Error::Unavailable(
+            "no free port for a database process; free some ports".to_owned(),
+        ))
+    }
+
+    /// Writes a file only the servers' user reads.
+    fn write_private(&self, path: &Path, text: &str) -> Result<()> {
+        std::fs::write(path, text)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        if self.user.is_some() {
+            chown_postgres(path)?;
+        }
+        Ok(())
+    }
+
+    fn mkdir(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        if self.user.is_some() {
+            chown_postgres(dir)?;
+        }
+        Ok(())
+    }
+
+    async fn init(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        creds: &Credentials,
+    ) -> Result<()> {
+        let bin = self.bin(&spec.version)?;
+        let (template, template_password) = self.template(&spec.version, &bin).await?;
+        let cluster = self.cluster_dir(&spec.id);
+        self.mkdir(&cluster)?;
+        self.mkdir(&cluster.join("node0"))?;
+        let data = self.data_dir(&spec.id);
+        // A copy of the version's template (initdb and the owner's database
+        // done once), much faster than initdb and CREATE DATABASE.
+        let copy = tokio::process::Command::new("cp")
+            .arg("-a")
+            .arg(&template)
+            .arg(&data)
+            .output()
+            .await?;
+        if !copy.status.success() {
+            return Err(Error::Unavailable(format!(
+                "copying the PostgreSQL {} template: {}",
+                spec.version,
+                String::from_utf8_lossy(&copy.stderr).trim()
+            )));
+        }
+        self.write_private(
+            &data.join(conf::PG_CONF),
+            &conf::postgres(spec, &self.config.address, placement.port),
+        )?;
+        supervise::start_postgres(self.user(), &bin, &data).await?;
+
+        // The host's own password, the owner role, its database.
+        let mut admin = self
+            .connect(placement, ADMIN_ROLE, &template_password, "postgres")
+            .await?;
+        let owner = quote_ident(&placement.owner);
+        let database = quote_ident(&placement.database);
+        for sql in [
+            format!(
+                "ALTER ROLE {ADMIN_ROLE} PASSWORD {}",
+                quote_literal(&creds.admin_password)
+            ),
+            format!(
+                "CREATE ROLE {owner} LOGIN CREATEDB PASSWORD {}",
+                quote_literal(&creds.owner_password)
+            ),
+            format!("ALTER DATABASE {database} OWNER TO {owner}"),
+        ] {
+            sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
+        }
+        admin.close().await?;
+
+        let pooler = self.pooler_dir(&spec.id);
+        self.mkdir(&pooler)?;
+        self.write_private(
+            &pooler.join(conf::POOLER_USERS),
+            &conf::pooler_users(&creds.admin_password),
+        )?;
+        self.write_private(
+            &pooler.join(conf::POOLER_CONF),
+            &conf::pooler(
+                spec,
+                &pooler,
+                &self.config.address,
+                placement.pooler_port,
+                placement.port,
+            ),
+        )?;
+        supervise::start_pooler(
+            self.user(),
+            &self.config.pgbouncer,
+            &pooler,
+            &self.config.address,
+            placement.pooler_port,
+        )
+        .await
+    }
+
+    /// The data directory every new cluster of `version` starts as, made
+    /// once: initdb, the settings files, and the owner's database (owned by
+    /// the host's role until a copy gives it away). Its own random admin
+    /// password, which each copy replaces at once.
+    async fn template(&self, version: &str, bin: &Path) -> Result<(PathBuf, String)> {
+        let _once = self.templates.lock().await;
+        let dir = self.config.root.join(".templates").join(version);
+        let data = dir.join("data");
+        let password_file = dir.join("admin.pw");
+        if let Ok(password) = std::fs::read_to_string(&password_file)
+            && data.join("PG_VERSION").exists()
+        {
+            return Ok((data, password));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        self.mkdir(&dir)?;
+        let password = crate::service::DatabaseService::generate_password();
+        let pwfile = dir.join("initdb.pw");
+        self.write_private(&pwfile, &password)?;
+        let mut cmd = supervise::command(self.user(), &bin.join("initdb"));
+        cmd.arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                ADMIN_ROLE,
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .arg(format!("--pwfile={}", pwfile.display()));
+        let initdb = supervise::run(cmd, "initdb").await;
+        let _ = std::fs::remove_file(&pwfile);
+        initdb?;
+        let mut main_conf = std::fs::read_to_string(data.join("postgresql.conf"))?;
+        main_conf.push_str(&format!("\ninclude_if_exists = '{}'\n", conf::PG_CONF));
+        self.write_private(&data.join("postgresql.conf"), &main_conf)?;
+        self.write_private(&data.join("pg_hba.conf"), &conf::hba())?;
+        // Started once on a free port to make the owner's database.
+        let port = TcpListener::bind((self.config.address.as_str(), 0))?
+            .local_addr()?
+            .port();
+        let spec = ClusterSpec {
+            id: String::new(),
+            version: version.to_owned(),
+            memory_mb: 256,
+            cpus: 1,
+            disk_gb: 1,
+            replicas: 0,
+        };
+        self.write_private(
+            &data.join(conf::PG_CONF),
+            &conf::postgres(&spec, &self.config.address, port),
+        )?;
+        supervise::start_postgres(self.user(), bin, &data).await?;
+        let options = PgConnectOptions::new()
+            .host(&self.config.address)
+            .port(port)
+            .username(ADMIN_ROLE)
+            .password(&password)
+            .database("postgres");
+        let made = async {
+            let mut admin = PgConnection::connect_with(&options).await?;
+            for sql in [
+                "CREATE DATABASE app",
+                "REVOKE ALL ON DATABASE app FROM PUBLIC",
+            ] {
+                sqlx::Executor::execute(&mut admin, sqlx::raw_sql(sql)).await?;
+            }
+            admin.close().await
+        }
+        .await;
+        let mut stop = supervise::command(self.user(), &bin.join("pg_ctl"));
+        stop.arg("-D").arg(&data).args(["-m", "fast", "-w", "stop"]);
+        supervise::run(stop, "pg_ctl stop").await?;
+        made?;
+        std::fs::write(&password_file, &password)?;
+        std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600))?;
+        Ok((data, password))
+    }
+
+    async fn stop_all(&self, cluster: &str) {
+        if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(cluster)) {
+            supervise::stop_pid(pid, Signal::SIGINT).await;
+        }
+        if let Some(pid) = supervise::postgres_pid(&self.data_dir(cluster)) {
+            // Immediate shutdown: the data goes next.
+            supervise::stop_pid(pid, Signal::SIGQUIT).await;
+        }
+    }
+}
+
+/// A generated owner role: `app_` and eight lowercase letters.
+fn owner_name() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let tail: String = (0..8)
+        .map(|_| rng.random_range(b'a'..=b'z') as char)
+        .collect();
+    format!("app_{tail}")
+}
+
+fn chown_postgres(path: &Path) -> Result<()> {
+    let user = nix::unistd::User::from_name("postgres")
+        .map_err(|e| Error::Internal(e.to_string()))?
+        .ok_or_else(|| {
+            Error::Unavailable(
+                "no postgres user on this host; install the postgresql package".to_owned(),
+            )
+        })?;
+    std::os::unix::fs::chown(path, Some(user.uid.as_raw()), Some(user.gid.as_raw()))?;
+    Ok(())
+}
+
+/// `"name"`, with inner quotes doubled.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `'text'`, with inner quotes doubled (standard_conforming_strings is on).
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+#[async_trait]
+impl DatabaseProvider for LocalProvider {
+    async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
+        // Refuse a missing version before taking anything.
+        self.bin(&spec.version)?;
+        let placement = Placement {
+            cluster: spec.id.clone(),
+            version: spec.version.clone(),
+            address: self.config.address.clone(),
+            port: self.allocate_port()?,
+            pooler_port: self.allocate_port()?,
+            owner: owner_name(),
+            database: "app".to_owned(),
+        };
+        if let Err(e) = self.init(spec, &placement, credentials).await {
+            let _ = self.destroy(&placement).await;
+            return Err(e);
+        }
+        Ok(placement)
+    }
+
+    async fn destroy(&self, placement: &Placement) -> Result<()> {
+        self.stop_all(&placement.cluster).await;
+        let dir = self.cluster_dir(&placement.cluster);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        self.release(placement);
+        Ok(())
+    }
+
+    async fn connect(
+        &self,
+        placement: &Placement,
+        user: &str,
+        password: &str,
+        database: &str,
+    ) -> Result<PgConnection> {
+        let options = PgConnectOptions::new()
+            .host(&placement.address)
+            .port(placement.port)
+            .username(user)
+            .password(password)
+            .database(database)
+            .application_name("plateau");
+        Ok(PgConnection::connect_with(&options).await?)
+    }
+
+    async fn members(&self, placement: &Placement) -> Vec<Member> {
+        let healthy = supervise::postgres_pid(&self.data_dir(&placement.cluster)).is_some()
+            && tokio::net::TcpStream::connect((placement.address.as_str(), placement.port))
+                .await
+                .is_ok();
+        vec![Member {
+            name: "node0".to_owned(),
+            role: "leader".to_owned(),
+            port: placement.port,
+            healthy,
+            lag_bytes: None,
+        }]
+    }
+
+    async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>> {
+        let path = self
+            .cluster_dir(&placement.cluster)
+            .join("node0")
+            .join(conf::LOG_FILE);
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        let from = all.len().saturating_sub(lines);
+        Ok(all[from..].iter().map(|l| (*l).to_owned()).collect())
+    }
+
+    async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
+        // The server's own share directory: Debian's, or the package's.
+        let bin = self.bin(&placement.version)?;
+        let dir = if bin.starts_with("/usr/lib/postgresql") {
+            PathBuf::from(format!(
+                "/usr/share/postgresql/{}/extension",
+                placement.version
+            ))
+        } else {
+            bin.with_file_name("share")
+                .join("postgresql")
+                .join("extension")
+        };
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(ext) = name.strip_suffix(".control") {
+                names.push(ext.to_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    async fn supervise(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        _credentials: &Credentials,
+    ) -> Result<bool> {
+        self.reserve(placement);
+        let bin = self.bin(&spec.version)?;
+        let data = self.data_dir(&placement.cluster);
+        if !data.exists() {
+            return Ok(false);
+        }
+        let mut healthy = true;
+        if supervise::postgres_pid(&data).is_none() {
+            tracing::warn!(database = %placement.cluster, "the leader is down; starting it");
+            if let Err(e) = supervise::start_postgres(self.user(), &bin, &data).await {
+                tracing::warn!(database = %placement.cluster, error = %e, "starting the leader");
+                healthy = false;
+            }
+        }
+        let pooler = self.pooler_dir(&placement.cluster);
+        if supervise::pooler_pid(&pooler).is_none() {
+            tracing::warn!(database = %placement.cluster, "the pooler is down; starting it");
+            if let Err(e) = supervise::start_pooler(
+                self.user(),
+                &self.config.pgbouncer,
+                &pooler,
+                &placement.address,
+                placement.pooler_port,
+            )
+            .await
+            {
+                tracing::warn!(database = %placement.cluster, error = %e, "starting the pooler");
+                healthy = false;
+            }
+        }
+        Ok(healthy)
+    }
+}

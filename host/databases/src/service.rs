@@ -1,0 +1,208 @@
+//! [`DatabaseService`]: what the API calls. It joins the store (rows,
+//! events, plan ceilings), the provider (processes) and the host's sealing
+//! key (passwords), and runs the supervision loop over this host's
+//! clusters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use plateau_core::{secret, time};
+use plateau_plugin_runtime::secrets::Sealer;
+use plateau_store::Db;
+use plateau_store::databases::{self, Database};
+
+use crate::spec::{ClusterSpec, Credentials, Placement};
+use crate::{DatabaseProvider, Error, Result};
+
+/// Settings of the service.
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    /// This host's identity: clusters it created carry it, and only it
+    /// supervises them.
+    pub host_id: String,
+    /// Time between supervision rounds.
+    pub supervise_every: Duration,
+}
+
+pub struct DatabaseService {
+    db: Db,
+    provider: Arc<dyn DatabaseProvider>,
+    sealer: Arc<Sealer>,
+    config: ServiceConfig,
+    /// Held by a supervision round over one cluster and by every change of
+    /// an existing cluster's processes, so the supervisor never restarts a
+    /// process that a change is stopping.
+    changes: tokio::sync::Mutex<()>,
+}
+
+/// Which of a cluster's passwords a sealed value holds.
+#[derive(Clone, Copy)]
+pub enum Which {
+    Owner,
+    Admin,
+}
+
+impl DatabaseService {
+    pub fn new(
+        db: Db,
+        provider: Arc<dyn DatabaseProvider>,
+        sealer: Arc<Sealer>,
+        config: ServiceConfig,
+    ) -> Self {
+        DatabaseService {
+            db,
+            provider,
+            sealer,
+            config,
+            changes: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn provider(&self) -> &dyn DatabaseProvider {
+        self.provider.as_ref()
+    }
+
+    /// Excludes the supervisor while a cluster's processes change.
+    pub async fn exclusive(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.changes.lock().await
+    }
+
+    pub fn host_id(&self) -> &str {
+        &self.config.host_id
+    }
+
+    /// A new random password (40 letters and digits).
+    pub fn generate_password() -> String {
+        secret::generate("")
+    }
+
+    fn context(org_id: &str, id: &str, which: Which) -> String {
+        let which = match which {
+            Which::Owner => "owner",
+            Which::Admin => "admin",
+        };
+        format!("database\u{1f}{org_id}\u{1f}{id}\u{1f}{which}")
+    }
+
+    /// Seals a password of a cluster for the store (base64).
+    pub fn seal(&self, org_id: &str, id: &str, which: Which, password: &str) -> Result<String> {
+        let sealed = self
+            .sealer
+            .seal(&Self::context(org_id, id, which), password.as_bytes())
+            .map_err(|e| Error::Seal(e.to_string()))?;
+        Ok(BASE64.encode(sealed))
+    }
+
+    fn open(&self, d: &Database, which: Which, sealed: &str) -> Result<String> {
+        let bytes = BASE64
+            .decode(sealed)
+            .map_err(|e| Error::Seal(e.to_string()))?;
+        let plain = self
+            .sealer
+            .open(&Self::context(&d.org_id, &d.id, which), &bytes)
+            .map_err(|e| Error::Seal(e.to_string()))?;
+        String::from_utf8(plain).map_err(|e| Error::Seal(e.to_string()))
+    }
+
+    pub fn credentials(&self, d: &Database) -> Result<Credentials> {
+        Ok(Credentials {
+            owner_password: self.open(d, Which::Owner, &d.owner_password_sealed)?,
+            admin_password: self.open(d, Which::Admin, &d.admin_password_sealed)?,
+        })
+    }
+
+    pub fn spec(d: &Database) -> ClusterSpec {
+        ClusterSpec {
+            id: d.id.clone(),
+            version: d.version.clone(),
+            memory_mb: d.memory_mb as u32,
+            cpus: d.cpus as u32,
+            disk_gb: d.disk_gb as u32,
+            replicas: d.replicas as u32,
+        }
+    }
+
+    pub fn placement(d: &Database) -> Result<Placement> {
+        Placement::from_json(&d.placement)
+    }
+
+    /// A superuser connection to the cluster's own database.
+    pub async fn admin(&self, d: &Database) -> Result<sqlx::PgConnection> {
+        let placement = Self::placement(d)?;
+        let credentials = self.credentials(d)?;
+        self.provider
+            .connect(
+                &placement,
+                crate::spec::ADMIN_ROLE,
+                &credentials.admin_password,
+                &placement.database,
+            )
+            .await
+    }
+
+    /// A connection as the cluster's owner role (never a superuser), for
+    /// the console and the data API.
+    pub async fn as_owner(&self, d: &Database) -> Result<sqlx::PgConnection> {
+        let placement = Self::placement(d)?;
+        let credentials = self.credentials(d)?;
+        self.provider
+            .connect(
+                &placement,
+                &placement.owner,
+                &credentials.owner_password,
+                &placement.database,
+            )
+            .await
+    }
+
+    /// Supervises this host's clusters every `supervise_every`, starting
+    /// with one round at once (adoption after a restart).
+    pub fn spawn_supervisor(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let service = self.clone();
+        tokio::spawn(async move {
+            loop {
+                service.supervise_round().await;
+                tokio::time::sleep(service.config.supervise_every).await;
+            }
+        })
+    }
+
+    async fn supervise_round(&self) {
+        let clusters = match databases::list_on_host(&self.db, &self.config.host_id).await {
+            Ok(clusters) => clusters,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing the databases to supervise");
+                return;
+            }
+        };
+        for d in clusters {
+            let healthy = match self.supervise_one(&d).await {
+                Ok(healthy) => healthy,
+                Err(e) => {
+                    tracing::warn!(database = %d.id, error = %e, "supervising a database");
+                    false
+                }
+            };
+            let status = if healthy { "running" } else { "degraded" };
+            if let Err(e) = databases::set_status(&self.db, &d.id, status, time::now_ms()).await {
+                tracing::warn!(database = %d.id, error = %e, "recording a database's status");
+            }
+        }
+    }
+
+    async fn supervise_one(&self, d: &Database) -> Result<bool> {
+        let _changes = self.changes.lock().await;
+        // Read again under the lock: the cluster may have changed or gone.
+        let Some(d) = databases::get(&self.db, &d.org_id, &d.id).await? else {
+            return Ok(true);
+        };
+        let spec = Self::spec(&d);
+        let placement = Self::placement(&d)?;
+        let credentials = self.credentials(&d)?;
+        self.provider
+            .supervise(&spec, &placement, &credentials)
+            .await
+    }
+}

@@ -1,0 +1,120 @@
+//! The words the provider boundary speaks: what a cluster should be
+//! ([`ClusterSpec`]), where it runs ([`Placement`]), and its members.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// The PostgreSQL major versions offered (spec section 8); the first is the
+/// default's opposite: [`DEFAULT_VERSION`] is the newest.
+pub const VERSIONS: [&str; 3] = ["15", "16", "17"];
+pub const DEFAULT_VERSION: &str = "17";
+
+/// The extensions customers may create (spec section 8), by their API name.
+pub const EXTENSIONS: [&str; 8] = [
+    "pgvector",
+    "pg_trgm",
+    "unaccent",
+    "uuid-ossp",
+    "pgcrypto",
+    "citext",
+    "hstore",
+    "pg_stat_statements",
+];
+
+/// The name PostgreSQL knows an allowlisted extension by (`pgvector` is
+/// `vector` in `CREATE EXTENSION`).
+pub fn extension_sql_name(name: &str) -> &str {
+    match name {
+        "pgvector" => "vector",
+        other => other,
+    }
+}
+
+/// The host's superuser in every cluster; customers never see it.
+pub const ADMIN_ROLE: &str = "plateau_admin";
+
+/// What a cluster should be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSpec {
+    pub id: String,
+    /// `15`, `16` or `17`.
+    pub version: String,
+    pub memory_mb: u32,
+    pub cpus: u32,
+    pub disk_gb: u32,
+    pub replicas: u32,
+}
+
+impl ClusterSpec {
+    /// `shared_buffers` in MB: a quarter of the memory.
+    pub fn shared_buffers_mb(&self) -> u32 {
+        (self.memory_mb / 4).max(16)
+    }
+
+    /// `max_connections`: about one per 4 MB, between 25 and 400.
+    pub fn max_connections(&self) -> u32 {
+        (self.memory_mb / 4).clamp(25, 400)
+    }
+}
+
+/// The two roles of every cluster: the customer's owner role, and the
+/// host's superuser.
+#[derive(Clone)]
+pub struct Credentials {
+    pub owner_password: String,
+    pub admin_password: String,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Credentials(..)")
+    }
+}
+
+/// Where a cluster runs: what the provider needs to find it again, kept by
+/// the store as JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// The cluster's id.
+    pub cluster: String,
+    pub version: String,
+    /// The address clients connect to.
+    pub address: String,
+    /// The leader's postmaster (`writeUri`).
+    pub port: u16,
+    /// The pooler in transaction mode (`uri`).
+    pub pooler_port: u16,
+    /// The generated owner role, and the database it owns.
+    pub owner: String,
+    pub database: String,
+}
+
+impl Placement {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a placement serializes")
+    }
+
+    pub fn from_json(text: &str) -> crate::Result<Placement> {
+        serde_json::from_str(text)
+            .map_err(|e| crate::Error::Internal(format!("reading a database placement: {e}")))
+    }
+}
+
+/// One server of a cluster as `GET /databases/{id}` shows it.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[schema(as = DatabaseMember)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    /// `node0`, ...
+    pub name: String,
+    /// `leader` or `replica`.
+    pub role: String,
+    pub port: u16,
+    /// Whether it accepts connections.
+    pub healthy: bool,
+    /// Bytes of WAL behind the leader (replicas).
+    pub lag_bytes: Option<u64>,
+}

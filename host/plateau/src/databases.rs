@@ -1,0 +1,91 @@
+//! Starting the managed databases for `plateau serve`: the local provider
+//! on this host's data directory, and the supervisor that adopts or
+//! restarts this host's clusters.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use plateau_core::id::new_id;
+use plateau_databases::local::{LocalConfig, LocalProvider};
+use plateau_databases::{DatabaseService, ServiceConfig, bins};
+use plateau_plugin_runtime::secrets::Sealer;
+use plateau_store::Db;
+
+/// Where and how databases run.
+#[derive(Args, Clone, Debug)]
+pub struct DatabaseArgs {
+    /// Where PostgreSQL versions not from Debian are unpacked (`cargo xtask
+    /// run` installs 16 and 17 there); default: /usr/local/lib/plateau/postgresql
+    /// for root, ~/.cache/plateau/postgresql otherwise.
+    #[arg(long, env = "PLATEAU_POSTGRES_DIR")]
+    pub postgres_dir: Option<PathBuf>,
+    /// The `pgbouncer` binary of the databases' poolers.
+    #[arg(long, env = "PLATEAU_PGBOUNCER", default_value = "/usr/sbin/pgbouncer")]
+    pub pgbouncer: PathBuf,
+    /// The address database servers listen on and clients are given.
+    #[arg(long, env = "PLATEAU_DATABASE_ADDRESS", default_value = "127.0.0.1")]
+    pub database_address: String,
+    /// Milliseconds between supervision rounds over this host's databases.
+    #[arg(long, env = "PLATEAU_DATABASE_SUPERVISE_MS", default_value_t = 2000)]
+    pub database_supervise_ms: u64,
+}
+
+/// The service, with its supervisor running.
+pub struct Running {
+    pub service: Arc<DatabaseService>,
+    supervisor: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops supervising; the clusters keep running, for the next start
+    /// to adopt.
+    pub fn stop(self) {
+        self.supervisor.abort();
+    }
+}
+
+pub fn start(
+    args: &DatabaseArgs,
+    data_dir: &Path,
+    db: &Db,
+    sealer: Arc<Sealer>,
+) -> anyhow::Result<Running> {
+    let root = data_dir.join("databases");
+    let provider = LocalProvider::new(LocalConfig {
+        root: root.clone(),
+        address: args.database_address.clone(),
+        binaries: args.postgres_dir.clone().unwrap_or_else(bins::default_root),
+        pgbouncer: args.pgbouncer.clone(),
+    })
+    .with_context(|| format!("preparing the database directory {}", root.display()))?;
+    let service = Arc::new(DatabaseService::new(
+        db.clone(),
+        Arc::new(provider),
+        sealer,
+        ServiceConfig {
+            host_id: host_id(&root)?,
+            supervise_every: Duration::from_millis(args.database_supervise_ms.max(100)),
+        },
+    ));
+    let supervisor = service.spawn_supervisor();
+    Ok(Running {
+        service,
+        supervisor,
+    })
+}
+
+/// This host's identity for its databases, made once and kept in the
+/// database directory: clusters it created carry it, and only it
+/// supervises them.
+fn host_id(root: &Path) -> anyhow::Result<String> {
+    let path = root.join("host-id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        return Ok(id.trim().to_owned());
+    }
+    let id = new_id("hst");
+    std::fs::write(&path, &id).with_context(|| format!("writing {}", path.display()))?;
+    Ok(id)
+}

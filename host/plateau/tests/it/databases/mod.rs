@@ -1,0 +1,100 @@
+//! Managed PostgreSQL (spec sections 4.5, 4.6 and 8): real clusters driven
+//! through the API and reached with `psql` and with sqlx, through the
+//! pooler (`uri`) and straight to the leader (`writeUri`).
+
+mod api;
+mod inside;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use plateau_testkit::{Client, Server};
+use serde_json::Value;
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
+
+/// Creates a database with `body`; its JSON.
+pub async fn create(c: &Client, body: Value) -> Value {
+    let r = c.post("/databases", body).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+/// A database's connection details.
+pub async fn connection(c: &Client, id: &str) -> Value {
+    let r = c.get(&format!("/databases/{id}/connection")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+/// `psql URI -Atc SQL`.
+pub fn psql(uri: &str, sql: &str) -> Output {
+    std::process::Command::new("psql")
+        .arg(uri)
+        .args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .output()
+        .expect("psql runs (install postgresql-client)")
+}
+
+/// The trimmed output of a [`psql`] that must succeed.
+pub fn psql_ok(uri: &str, sql: &str) -> String {
+    let out = psql(uri, sql);
+    assert!(
+        out.status.success(),
+        "psql {sql:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A sqlx connection to `uri`.
+pub async fn sqlx_connect(uri: &str) -> Result<PgConnection, sqlx::Error> {
+    PgConnection::connect(uri).await
+}
+
+/// Kills the database processes of a test's server when the test ends
+/// (they outlive `plateau serve` on purpose, to be adopted by its next
+/// start). Declare it after the server, so it runs before the server's
+/// data directory goes.
+pub struct Processes(PathBuf);
+
+impl Processes {
+    pub fn of(server: &Server) -> Processes {
+        Processes(server.data_dir.path().join("databases"))
+    }
+}
+
+/// The pids of the postmasters and poolers under `root`.
+pub fn pids(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for cluster in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let dir = cluster.path();
+        let files = [
+            dir.join("node0/data/postmaster.pid"),
+            dir.join("pooler/pgbouncer.pid"),
+        ];
+        for file in files {
+            if let Some(pid) = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
+            {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        let pids = pids(&self.0);
+        // Without their files the supervisor cannot start them again.
+        let _ = std::fs::remove_dir_all(&self.0);
+        if !pids.is_empty() {
+            let _ = std::process::Command::new("kill")
+                .arg("-KILL")
+                .args(&pids)
+                .status();
+        }
+    }
+}
