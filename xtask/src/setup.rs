@@ -22,10 +22,22 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
+    // Linux-image apps: runc runs them, busybox-static fills the test image,
+    // iproute2 makes each replica's network namespace.
+    "runc",
+    "busybox-static",
+    "iproute2",
 ];
 
-/// Debian packages the server itself runs: Redis 7 for the managed caches.
-const RUN_PACKAGES: &[&str] = &["redis-server", "redis-sentinel", "redis-tools"];
+/// Debian packages the server itself runs: Redis 7 for the managed caches,
+/// runc and iproute2 for Linux-image apps.
+const RUN_PACKAGES: &[&str] = &[
+    "redis-server",
+    "redis-sentinel",
+    "redis-tools",
+    "runc",
+    "iproute2",
+];
 
 /// Python packages the test suite uses: `oras`, another OCI client, and
 /// `schemathesis`, which checks the OpenAPI document against the server.
