@@ -258,12 +258,13 @@ async fn linux_image_lifecycle(backend: Backend) {
     assert_eq!(back["status"], "live", "{back}");
     edge.until_body("hello from busybox v1\n").await;
     for _ in 0..400 {
-        if containers(&data_dir).len() == 1 {
+        if containers(&data_dir).len() == 1 && namespaces(&data_dir).len() == 1 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(containers(&data_dir).len(), 1, "the old replicas stopped");
+    assert_eq!(namespaces(&data_dir).len(), 1, "the old namespaces went");
 
     // The container's stdout and stderr are the app's logs.
     crate::until(
