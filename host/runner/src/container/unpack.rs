@@ -166,7 +166,10 @@ fn refused(path: &Path) -> Error {
 mod tests {
     use super::*;
 
-    fn layer(entries: &[(&str, Option<&[u8]>, Option<&str>)]) -> Vec<u8> {
+    /// A path with its contents (a file), link target, or neither (a dir).
+    type Entry<'a> = (&'a str, Option<&'a [u8]>, Option<&'a str>);
+
+    fn layer(entries: &[Entry]) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());
         for (path, data, link) in entries {
             let mut h = tar::Header::new_gnu();
