@@ -14,6 +14,9 @@ use plateau_runner::container::{ContainerRunner, ImageConfig};
 use plateau_runner::{Artifact, Body, LaunchSpec, Limits, LogSink, Replicas, Runner, Stream};
 
 const BUSYBOX: &str = "/bin/busybox";
+/// What the replica serves: the env, its port, a read-only root, no new
+/// privileges, no effective capabilities.
+const WANT: &str = "hello from busybox on 8080 ro CapEff: 0000000000000000 NoNewPrivs: 1 \n";
 
 #[derive(Default)]
 struct Lines(Mutex<Vec<(Stream, String)>>);
@@ -57,6 +60,50 @@ async fn body(handle: &dyn Replicas) -> String {
     String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
 }
 
+/// Deletes what a failed run left: the containers under `root` and the
+/// namespaces made since `before`.
+struct Cleanup {
+    root: PathBuf,
+    before: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let state = self.root.join("state");
+        let out = std::process::Command::new("runc")
+            .arg("--root")
+            .arg(&state)
+            .args(["list", "--quiet"])
+            .output();
+        for id in out
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+            .lines()
+        {
+            let _ = std::process::Command::new("runc")
+                .arg("--root")
+                .arg(&state)
+                .args(["delete", "--force", id])
+                .output();
+        }
+        for ns in namespaces()
+            .into_iter()
+            .filter(|n| !self.before.contains(n))
+        {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "delete", &ns])
+                .output();
+        }
+    }
+}
+
+/// A value of the container's cgroup (v1 hierarchies, as on this kernel).
+fn cgroup(controller: &str, id: &str, file: &str) -> u64 {
+    let path = format!("/sys/fs/cgroup/{controller}/plateau/{id}/{file}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.trim().parse().unwrap()
+}
+
 /// The network namespaces replicas use (`plateau-<n>`).
 fn namespaces() -> Vec<String> {
     let out = std::process::Command::new("ip")
@@ -77,7 +124,7 @@ async fn a_busybox_container_serves_and_goes_away() {
     let runner = ContainerRunner::new(dir.path().join("containers"))
         .expect("the container runtime starts (run as root with runc installed)");
     let config = ImageConfig::parse(
-        br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["/bin/sh","-c","mkdir /tmp/www && echo \"$GREETING on $PORT\" > /tmp/www/index.html && echo started && exec httpd -f -v -p $PORT -h /tmp/www"]}}"#,
+        br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["/bin/sh","-c","mkdir /tmp/www && (touch /bin/x 2>/dev/null && echo rw || echo ro) > /tmp/root && echo \"$GREETING on $PORT $(cat /tmp/root) $(grep -e CapEff -e NoNewPrivs /proc/self/status | tr '\\n\\t' '  ')\" > /tmp/www/index.html && echo started && exec httpd -f -v -p $PORT -h /tmp/www"]}}"#,
     )
     .unwrap();
     let lines = Arc::new(Lines::default());
@@ -98,13 +145,20 @@ async fn a_busybox_container_serves_and_goes_away() {
         logs: lines.clone(),
     };
     let before = namespaces();
+    let _cleanup = Cleanup {
+        root: dir.path().join("containers"),
+        before: before.clone(),
+    };
     let handle = runner.launch(spec).await.unwrap();
-    assert_eq!(body(&*handle).await, "hello from busybox on 8080\n");
+    assert_eq!(body(&*handle).await, WANT);
     assert_eq!(
         handle.env_value("GREETING").as_deref(),
         Some("hello from busybox")
     );
     assert_eq!(runner.containers().len(), 1);
+    let id = &runner.containers()[0];
+    assert_eq!(cgroup("memory", id, "memory.limit_in_bytes"), 64 << 20);
+    assert_eq!(cgroup("cpu", id, "cpu.cfs_quota_us"), 25_000);
     let mine: Vec<String> = namespaces()
         .into_iter()
         .filter(|n| !before.contains(n))
@@ -119,8 +173,8 @@ async fn a_busybox_container_serves_and_goes_away() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(runner.containers().len(), 2, "scaled to two containers");
-    assert_eq!(body(&*handle).await, "hello from busybox on 8080\n");
-    assert_eq!(body(&*handle).await, "hello from busybox on 8080\n");
+    assert_eq!(body(&*handle).await, WANT);
+    assert_eq!(body(&*handle).await, WANT);
 
     let seen = lines.0.lock().unwrap().clone();
     assert!(
