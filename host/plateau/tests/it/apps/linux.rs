@@ -2,8 +2,9 @@
 //! packed in the test as an OCI image (a gzip layer, a config, a manifest,
 //! and for v1 an index naming it for linux/amd64), pushed over the OCI
 //! protocol to the server's registry, deployed, served through the edge
-//! with the app's env, redeployed and rolled back; pause and delete leave
-//! no container, state or network namespace behind. Needs root and runc.
+//! with the app's env, redeployed and rolled back, brought back by a
+//! restart; pause and delete leave no container, state or network
+//! namespace behind. Needs root and runc.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -197,7 +198,7 @@ async fn until_nothing_runs(data_dir: &Path, gone: &[PathBuf]) {
 }
 
 async fn linux_image_lifecycle(backend: Backend) {
-    let env = Apps::start(backend).await;
+    let mut env = Apps::start(backend).await;
     let c = env.client();
     let data_dir = env.server.data_dir.path().to_owned();
     let registry = Registry {
@@ -292,6 +293,16 @@ async fn linux_image_lifecycle(backend: Backend) {
     let r = c.post(&format!("/apps/{app_id}/resume"), json!({})).await;
     assert_eq!(r.status, 200, "{}", r.text());
     edge.until_body("hello from busybox v1\n").await;
+
+    // A restart deletes the old process's containers and brings the live
+    // app back from the unpacked image, without the registry.
+    let before = namespaces(&data_dir);
+    env.server.restart().await;
+    let c = env.client();
+    let edge = Edge::new(&env.server, &slug(&app));
+    edge.until_body("hello from busybox v1\n").await;
+    assert!(before.iter().all(|p| !p.exists()), "{before:?} left");
+    assert_eq!(containers(&data_dir).len(), 1);
 
     // Delete: the app's containers and namespaces go.
     let running = namespaces(&data_dir);
