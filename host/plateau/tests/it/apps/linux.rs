@@ -13,7 +13,7 @@ use plateau_testkit::Backend;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use super::{Apps, Edge, id, slug};
+use super::{Apps, Edge, Load, failures, id, slug};
 use crate::on_both_backends;
 
 on_both_backends!(linux_image_lifecycle);
@@ -242,7 +242,9 @@ async fn linux_image_lifecycle(backend: Backend) {
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
 
-    // Redeploy v2, roll back to v1: each switch leaves one container.
+    // Redeploy v2, roll back to v1, under load: every request answers, and
+    // each switch leaves one container.
+    let load = Load::start(&env.server, &slug(&app), 4);
     let r = c
         .post(
             &format!("/apps/{app_id}/deployments"),
@@ -258,6 +260,18 @@ async fn linux_image_lifecycle(backend: Backend) {
     let back = env.settled(&app_id, &id(&r.json())).await;
     assert_eq!(back["status"], "live", "{back}");
     edge.until_body("hello from busybox v1\n").await;
+    let answers = load.finish().await;
+    let failed = failures(
+        &answers,
+        &["hello from busybox v1\n", "hello from busybox v2\n"],
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed: {:?}",
+        failed.len(),
+        answers.len(),
+        &failed[..failed.len().min(5)]
+    );
     for _ in 0..400 {
         if containers(&data_dir).len() == 1 && namespaces(&data_dir).len() == 1 {
             break;
