@@ -3,6 +3,7 @@
 //! (container, state, bundle, namespace, address), once.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -54,6 +55,9 @@ impl Replica {
     async fn run(&self, template: &Template) -> Result<()> {
         let bundle = self.bundle();
         std::fs::create_dir_all(&bundle).map_err(|e| io("the bundle", e))?;
+        // config.json holds the app's opened env: root's eyes only.
+        std::fs::set_permissions(&bundle, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io("the bundle", e))?;
         let config = Runtime {
             image: &template.image,
             env: &template.env,
