@@ -1,7 +1,10 @@
 //! Resolving a deployment's image reference to a component: from this
 //! platform's own registry with the organisation's rights, or anonymously
-//! from a registry the operator allows. The artifact must be a Wasm OCI
-//! artifact (the layout plugins use; its checks are the plugins' own).
+//! from a registry the operator allows. The artifact is a Wasm OCI
+//! artifact (the layout plugins use; its checks are the plugins' own) or,
+//! from this platform's registry only, a Linux image (an index picks its
+//! linux/amd64 manifest; [`crate::linux_image`] pulls and unpacks it): the
+//! manifest's config media type tells them apart.
 
 use std::path::Path;
 use std::time::Duration;
