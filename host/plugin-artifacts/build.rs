@@ -62,6 +62,18 @@ const DEFAULT: &[Package] = &[
         module: "builtin",
         targets: Targets::Lib,
     },
+    Package {
+        name: "plateau-plugin-queues",
+        dir: "plugins/queues",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
+    Package {
+        name: "plateau-plugin-cron",
+        dir: "plugins/cron",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
 ];
 
 /// The runtime's test components and the template plugin, behind the

@@ -23,12 +23,16 @@
 //! - `cargo xtask bench email [--messages N] [--connections N]`: the email
 //!   relay's throughput to a local SMTP sink, ledger included, against a
 //!   direct SMTP client and the core's write path in the same run (issue 5).
+//! - `cargo xtask bench queues [--messages N] [--connections N]`: messages per
+//!   second end to end through the queues plugin, with p50/p99 of send,
+//!   receive and ack (issue 19).
 
 mod cache_bench;
 mod checks_bench;
 mod email_bench;
 mod flags_bench;
 mod load;
+mod queues_bench;
 mod server;
 mod setup;
 
@@ -66,6 +70,14 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(checks_bench::run(opts))
         }
+        ["bench", "queues", rest @ ..] => {
+            let opts = queues_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(queues_bench::run(opts))
+        }
         ["bench", "email", rest @ ..] => {
             let opts = email_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -85,7 +97,7 @@ fn main() -> anyhow::Result<()> {
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N]"
         ),
     }
 }

@@ -45,6 +45,7 @@ impl Server {
             .arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_STORAGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", TOKEN)
             .env("PLATEAU_LOG", "error")

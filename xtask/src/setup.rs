@@ -22,6 +22,7 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
+    "awscli",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
     // iproute2 makes each replica's network namespace.
     "runc",
@@ -40,8 +41,13 @@ const RUN_PACKAGES: &[&str] = &[
 ];
 
 /// Python packages the test suite uses: `oras`, another OCI client, and
-/// `schemathesis`, which checks the OpenAPI document against the server.
-const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[("oras", "oras"), ("schemathesis", "schemathesis")];
+/// `schemathesis`, which checks the OpenAPI document against the server, and
+/// `boto3`, the AWS SDK that drives the S3 endpoint.
+const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
+    ("oras", "oras"),
+    ("schemathesis", "schemathesis"),
+    ("boto3", "boto3"),
+];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;

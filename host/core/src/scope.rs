@@ -53,6 +53,14 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
     ("registry:read", "pull from the container registry"),
     ("registry:write", "push to the container registry"),
     (
+        "storage:read",
+        "list object storage buckets and access keys",
+    ),
+    (
+        "storage:write",
+        "create and delete buckets and access keys, presign URLs",
+    ),
+    (
         "audit:read",
         "read and export the audit log (owners and admins)",
     ),

@@ -12,6 +12,7 @@ pub mod plugin_cli;
 mod plugin_push;
 mod plugins;
 pub mod serve;
+mod storage;
 
 /// How many tasks a runtime worker runs from its own queue before it looks
 /// at the shared one (tokio tunes this itself when it is not set).

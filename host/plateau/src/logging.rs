@@ -5,10 +5,15 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 
+/// s3s logs every S3 error it answers at ERROR, a client's wrong
+/// signature or missing key alike; the storage front logs its own
+/// internal errors, so s3s's lines stay off unless asked for.
+const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info,s3s=off";
+
 pub fn init(format: LogFormat) {
     let filter = std::env::var("PLATEAU_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info,sqlx=warn,tower_http=info".to_owned());
+        .unwrap_or_else(|_| DEFAULT_FILTER.to_owned());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(filter))
         .with_writer(std::io::stderr);

@@ -75,6 +75,8 @@ pub struct ServeArgs {
     caches: caches::CacheArgs,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
+    #[command(flatten)]
+    storage: crate::storage::StorageArgs,
     /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
     /// by default each request's Host.
     #[arg(long, env = "PLATEAU_REGISTRY_URL")]
@@ -122,10 +124,13 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer)?;
+    let (storage, storage_listener) =
+        crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
     let routes = plateau_plugin_host::admin::routes()
         .merge(plateau_plugin_host::admin_jobs::routes())
         .merge(plateau_cache::api::routes())
         .merge(plateau_apps::api::routes())
+        .merge(plateau_storage::api::routes())
         .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),
@@ -166,12 +171,24 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(plugins.jobs.clone()))
         .layer(axum::Extension(plugins.clock.clone()))
         .layer(axum::Extension(caches.service.clone()))
-        .layer(axum::Extension(apps.apps.clone()));
+        .layer(axum::Extension(apps.apps.clone()))
+        .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
     apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
+    let storage_addr = storage_listener.local_addr()?;
+    tracing::info!(addr = %storage_addr, endpoint = %storage.endpoint(), "object storage serving S3");
     println!("edge listening on http://{}", apps.edge_addr);
+    println!("storage listening on http://{storage_addr}");
     println!("listening on http://{addr}");
+    let (stop_storage, storage_stopped) = tokio::sync::oneshot::channel::<()>();
+    let s3 = tokio::spawn(plateau_storage::s3::serve(
+        storage_listener,
+        plateau_storage::s3::service(storage),
+        async {
+            let _ = storage_stopped.await;
+        },
+    ));
     let maintenance = tokio::spawn(maintain(db.clone()));
     let registry_gc = tokio::spawn(registry_gc(
         db.clone(),
@@ -185,6 +202,8 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;
+    let _ = stop_storage.send(());
+    let _ = s3.await;
     maintenance.abort();
     registry_gc.abort();
     caches.stop();

@@ -12,11 +12,13 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 4] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 6] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
         ("checks", builtin::PLATEAU_PLUGIN_CHECKS),
         ("email", builtin::PLATEAU_PLUGIN_EMAIL),
+        ("queues", builtin::PLATEAU_PLUGIN_QUEUES),
+        ("cron", builtin::PLATEAU_PLUGIN_CRON),
     ]
 }

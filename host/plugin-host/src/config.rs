@@ -71,6 +71,8 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &[Capability::Http, Capability::Scheduler, Capability::Secrets],
         &["*"],
     ),
+    ("queues", &[Capability::Scheduler], &[]),
+    ("cron", &[Capability::Http, Capability::Scheduler], &["*"]),
 ];
 
 impl PluginsConfig {

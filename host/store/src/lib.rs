@@ -27,6 +27,7 @@ pub mod query;
 pub mod registry;
 pub mod sessions;
 pub mod settings;
+pub mod storage;
 pub mod tokens;
 
 pub use db::{Backend, Db, Tx};

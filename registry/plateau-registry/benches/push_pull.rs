@@ -200,6 +200,7 @@ async fn main() {
         .arg("serve")
         .env("PLATEAU_LISTEN", "127.0.0.1:0")
         .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
+        .env("PLATEAU_STORAGE_LISTEN", "127.0.0.1:0")
         .env("PLATEAU_DATA_DIR", &data_dir)
         .env("PLATEAU_BOOTSTRAP_TOKEN", &token)
         .env("PLATEAU_LOG", "warn")

@@ -58,6 +58,8 @@ pub struct Server {
     pub url: String,
     /// The apps edge (`PLATEAU_EDGE_LISTEN`, a free port), `http://127.0.0.1:PORT`.
     pub edge_url: String,
+    /// The S3 endpoint (`PLATEAU_STORAGE_LISTEN`, a free port), `http://127.0.0.1:PORT`.
+    pub storage_url: String,
     /// The owner token of the first organisation (PLATEAU_BOOTSTRAP_TOKEN).
     pub token: String,
     /// The operator password (PLATEAU_ADMIN_PASSWORD).
@@ -80,6 +82,7 @@ impl Server {
             child: None,
             url: String::new(),
             edge_url: String::new(),
+            storage_url: String::new(),
             token: options
                 .env
                 .get("PLATEAU_BOOTSTRAP_TOKEN")
@@ -99,6 +102,7 @@ impl Server {
         cmd.arg("serve")
             .env("PLATEAU_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_EDGE_LISTEN", "127.0.0.1:0")
+            .env("PLATEAU_STORAGE_LISTEN", "127.0.0.1:0")
             .env("PLATEAU_DATA_DIR", self.data_dir.path())
             .env("PLATEAU_BOOTSTRAP_TOKEN", &self.token)
             .env("PLATEAU_ADMIN_PASSWORD", &self.admin_password)
@@ -115,10 +119,14 @@ impl Server {
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut edge_url = String::new();
+        let mut storage_url = String::new();
         let url = tokio::time::timeout(Duration::from_secs(60), async {
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(url) = line.strip_prefix("edge listening on ") {
                     edge_url = url.to_owned();
+                }
+                if let Some(url) = line.strip_prefix("storage listening on ") {
+                    storage_url = url.to_owned();
                 }
                 if let Some(url) = line.strip_prefix("listening on ") {
                     return url.to_owned();
@@ -132,6 +140,7 @@ impl Server {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         self.url = url;
         self.edge_url = edge_url;
+        self.storage_url = storage_url;
         self.child = Some(child);
     }
 

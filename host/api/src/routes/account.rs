@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use plateau_core::time;
-use plateau_store::{grants, orgs, plans, plugins, projects, tokens};
+use plateau_store::{grants, orgs, plans, plugins, projects, storage, tokens};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -89,7 +89,18 @@ pub struct Usage {
     /// Plugin requests and the fuel they burned this period, per plugin
     /// (fuel: about one unit per wasm instruction; recorded within seconds).
     pub plugins: Vec<PluginUsage>,
+    /// Object storage (objects and unfinished uploads), counted against
+    /// the plan's storage limit.
+    pub storage: StorageUsage,
     pub cost: Cost,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageUsage {
+    pub bytes: i64,
+    pub objects: i64,
+    pub limit_bytes: i64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -161,6 +172,14 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
             members: orgs::count_members(db, &caller.org_id).await?,
         },
         plugins,
+        storage: {
+            let used = storage::usage(db, &caller.org_id).await?;
+            StorageUsage {
+                bytes: used.bytes,
+                objects: used.objects,
+                limit_bytes: limits.storage_gb.saturating_mul(1_000_000_000),
+            }
+        },
         cost: Cost {
             plan_cents: limits.price_cents,
             metered_cents: metered,

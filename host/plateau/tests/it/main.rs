@@ -10,6 +10,7 @@ mod auth;
 mod cache;
 mod checks;
 mod connect;
+mod cron;
 mod email;
 mod errors;
 mod events;
@@ -24,8 +25,10 @@ mod plugin_idempotency;
 mod plugin_oci;
 mod plugins;
 mod projects;
+mod queues;
 mod registry;
 mod server;
+mod storage;
 
 use std::time::Duration;
 

@@ -2,11 +2,13 @@
 //! customer's user and what ACL denies it, rotation, metrics, logs,
 //! deletion, the plan's ceiling, scopes and tenants.
 
+use std::time::Duration;
+
 use plateau_testkit::Backend;
 use redis::AsyncCommands as _;
 use serde_json::json;
 
-use super::{Processes, cli, cli_out, connection, create, direct};
+use super::{Processes, cli, cli_out, connection, create, direct, eventually};
 use crate::{create_org, event_types, mint, start};
 
 crate::on_both_backends!(lifecycle_over_tls, plan_scopes_and_tenants);
@@ -97,6 +99,29 @@ async fn lifecycle_over_tls(backend: Backend) {
     assert_eq!(r2.json()["memoryMb"], 48);
     let m = c.get(&format!("/caches/{id}/metrics")).await.json();
     assert_eq!(m["maxmemoryBytes"], 48 << 20, "{m}");
+    // Replicas scale down and back up; the new replica catches up.
+    for (replicas, connected) in [(0, 0), (1, 1)] {
+        let r2 = c
+            .patch(&format!("/caches/{id}"), json!({ "replicas": replicas }))
+            .await;
+        assert_eq!(r2.status, 200, "{}", r2.text());
+        assert_eq!(r2.json()["replicas"], replicas);
+        eventually(
+            &format!("{connected} connected replicas"),
+            Duration::from_secs(30),
+            || {
+                let c = &c;
+                let id = &id;
+                async move {
+                    let m = c.get(&format!("/caches/{id}/metrics")).await.json();
+                    (m["connectedReplicas"] == connected).then_some(())
+                }
+            },
+        )
+        .await;
+    }
+    let detail = c.get(&format!("/caches/{id}")).await.json();
+    assert_eq!(detail["replicas"], 1, "{detail}");
     let r2 = c
         .patch(&format!("/caches/{id}"), json!({ "tls": false }))
         .await;

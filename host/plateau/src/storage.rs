@@ -1,0 +1,89 @@
+//! Object storage in `plateau serve`: the provider over the configured
+//! byte store, access keys sealed with the host's secret key, and the S3
+//! endpoint on its own listener.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use plateau_api::AppState;
+use plateau_plugin_runtime::secrets::Sealer;
+use plateau_storage::blobs::Blobs;
+use plateau_storage::keys::{Keys, Sealing};
+use plateau_storage::local::LocalProvider;
+use plateau_storage::{Storage, StorageConfig};
+
+/// Where and how object storage is served.
+#[derive(Args, Clone, Debug)]
+pub struct StorageArgs {
+    /// Address of the S3-compatible endpoint; port 0 picks a free port.
+    #[arg(long, env = "PLATEAU_STORAGE_LISTEN", default_value = "127.0.0.1:8082")]
+    pub storage_listen: SocketAddr,
+    /// Base domain of virtual-host style requests (`<bucket>.<domain>`).
+    #[arg(long, env = "PLATEAU_STORAGE_DOMAIN", default_value = "s3.localhost")]
+    pub storage_domain: String,
+    /// The endpoint's public address (`https://s3.example.com`), for bucket details and
+    /// presigned URLs; default `http://<domain>:<port>`.
+    #[arg(long, env = "PLATEAU_STORAGE_URL")]
+    pub storage_url: Option<String>,
+    /// Object bytes: a directory, `file:///dir`, or `s3://bucket[/prefix]` (with the usual
+    /// AWS_* variables); default: `storage` in the data directory.
+    #[arg(long, env = "PLATEAU_STORAGE_STORE")]
+    pub storage_store: Option<String>,
+}
+
+/// The host's sealing key, as object storage uses it.
+struct HostSealer(Sealer);
+
+impl Sealing for HostSealer {
+    fn seal(&self, context: &str, plaintext: &[u8]) -> Option<Vec<u8>> {
+        self.0.seal(context, plaintext).ok()
+    }
+
+    fn open(&self, context: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+        self.0.open(context, sealed).ok()
+    }
+}
+
+/// Object storage, and its endpoint's listener (bound, not yet serving).
+pub async fn open(
+    args: &StorageArgs,
+    data_dir: &Path,
+    state: &AppState,
+    sealing_key: &[u8; 32],
+) -> anyhow::Result<(Storage, tokio::net::TcpListener)> {
+    let blobs = match &args.storage_store {
+        Some(spec) => Blobs::open(spec),
+        None => Blobs::local(&data_dir.join("storage")),
+    }
+    .context("opening the object storage store")?;
+    tracing::info!(store = %blobs.location, "object storage");
+    let provider = LocalProvider::new(state.db().clone(), blobs);
+    let keys = Keys::new(
+        state.db().clone(),
+        Arc::new(HostSealer(Sealer::new(sealing_key))),
+        state.config().auth_cache_ttl.max(Duration::from_millis(1)),
+    );
+    let storage = Storage::new(
+        Arc::new(provider),
+        keys,
+        StorageConfig {
+            domain: args.storage_domain.clone(),
+            public_url: args.storage_url.clone(),
+            region: "us-east-1".to_owned(),
+        },
+    );
+    let listener = tokio::net::TcpListener::bind(args.storage_listen)
+        .await
+        .with_context(|| {
+            format!(
+                "listening on {} (PLATEAU_STORAGE_LISTEN)",
+                args.storage_listen
+            )
+        })?;
+    storage.set_port(listener.local_addr()?.port());
+    Ok((storage, listener))
+}

@@ -1,0 +1,224 @@
+//! Object bytes in an `object_store`: a local directory by default, or an
+//! S3 bucket (`s3://bucket[/prefix]`) for a deployment that outgrows one
+//! machine. Keys are never reused: a write goes to a fresh key that only
+//! the database row committed after it makes visible.
+
+use std::ops::Range;
+use std::path::Path as FsPath;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use md5::{Digest as _, Md5};
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{
+    GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, WriteMultipart,
+};
+
+use crate::error::{Error, Result};
+
+/// Parts written to S3 (its minimum is 5 MiB); also what a write holds
+/// in memory, times [`WRITE_CONCURRENCY`].
+const S3_PART_SIZE: usize = 8 * 1024 * 1024;
+/// A local part is one `write` into the staged file.
+const LOCAL_PART_SIZE: usize = 1024 * 1024;
+const WRITE_CONCURRENCY: usize = 2;
+/// Local files are read in chunks of this size.
+const READ_CHUNK: usize = 1024 * 1024;
+
+/// The byte store.
+#[derive(Clone)]
+pub struct Blobs {
+    inner: Arc<dyn ObjectStore>,
+    part_size: usize,
+    /// `file:///...` or `s3://bucket`, for logs.
+    pub location: String,
+}
+
+/// A finished write.
+pub struct Written {
+    pub size: u64,
+    pub md5: [u8; 16],
+}
+
+/// How a write failed.
+pub enum WriteFailure {
+    /// The body passed `cap` bytes; nothing was kept.
+    TooLarge,
+    /// The body failed or ended early; nothing was kept.
+    Interrupted,
+    Store(Error),
+}
+
+impl Blobs {
+    /// Opens `s3://bucket[/prefix]` (credentials, region and endpoint from
+    /// the usual `AWS_*` variables), `file:///dir`, or a directory path.
+    pub fn open(spec: &str) -> Result<Blobs> {
+        if let Some(rest) = spec.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            let s3 = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .build()?;
+            let prefix = prefix.trim_matches('/');
+            let inner: Arc<dyn ObjectStore> = if prefix.is_empty() {
+                Arc::new(s3)
+            } else {
+                Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
+            };
+            return Ok(Blobs {
+                inner,
+                part_size: S3_PART_SIZE,
+                location: format!("s3://{rest}"),
+            });
+        }
+        Self::local(FsPath::new(spec.strip_prefix("file://").unwrap_or(spec)))
+    }
+
+    /// A store in a local directory, created if needed.
+    pub fn local(dir: &FsPath) -> Result<Blobs> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::Internal(format!(
+                "creating the storage directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let fs = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+        Ok(Blobs {
+            inner: Arc::new(fs),
+            part_size: LOCAL_PART_SIZE,
+            location: format!("file://{}", dir.display()),
+        })
+    }
+
+    /// A fresh key for an object's bytes.
+    pub fn object_key(bucket_id: &str) -> String {
+        format!("objects/{bucket_id}/{}", uuid::Uuid::new_v4().simple())
+    }
+
+    /// A fresh key for a part's bytes.
+    pub fn part_key(upload_id: &str, number: i64) -> String {
+        format!(
+            "parts/{upload_id}/{number:05}-{}",
+            uuid::Uuid::new_v4().simple()
+        )
+    }
+
+    /// Streams `body` into `key`, hashing it with MD5 and holding a few
+    /// parts in memory at most. Past `cap` bytes, or when the body fails,
+    /// nothing is kept.
+    pub async fn write(
+        &self,
+        key: &str,
+        mut body: BoxStream<'static, std::io::Result<Bytes>>,
+        cap: u64,
+    ) -> std::result::Result<Written, WriteFailure> {
+        let mut md5 = Md5::new();
+        let mut written = 0u64;
+        let upload = self
+            .inner
+            .put_multipart(&Path::from(key))
+            .await
+            .map_err(|e| WriteFailure::Store(e.into()))?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, self.part_size);
+        while let Some(chunk) = body.next().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::info!(error = %e, key, "object body interrupted");
+                    let _ = writer.abort().await;
+                    return Err(WriteFailure::Interrupted);
+                }
+            };
+            written += chunk.len() as u64;
+            if written > cap {
+                let _ = writer.abort().await;
+                return Err(WriteFailure::TooLarge);
+            }
+            md5.update(&chunk);
+            if let Err(e) = writer.wait_for_capacity(WRITE_CONCURRENCY).await {
+                return Err(WriteFailure::Store(e.into()));
+            }
+            writer.put(chunk);
+        }
+        writer
+            .finish()
+            .await
+            .map_err(|e| WriteFailure::Store(e.into()))?;
+        Ok(Written {
+            size: written,
+            md5: md5.finalize().into(),
+        })
+    }
+
+    /// A byte range of a blob (all of it for None), streamed; local files
+    /// are read in large chunks on the blocking pool.
+    pub async fn read(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let options = GetOptions {
+            range: range.map(GetRange::Bounded),
+            ..GetOptions::default()
+        };
+        let result = self.inner.get_opts(&Path::from(key), options).await?;
+        match result.payload {
+            GetResultPayload::File(file, _) => Ok(read_file(file, result.range)),
+            GetResultPayload::Stream(_) => Ok(result
+                .into_stream()
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .boxed()),
+        }
+    }
+
+    /// Copies a blob (a file copy locally, a server-side copy on S3).
+    pub async fn copy(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.copy(&Path::from(from), &Path::from(to)).await?;
+        Ok(())
+    }
+
+    /// Deletes blobs; missing ones are not an error, and failures are only
+    /// logged (the rows are gone, so the bytes are never served again).
+    pub async fn delete_all(&self, keys: impl IntoIterator<Item = String>) {
+        for key in keys {
+            match self.inner.delete(&Path::from(key.as_str())).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => tracing::warn!(error = %e, key, "deleting an object's bytes"),
+            }
+        }
+    }
+}
+
+/// Reads `range` of a local file in [`READ_CHUNK`] pieces on the blocking
+/// pool, one chunk ahead of the sender.
+fn read_file(file: std::fs::File, range: Range<u64>) -> BoxStream<'static, std::io::Result<Bytes>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(2);
+    tokio::task::spawn_blocking(move || {
+        let mut file = file;
+        if let Err(e) = file.seek(SeekFrom::Start(range.start)) {
+            let _ = tx.blocking_send(Err(e));
+            return;
+        }
+        let mut left = range.end - range.start;
+        while left > 0 {
+            let n = left.min(READ_CHUNK as u64) as usize;
+            let mut buf = vec![0u8; n];
+            let result = file.read_exact(&mut buf).map(|()| Bytes::from(buf));
+            let failed = result.is_err();
+            if tx.blocking_send(result).is_err() || failed {
+                return;
+            }
+            left -= n as u64;
+        }
+    });
+    tokio_stream(rx)
+}
+
+fn tokio_stream(
+    mut rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>,
+) -> BoxStream<'static, std::io::Result<Bytes>> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
+}

@@ -1,0 +1,430 @@
+//! The local provider: bytes in [`Blobs`] (a directory or an S3 bucket),
+//! metadata in Plateau's database through `plateau_store::storage`.
+//!
+//! A write streams into a fresh blob key, then commits the object row in
+//! one transaction with the usage it adds and its event; a refused or
+//! interrupted write deletes its blob and leaves nothing visible.
+
+mod list;
+mod multipart;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use plateau_core::{id::new_id, time};
+use plateau_store::Db;
+use plateau_store::events::{self, Actor, NewEvent};
+use plateau_store::storage::{self, buckets, objects};
+use serde_json::json;
+
+use crate::blobs::{Blobs, WriteFailure, Written};
+use crate::error::{Error, Result};
+use crate::names;
+use crate::provider::*;
+
+/// Object storage on this host's database and byte store.
+#[derive(Clone)]
+pub struct LocalProvider {
+    db: Db,
+    blobs: Blobs,
+}
+
+/// The largest object or part accepted in one request (S3's limit).
+pub const MAX_PUT: u64 = 5 * 1024 * 1024 * 1024;
+
+impl LocalProvider {
+    pub fn new(db: Db, blobs: Blobs) -> Self {
+        LocalProvider { db, blobs }
+    }
+
+    pub fn blobs(&self) -> &Blobs {
+        &self.blobs
+    }
+
+    /// The organisation's limit in bytes, and the message of a refusal.
+    async fn limit(&self, org_id: &str) -> Result<(i64, String)> {
+        let (plan, gb) = storage::limit(&self.db, org_id).await?;
+        let message = format!(
+            "storage limit reached: the {plan} plan allows {gb} GB; delete objects or \
+             move to a larger plan"
+        );
+        Ok((gb.max(0).saturating_mul(1_000_000_000), message))
+    }
+
+    /// Streams an upload into `key` within what the organisation may still
+    /// store (plus `freed`, the bytes the write replaces).
+    async fn write(
+        &self,
+        org_id: &str,
+        key: &str,
+        upload: Upload,
+        freed: i64,
+    ) -> Result<(Written, i64, String)> {
+        let (limit, message) = self.limit(org_id).await?;
+        let used = storage::usage(&self.db, org_id).await?.bytes;
+        let room = (limit - used + freed).max(0) as u64;
+        let cap = room.min(MAX_PUT);
+        if let Some(length) = upload.length {
+            if length > MAX_PUT {
+                return Err(Error::EntityTooLarge);
+            }
+            if length > room {
+                return Err(Error::QuotaExceeded(message));
+            }
+        }
+        match self.blobs.write(key, upload.body, cap).await {
+            Ok(w) => Ok((w, limit, message)),
+            Err(WriteFailure::TooLarge) if cap == MAX_PUT => Err(Error::EntityTooLarge),
+            Err(WriteFailure::TooLarge) => Err(Error::QuotaExceeded(message)),
+            Err(WriteFailure::Interrupted) => Err(Error::IncompleteBody),
+            Err(WriteFailure::Store(e)) => {
+                self.blobs.delete_all([key.to_owned()]).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn object_row(&self, bucket: &Bucket, key: &str) -> Result<objects::Object> {
+        objects::get(&self.db, &bucket.id, key)
+            .await?
+            .ok_or(Error::NoSuchKey)
+    }
+
+    /// Commits an object row; on refusal deletes `written` blobs.
+    async fn commit_object(
+        &self,
+        bucket: &Bucket,
+        row: objects::Object,
+        limit: i64,
+        message: String,
+        actor: &Actor,
+        written: Vec<String>,
+    ) -> Result<ObjectInfo> {
+        let event = object_event(bucket, &row.key, "storage.object.written", actor)
+            .data(json!({ "bucket": bucket.bucket, "key": row.key, "size": row.size }));
+        let mut tx = self.db.begin().await?;
+        match objects::put(&mut tx, &bucket.org_id, &row, limit, &event).await {
+            Ok(old) => {
+                tx.commit().await?;
+                if let Some(old) = old {
+                    self.blobs.delete_all(segment_keys(&old.blobs)).await;
+                }
+                Ok(info(row))
+            }
+            Err(e) => {
+                drop(tx);
+                self.blobs.delete_all(written).await;
+                Err(Error::from_write(e, || message))
+            }
+        }
+    }
+}
+
+fn object_event(bucket: &Bucket, key: &str, kind: &str, actor: &Actor) -> NewEvent {
+    let mut event = NewEvent::audited(&bucket.org_id, kind, "storage", "update", actor)
+        .resource("storage_object", &format!("{}/{key}", bucket.id));
+    // Object writes are data, not configuration: in the timeline, not the audit log.
+    event.audit = false;
+    event
+}
+
+/// The blob keys of an object's `blobs` column.
+pub(crate) fn segments(blobs: &str) -> Vec<(String, u64)> {
+    serde_json::from_str(blobs).unwrap_or_default()
+}
+
+fn segment_keys(blobs: &str) -> Vec<String> {
+    segments(blobs).into_iter().map(|(k, _)| k).collect()
+}
+
+pub(crate) fn info(row: objects::Object) -> ObjectInfo {
+    ObjectInfo {
+        key: row.key,
+        size: row.size.max(0) as u64,
+        etag: row.etag,
+        modified_at: row.modified_at,
+        headers: serde_json::from_str(&row.headers).unwrap_or_default(),
+    }
+}
+
+#[async_trait]
+impl Provider for LocalProvider {
+    async fn create_bucket(
+        &self,
+        org_id: &str,
+        project_id: Option<String>,
+        name: &str,
+        actor: &Actor,
+    ) -> Result<Bucket> {
+        if let Some(problem) = names::check_name(name) {
+            return Err(Error::InvalidArgument(problem));
+        }
+        let now = time::now_ms();
+        let bucket = Bucket {
+            id: new_id("bkt"),
+            org_id: org_id.to_owned(),
+            project_id,
+            name: name.to_owned(),
+            bucket: names::bucket_name(org_id, name),
+            bytes: 0,
+            objects: 0,
+            created_at: now,
+        };
+        let mut tx = self.db.begin().await?;
+        if let Err(e) = buckets::insert(&mut tx, &bucket).await {
+            return Err(if e.is_unique_violation() {
+                Error::NameTaken(name.to_owned())
+            } else {
+                e.into()
+            });
+        }
+        let event = NewEvent::audited(
+            org_id,
+            "storage.bucket.created",
+            "resources",
+            "create",
+            actor,
+        )
+        .resource("storage_bucket", &bucket.id)
+        .data(json!({ "name": bucket.name, "bucket": bucket.bucket }));
+        events::record(&mut tx, &event, now).await?;
+        tx.commit_last().await?;
+        Ok(bucket)
+    }
+
+    async fn delete_bucket(&self, bucket: &Bucket, actor: &Actor) -> Result<()> {
+        let mut tx = self.db.begin().await?;
+        if !buckets::delete(&mut tx, &bucket.org_id, &bucket.id).await? {
+            return Err(Error::BucketNotEmpty);
+        }
+        let event = NewEvent::audited(
+            &bucket.org_id,
+            "storage.bucket.deleted",
+            "resources",
+            "delete",
+            actor,
+        )
+        .resource("storage_bucket", &bucket.id)
+        .data(json!({ "name": bucket.name, "bucket": bucket.bucket }));
+        events::record(&mut tx, &event, time::now_ms()).await?;
+        tx.commit_last().await?;
+        Ok(())
+    }
+
+    async fn bucket_by_name(&self, name: &str) -> Result<Option<Bucket>> {
+        Ok(buckets::by_name(&self.db, name).await?)
+    }
+
+    async fn buckets(&self, org_id: &str) -> Result<Vec<Bucket>> {
+        Ok(buckets::all(&self.db, org_id).await?)
+    }
+
+    async fn usage(&self, org_id: &str) -> Result<Usage> {
+        Ok(storage::usage(&self.db, org_id).await?)
+    }
+
+    async fn put_object(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        upload: Upload,
+        headers: ObjectHeaders,
+        actor: &Actor,
+    ) -> Result<ObjectInfo> {
+        let freed = objects::get(&self.db, &bucket.id, key)
+            .await?
+            .map_or(0, |o| o.size);
+        let blob = Blobs::object_key(&bucket.id);
+        let (written, limit, message) = self.write(&bucket.org_id, &blob, upload, freed).await?;
+        let row = objects::Object {
+            bucket_id: bucket.id.clone(),
+            key: key.to_owned(),
+            size: written.size as i64,
+            etag: hex::encode(written.md5),
+            blobs: serde_json::to_string(&[(&blob, written.size)]).unwrap_or_default(),
+            headers: serde_json::to_string(&headers).unwrap_or_default(),
+            modified_at: time::now_ms(),
+        };
+        self.commit_object(bucket, row, limit, message, actor, vec![blob])
+            .await
+    }
+
+    async fn head_object(&self, bucket: &Bucket, key: &str) -> Result<ObjectInfo> {
+        Ok(info(self.object_row(bucket, key).await?))
+    }
+
+    async fn get_object(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        range: Option<std::ops::Range<u64>>,
+    ) -> Result<(ObjectInfo, ByteStream)> {
+        let row = self.object_row(bucket, key).await?;
+        let parts = segments(&row.blobs);
+        let object = info(row);
+        let want = range.unwrap_or(0..object.size);
+        if want.end > object.size || want.start > want.end {
+            return Err(Error::InvalidRange);
+        }
+        // The segments that overlap the range, each with its own sub-range.
+        let mut pieces = Vec::new();
+        let mut offset = 0u64;
+        for (blob, size) in parts {
+            let (start, end) = (offset, offset + size);
+            offset = end;
+            if end <= want.start || start >= want.end {
+                continue;
+            }
+            let from = want.start.max(start) - start;
+            let to = want.end.min(end) - start;
+            pieces.push((blob, from..to));
+        }
+        let blobs = self.blobs.clone();
+        let body = futures::stream::iter(pieces)
+            .then(move |(blob, range)| {
+                let blobs = blobs.clone();
+                async move {
+                    match blobs.read(&blob, Some(range)).await {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let e = std::io::Error::other(format!("reading {blob}: {e}"));
+                            futures::stream::once(async { Err(e) }).boxed()
+                        }
+                    }
+                }
+            })
+            .flatten()
+            .boxed();
+        Ok((object, body))
+    }
+
+    async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {
+        let event = object_event(bucket, key, "storage.object.deleted", actor)
+            .data(json!({ "bucket": bucket.bucket, "key": key }));
+        let mut tx = self.db.begin().await?;
+        let old = objects::delete(
+            &mut tx,
+            &bucket.org_id,
+            &bucket.id,
+            key,
+            &event,
+            time::now_ms(),
+        )
+        .await
+        .map_err(|e| Error::from_write(e, String::new))?;
+        tx.commit().await?;
+        match old {
+            Some(old) => {
+                self.blobs.delete_all(segment_keys(&old.blobs)).await;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn copy_object(
+        &self,
+        from: (&Bucket, &str),
+        to: (&Bucket, &str),
+        headers: Option<ObjectHeaders>,
+        actor: &Actor,
+    ) -> Result<ObjectInfo> {
+        let source = self.object_row(from.0, from.1).await?;
+        let (limit, message) = self.limit(&to.0.org_id).await?;
+        let used = storage::usage(&self.db, &to.0.org_id).await?.bytes;
+        let freed = objects::get(&self.db, &to.0.id, to.1)
+            .await?
+            .map_or(0, |o| o.size);
+        if used - freed + source.size > limit {
+            return Err(Error::QuotaExceeded(message));
+        }
+        let mut copied = Vec::new();
+        for (blob, size) in segments(&source.blobs) {
+            let key = Blobs::object_key(&to.0.id);
+            if let Err(e) = self.blobs.copy(&blob, &key).await {
+                self.blobs
+                    .delete_all(copied.into_iter().map(|(k, _)| k))
+                    .await;
+                return Err(e);
+            }
+            copied.push((key, size));
+        }
+        let keys: Vec<String> = copied.iter().map(|(k, _)| k.clone()).collect();
+        let row = objects::Object {
+            bucket_id: to.0.id.clone(),
+            key: to.1.to_owned(),
+            size: source.size,
+            etag: source.etag,
+            blobs: serde_json::to_string(&copied).unwrap_or_default(),
+            headers: match headers {
+                Some(h) => serde_json::to_string(&h).unwrap_or_default(),
+                None => source.headers,
+            },
+            modified_at: time::now_ms(),
+        };
+        self.commit_object(to.0, row, limit, message, actor, keys)
+            .await
+    }
+
+    async fn list_objects(&self, bucket: &Bucket, query: &ListQuery) -> Result<Listing> {
+        list::list(&self.db, bucket, query).await
+    }
+
+    async fn create_upload(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        headers: ObjectHeaders,
+    ) -> Result<UploadInfo> {
+        multipart::create(self, bucket, key, headers).await
+    }
+
+    async fn upload_part(
+        &self,
+        bucket: &Bucket,
+        upload_id: &str,
+        number: i64,
+        upload: Upload,
+    ) -> Result<PartInfo> {
+        multipart::upload_part(self, bucket, upload_id, number, upload).await
+    }
+
+    async fn complete_upload(
+        &self,
+        bucket: &Bucket,
+        upload_id: &str,
+        parts: &[(i64, String)],
+        actor: &Actor,
+    ) -> Result<ObjectInfo> {
+        multipart::complete(self, bucket, upload_id, parts, actor).await
+    }
+
+    async fn abort_upload(&self, bucket: &Bucket, upload_id: &str) -> Result<()> {
+        multipart::abort(self, bucket, upload_id).await
+    }
+
+    async fn upload(&self, bucket: &Bucket, upload_id: &str) -> Result<UploadInfo> {
+        multipart::get(self, bucket, upload_id)
+            .await
+            .map(multipart::upload_info)
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &Bucket,
+        upload_id: &str,
+        after: i64,
+        max: usize,
+    ) -> Result<(Vec<PartInfo>, bool)> {
+        multipart::list_parts(self, bucket, upload_id, after, max).await
+    }
+
+    async fn list_uploads(
+        &self,
+        bucket: &Bucket,
+        prefix: &str,
+        after: (&str, &str),
+        max: usize,
+    ) -> Result<(Vec<UploadInfo>, bool)> {
+        multipart::list_uploads(self, bucket, prefix, after, max).await
+    }
+}

@@ -1,0 +1,192 @@
+//! The provider boundary: what the API and the S3 endpoint ask of object
+//! storage. [`crate::local::LocalProvider`] keeps bytes in an
+//! `object_store` (a directory or an S3 bucket) and metadata in Plateau's
+//! database; a deployment that outgrows one machine can put another
+//! engine (a real S3 service) behind the same trait.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use plateau_store::events::Actor;
+use serde::{Deserialize, Serialize};
+
+pub use plateau_store::storage::Usage;
+pub use plateau_store::storage::buckets::Bucket;
+
+use crate::error::Result;
+
+/// Object content, streamed.
+pub type ByteStream = BoxStream<'static, std::io::Result<Bytes>>;
+
+/// Content headers and user metadata kept with an object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ObjectHeaders {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_encoding: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_disposition: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_language: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<String>,
+    /// Milliseconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<i64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// What is known of a stored object.
+#[derive(Clone, Debug)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+    /// The entity tag without quotes: the MD5 in hex, or for a multipart
+    /// object the MD5 of its parts' MD5s and `-<parts>`.
+    pub etag: String,
+    /// Milliseconds since the epoch.
+    pub modified_at: i64,
+    pub headers: ObjectHeaders,
+}
+
+/// A listing request: keys above `after` that start with `prefix`,
+/// rolled up at `delimiter`.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    pub after: String,
+    pub max_keys: usize,
+}
+
+/// A page of a listing.
+#[derive(Clone, Debug, Default)]
+pub struct Listing {
+    pub objects: Vec<ObjectInfo>,
+    pub prefixes: Vec<String>,
+    pub truncated: bool,
+    /// Where the next page starts (after this key or prefix).
+    pub next_after: Option<String>,
+}
+
+/// A multipart upload in progress.
+#[derive(Clone, Debug)]
+pub struct UploadInfo {
+    pub id: String,
+    pub key: String,
+    pub created_at: i64,
+    pub headers: ObjectHeaders,
+}
+
+/// A stored part of a multipart upload.
+#[derive(Clone, Debug)]
+pub struct PartInfo {
+    pub number: i64,
+    pub size: u64,
+    pub etag: String,
+    pub modified_at: i64,
+}
+
+/// A write's body and what is known of it before reading it.
+pub struct Upload {
+    pub body: ByteStream,
+    /// The declared length, to refuse early what cannot fit.
+    pub length: Option<u64>,
+}
+
+/// Object storage, as the API and the S3 endpoint use it. Every method
+/// acts within `bucket`'s organisation; callers have already checked
+/// that the caller may.
+#[async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// Creates a bucket named `<prefix>-<org>-<name>-<suffix>`.
+    async fn create_bucket(
+        &self,
+        org_id: &str,
+        project_id: Option<String>,
+        name: &str,
+        actor: &Actor,
+    ) -> Result<Bucket>;
+    /// Deletes an empty bucket.
+    async fn delete_bucket(&self, bucket: &Bucket, actor: &Actor) -> Result<()>;
+    /// A bucket by its S3 name, whatever its organisation.
+    async fn bucket_by_name(&self, name: &str) -> Result<Option<Bucket>>;
+    /// Every bucket of an organisation.
+    async fn buckets(&self, org_id: &str) -> Result<Vec<Bucket>>;
+    /// The organisation's stored bytes (with unfinished uploads) and objects.
+    async fn usage(&self, org_id: &str) -> Result<Usage>;
+
+    /// Stores an object; it becomes visible only once complete.
+    async fn put_object(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        upload: Upload,
+        headers: ObjectHeaders,
+        actor: &Actor,
+    ) -> Result<ObjectInfo>;
+    async fn head_object(&self, bucket: &Bucket, key: &str) -> Result<ObjectInfo>;
+    /// The bytes of `range` (all of them for None) of an object.
+    async fn get_object(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        range: Option<std::ops::Range<u64>>,
+    ) -> Result<(ObjectInfo, ByteStream)>;
+    /// Deletes an object; false when there was none.
+    async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool>;
+    /// Copies an object, with new headers or the source's.
+    async fn copy_object(
+        &self,
+        from: (&Bucket, &str),
+        to: (&Bucket, &str),
+        headers: Option<ObjectHeaders>,
+        actor: &Actor,
+    ) -> Result<ObjectInfo>;
+    async fn list_objects(&self, bucket: &Bucket, query: &ListQuery) -> Result<Listing>;
+
+    async fn create_upload(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        headers: ObjectHeaders,
+    ) -> Result<UploadInfo>;
+    async fn upload_part(
+        &self,
+        bucket: &Bucket,
+        upload_id: &str,
+        number: i64,
+        upload: Upload,
+    ) -> Result<PartInfo>;
+    /// Makes one object of the named parts (number and entity tag), in order.
+    async fn complete_upload(
+        &self,
+        bucket: &Bucket,
+        upload_id: &str,
+        parts: &[(i64, String)],
+        actor: &Actor,
+    ) -> Result<ObjectInfo>;
+    async fn abort_upload(&self, bucket: &Bucket, upload_id: &str) -> Result<()>;
+    async fn upload(&self, bucket: &Bucket, upload_id: &str) -> Result<UploadInfo>;
+    /// Parts above `after`, at most `max`; and whether more follow.
+    async fn list_parts(
+        &self,
+        bucket: &Bucket,
+        upload_id: &str,
+        after: i64,
+        max: usize,
+    ) -> Result<(Vec<PartInfo>, bool)>;
+    /// Uploads after (`key`, `id`) whose keys start with `prefix`.
+    async fn list_uploads(
+        &self,
+        bucket: &Bucket,
+        prefix: &str,
+        after: (&str, &str),
+        max: usize,
+    ) -> Result<(Vec<UploadInfo>, bool)>;
+}

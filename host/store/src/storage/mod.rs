@@ -1,0 +1,119 @@
+//! Object storage metadata (spec section 4.9): buckets, access keys,
+//! objects and multipart uploads. Bytes live in an object store that the
+//! `plateau-storage` crate owns; here are names, sizes, headers and the
+//! organisation's usage, which every write changes in its own transaction.
+//!
+//! **Invariant:** a write locks the organisation's `storage_usage` row
+//! first, so the plan's limit holds across buckets and hosts, and an
+//! object row appears only once its bytes are complete.
+
+pub mod buckets;
+pub mod keys;
+pub mod objects;
+pub mod uploads;
+
+use crate::{Db, Result, Tx};
+
+/// An organisation's stored bytes and objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct Usage {
+    pub bytes: i64,
+    pub objects: i64,
+}
+
+/// Why a write was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The write would take the organisation past its plan's limit.
+    #[error("the plan's storage limit would be exceeded")]
+    Quota,
+    /// The bucket or upload went away meanwhile.
+    #[error("the bucket or upload no longer exists")]
+    Gone,
+    #[error(transparent)]
+    Store(#[from] crate::Error),
+}
+
+impl From<sqlx::Error> for WriteError {
+    fn from(e: sqlx::Error) -> Self {
+        WriteError::Store(e.into())
+    }
+}
+
+/// The organisation's total.
+pub async fn usage(db: &Db, org_id: &str) -> Result<Usage> {
+    Ok(
+        sqlx::query_as("SELECT bytes, objects FROM storage_usage WHERE org_id = $1")
+            .bind(org_id)
+            .fetch_optional(db.pool())
+            .await?
+            .unwrap_or_default(),
+    )
+}
+
+/// The organisation's plan and its storage limit in GB (10^9 bytes).
+pub async fn limit(db: &Db, org_id: &str) -> Result<(String, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT p.name, p.storage_gb FROM organizations o JOIN plans p ON p.name = o.plan \
+         WHERE o.id = $1",
+    )
+    .bind(org_id)
+    .fetch_one(db.pool())
+    .await?)
+}
+
+/// Locks the organisation's usage row for the rest of the transaction.
+async fn lock_usage(tx: &mut Tx, org_id: &str) -> Result<()> {
+    sqlx::query("UPDATE storage_usage SET bytes = bytes WHERE org_id = $1")
+        .bind(org_id)
+        .execute(tx.conn())
+        .await?;
+    Ok(())
+}
+
+/// Adds to the organisation's usage; refuses growth past `limit` bytes.
+async fn add_usage(
+    tx: &mut Tx,
+    org_id: &str,
+    bytes: i64,
+    objects: i64,
+    limit: i64,
+) -> Result<(), WriteError> {
+    let done = sqlx::query(
+        "UPDATE storage_usage SET bytes = bytes + $2, objects = objects + $3 \
+         WHERE org_id = $1 AND ($2 <= 0 OR bytes + $2 <= $4)",
+    )
+    .bind(org_id)
+    .bind(bytes)
+    .bind(objects)
+    .bind(limit)
+    .execute(tx.conn())
+    .await?;
+    if done.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(WriteError::Quota)
+    }
+}
+
+/// Adds to a bucket's counters.
+async fn add_bucket_usage(
+    tx: &mut Tx,
+    bucket_id: &str,
+    bytes: i64,
+    objects: i64,
+) -> Result<(), WriteError> {
+    let done = sqlx::query(
+        "UPDATE storage_buckets SET bytes = bytes + $2, objects = objects + $3 WHERE id = $1",
+    )
+    .bind(bucket_id)
+    .bind(bytes)
+    .bind(objects)
+    .execute(tx.conn())
+    .await?;
+    if done.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(WriteError::Gone)
+    }
+}

@@ -1,0 +1,230 @@
+//! The routes: create, list, read, change and delete cron jobs, trigger a
+//! run now, and list a job's runs.
+
+use plateau_sdk::serde_json::{Map, Value, json};
+use plateau_sdk::{
+    ApiError, Bucket, NewEvent, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Params, Request, Response,
+    clock, jobs, paginate_kv, paginate_kv_with,
+};
+
+use crate::input::{Checked, JobInput};
+use crate::record::{self, CronJob, Run};
+use crate::run;
+
+/// Cron jobs per plan (spec section 8).
+pub fn plan_limit(plan: Option<&str>) -> u64 {
+    match plan {
+        Some("starter") => 10,
+        Some("pro") => 50,
+        Some("scale") => 200,
+        _ => 2,
+    }
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "cron job {id} does not exist: list them with GET /cron-jobs"
+    ))
+}
+
+fn load(bucket: &Bucket, id: &str) -> Result<CronJob, ApiError> {
+    if !record::is_id(id) {
+        return Err(not_found(id));
+    }
+    bucket.get(&CronJob::key(id))?.ok_or_else(|| not_found(id))
+}
+
+/// A job as the API shows it.
+pub fn view(job: &CronJob) -> Value {
+    let headers: Map<String, Value> = job
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    json!({
+        "id": job.id,
+        "name": job.name,
+        "schedule": job.schedule,
+        "timezone": job.timezone,
+        "type": job.kind,
+        "url": job.url,
+        "method": job.method,
+        "headers": headers,
+        "body": job.body,
+        "timeoutSeconds": job.timeout_seconds,
+        "paused": job.paused,
+        "nextRunAt": job.next_run_at.map(clock::rfc3339),
+        "createdAt": clock::rfc3339(job.created_at),
+        "updatedAt": clock::rfc3339(job.updated_at),
+    })
+}
+
+fn apply(job: &mut CronJob, checked: Checked) {
+    job.name = checked.name;
+    job.schedule = checked.schedule;
+    job.timezone = checked.timezone;
+    job.url = checked.url;
+    job.method = checked.method;
+    job.headers = checked.headers;
+    job.body = checked.body;
+    job.timeout_seconds = checked.timeout_seconds;
+    job.paused = checked.paused;
+}
+
+fn summary(job: &CronJob) -> Value {
+    json!({ "name": job.name, "schedule": job.schedule, "timezone": job.timezone, "type": job.kind, "paused": job.paused })
+}
+
+/// 409 `plan_limit_reached`, the host's problem for a plan limit.
+fn plan_limit_reached(limit: u64, plan: &str) -> Response {
+    let problem = json!({
+        "type": format!("{PROBLEM_TYPE_BASE}plan_limit_reached"),
+        "title": "Conflict",
+        "status": 409,
+        "code": "plan_limit_reached",
+        "detail": format!("the {plan} plan allows {limit} cron jobs: delete one or upgrade the plan"),
+    });
+    Response::json(409, &problem).with_header("content-type", PROBLEM_CONTENT_TYPE)
+}
+
+/// `POST /cron-jobs`: 201 with the job and its `nextRunAt`.
+pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
+    let org = req.caller.organization()?.to_owned();
+    let checked = req.json::<JobInput>()?.check()?;
+    let bucket = Bucket::caller()?;
+    let plan = req.caller.plan.clone().unwrap_or_else(|| "free".to_owned());
+    let limit = plan_limit(Some(&plan));
+    if bucket.count("j/")? >= limit {
+        return Ok(plan_limit_reached(limit, &plan));
+    }
+    let now = clock::now_millis();
+    let mut job = CronJob {
+        id: record::new_id(),
+        name: String::new(),
+        schedule: String::new(),
+        timezone: String::new(),
+        kind: "http".to_owned(),
+        url: String::new(),
+        method: String::new(),
+        headers: Vec::new(),
+        body: None,
+        timeout_seconds: 0,
+        paused: false,
+        next_run_at: None,
+        created_at: now,
+        updated_at: now,
+    };
+    apply(&mut job, checked);
+    run::reschedule(&org, &mut job, now)?;
+    if !bucket.insert_new(&CronJob::key(&job.id), &job)? {
+        return Err(ApiError::conflict(
+            "a cron job id collided: retry the request",
+        ));
+    }
+    NewEvent::new("cron.job.created", "create")
+        .resource("cron_job", &job.id)
+        .data(&summary(&job))
+        .audit()
+        .emit()?;
+    Ok(Response::created(&view(&job)).with_header("location", format!("/cron-jobs/{}", job.id)))
+}
+
+/// `GET /cron-jobs`
+pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
+    let page = paginate_kv_with(&Bucket::caller()?, "j/", &req.page_query()?, |entry| {
+        Ok(view(&entry.json::<CronJob>()?))
+    })?;
+    Ok(page.into_response())
+}
+
+/// `GET /cron-jobs/{id}`
+pub fn get(_req: &Request, params: &Params) -> Result<Response, ApiError> {
+    Ok(Response::ok(&view(&load(
+        &Bucket::caller()?,
+        &params["id"],
+    )?)))
+}
+
+/// `PATCH /cron-jobs/{id}`: the fields sent, over the stored ones.
+pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let org = req.caller.organization()?.to_owned();
+    let id = &params["id"];
+    let bucket = Bucket::caller()?;
+    let mut job = load(&bucket, id)?;
+    let patch: Map<String, Value> = req.json()?;
+    let mut merged = match view(&job) {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    for key in ["id", "nextRunAt", "createdAt", "updatedAt"] {
+        merged.remove(key);
+    }
+    merged.extend(patch);
+    let input: JobInput = serde_json::from_value(Value::Object(merged))
+        .map_err(|e| ApiError::invalid_json(e.to_string()))?;
+    apply(&mut job, input.check()?);
+    let now = clock::now_millis();
+    job.updated_at = now;
+    run::reschedule(&org, &mut job, now)?;
+    bucket.set(&CronJob::key(id), &job)?;
+    NewEvent::new("cron.job.updated", "update")
+        .resource("cron_job", id)
+        .data(&summary(&job))
+        .audit()
+        .emit()?;
+    Ok(Response::ok(&view(&job)))
+}
+
+/// `DELETE /cron-jobs/{id}`: 204; its runs go with it.
+pub fn delete(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let org = req.caller.organization()?.to_owned();
+    let id = &params["id"];
+    let bucket = Bucket::caller()?;
+    load(&bucket, id)?;
+    bucket.delete(&CronJob::key(id))?;
+    jobs::cancel(plateau_sdk::Namespace::Organization(org), &run::job_key(id))?;
+    for entry in bucket.list(&record::runs_prefix(id), None, 200)?.entries {
+        bucket.delete(&entry.key)?;
+    }
+    bucket.delete(&record::run_counter_key(id))?;
+    NewEvent::new("cron.job.deleted", "delete")
+        .resource("cron_job", id)
+        .audit()
+        .emit()?;
+    Ok(Response::no_content())
+}
+
+/// `POST /cron-jobs/{id}/trigger`: runs the job now; 201 with the run.
+pub fn trigger(_req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let id = &params["id"];
+    let bucket = Bucket::caller()?;
+    let job = load(&bucket, id)?;
+    let run = run::execute(&bucket, &job, "manual", clock::now_millis())?;
+    NewEvent::new("cron.job.triggered", "trigger")
+        .resource("cron_job", id)
+        .data(&json!({ "run": run.number, "status": run.status }))
+        .emit()?;
+    Ok(Response::created(&run_view(&run)))
+}
+
+fn run_view(run: &Run) -> Value {
+    let mut value = serde_json::to_value(run).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut value {
+        let headers: Map<String, Value> = run
+            .response_headers
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        map.insert("responseHeaders".into(), Value::Object(headers));
+    }
+    value
+}
+
+/// `GET /cron-jobs/{id}/runs`: newest first, paginated.
+pub fn runs(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let id = &params["id"];
+    let bucket = Bucket::caller()?;
+    load(&bucket, id)?;
+    let page = paginate_kv::<Run>(&bucket, &record::runs_prefix(id), &req.page_query()?)?;
+    Ok(page.map(|r| run_view(&r)).into_response())
+}

@@ -1,0 +1,71 @@
+//! The cron jobs plugin: its self-description, route table and jobs.
+//!
+//! | Route | Access |
+//! |---|---|
+//! | `GET /cron-jobs`, `GET /cron-jobs/{id}`, `GET /cron-jobs/{id}/runs` | `cron:read` |
+//! | `POST /cron-jobs`, `PATCH /cron-jobs/{id}`, `DELETE /cron-jobs/{id}` | `cron:write` |
+//! | `POST /cron-jobs/{id}/trigger` | `cron:write` |
+//!
+//! Jobs: `cron:{id}` is a cron job's next scheduled run.
+
+use plateau_sdk::jobs::Job;
+use plateau_sdk::{Capability, Description, Plugin, Router, log};
+
+use crate::{api, run};
+
+/// The plugin type handed to [`plateau_sdk::export_plugin!`].
+pub struct CronPlugin;
+
+impl Plugin for CronPlugin {
+    fn describe() -> Description {
+        Description::new("cron", env!("CARGO_PKG_VERSION"))
+            .prefix("/cron-jobs")
+            .scope("cron:read", "Read cron jobs and their runs")
+            .scope(
+                "cron:write",
+                "Create, change, pause, trigger and delete cron jobs",
+            )
+            .capabilities(&[
+                Capability::Kv,
+                Capability::Events,
+                Capability::Log,
+                Capability::Clock,
+                Capability::Scheduler,
+                Capability::Http,
+            ])
+    }
+
+    fn router() -> Router {
+        Router::new()
+            .get("/cron-jobs", api::list)
+            .scope("cron:read")
+            .summary("List cron jobs")
+            .post("/cron-jobs", api::create)
+            .scope("cron:write")
+            .summary("Create a cron job")
+            .get("/cron-jobs/{id}", api::get)
+            .scope("cron:read")
+            .summary("Get a cron job and its next run time")
+            .patch("/cron-jobs/{id}", api::update)
+            .scope("cron:write")
+            .summary("Change, pause or unpause a cron job")
+            .delete("/cron-jobs/{id}", api::delete)
+            .scope("cron:write")
+            .summary("Delete a cron job and its runs")
+            .post("/cron-jobs/{id}/trigger", api::trigger)
+            .scope("cron:write")
+            .summary("Run a cron job now; answers the run")
+            .get("/cron-jobs/{id}/runs", api::runs)
+            .scope("cron:read")
+            .summary("List a cron job's runs, newest first")
+    }
+
+    fn on_job(job: &Job) -> Result<(), String> {
+        if job.key.starts_with("cron:") {
+            run::scheduled(job)
+        } else {
+            log::warn(&format!("unknown job {} dropped", job.key));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! The stored shapes and their keys, in the caller organisation's bucket.
+//!
+//! | Key | Value |
+//! |---|---|
+//! | `j/{id}` | a [`CronJob`] |
+//! | `n/{id}` | a counter: the job's last run number |
+//! | `r/{id}/{inverted run number}` | a [`Run`], newest first in key order |
+//!
+//! Durable jobs: `cron:{id}` is the job's next scheduled run.
+
+use serde::{Deserialize, Serialize};
+
+/// A cron job; its fields are those of the API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronJob {
+    pub id: String,
+    pub name: String,
+    pub schedule: String,
+    pub timezone: String,
+    /// Always `http` for now.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub url: String,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+    pub timeout_seconds: u32,
+    pub paused: bool,
+    /// When the next scheduled run is due (milliseconds); none when paused.
+    pub next_run_at: Option<u64>,
+    pub created_at: u64,
+    pub updated_at: u64,
+}
+
+impl CronJob {
+    pub fn key(id: &str) -> String {
+        format!("j/{id}")
+    }
+}
+
+pub fn run_counter_key(id: &str) -> String {
+    format!("n/{id}")
+}
+
+/// Run numbers count up; their keys count down, so a list is newest first.
+pub fn run_key(id: &str, number: i64) -> String {
+    format!("r/{id}/{:012}", 999_999_999_999 - number)
+}
+
+pub fn runs_prefix(id: &str) -> String {
+    format!("r/{id}/")
+}
+
+/// How many runs a job keeps.
+pub const KEPT_RUNS: i64 = 100;
+
+/// One run of a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub number: i64,
+    pub job_id: String,
+    /// `schedule` or `manual`.
+    pub trigger: String,
+    /// RFC 3339: when it was due (a manual run: when it was asked for).
+    pub scheduled_at: String,
+    pub started_at: String,
+    pub ended_at: String,
+    /// `succeeded` (a 2xx answer) or `failed`.
+    pub status: String,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+    /// The response head and the first 4 KiB of its body.
+    pub response_headers: Vec<(String, String)>,
+    pub response_body: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// A new job id: `cron_` and 16 random lowercase hex digits' worth of
+/// base32.
+pub fn new_id() -> String {
+    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the host provides randomness");
+    let id: String = bytes
+        .iter()
+        .map(|b| ALPHABET[(b & 31) as usize] as char)
+        .collect();
+    format!("cron_{id}")
+}
+
+pub fn is_id(id: &str) -> bool {
+    id.len() == 21
+        && id.starts_with("cron_")
+        && id[5..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+}

@@ -1,0 +1,295 @@
+//! The message routes: send (one or a batch), receive, acknowledge (one or
+//! a batch) and change visibility.
+//!
+//! Delivery is at least once. A receive hides each message it returns for
+//! the visibility timeout and gives it a fresh receipt token; only the
+//! handle of that receive acknowledges or changes the message, so a
+//! consumer whose timeout ran out and whose message was received again
+//! cannot acknowledge the other consumer's delivery.
+//!
+//! Concurrent receivers pick among the visible head of the queue at random
+//! to spread out; two that still pick the same message race on its
+//! compare-and-swap, and the host answers the loser 409 with nothing of its
+//! receive kept (the client receives again).
+
+use plateau_sdk::serde_json::{Value, json};
+use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock};
+
+use crate::api::load as load_queue;
+use crate::input::{
+    AckRequest, Acks, NewBatch, NewMessage, Outgoing, ReceiveRequest, VisibilityRequest,
+};
+use crate::record::{self, Dedupe, Message, Queue, parse_index_key};
+use crate::store::{self, Loaded};
+
+/// How many index entries a receive reads to choose from.
+const HEAD: u32 = 100;
+
+/// Stores one message; `(id, duplicate)`.
+fn send_one(
+    bucket: &Bucket,
+    queue: &Queue,
+    out: Outgoing,
+    now: u64,
+) -> Result<(String, bool), ApiError> {
+    let sid = queue.sid();
+    let id = record::new_message_id(now);
+    if let Some(dedupe_id) = &out.dedupe_id {
+        let key = Dedupe::key(&sid, dedupe_id);
+        let current = bucket.get_raw(&key)?;
+        if let Some(raw) = &current
+            && let Ok(seen) = serde_json::from_slice::<Dedupe>(raw)
+            && now < seen.at + record::DEDUPE_WINDOW_MS
+        {
+            return Ok((seen.message_id, true));
+        }
+        let seen = serde_json::to_vec(&Dedupe {
+            message_id: id.clone(),
+            at: now,
+        })
+        .map_err(|e| ApiError::internal(format!("dedupe record does not serialize: {e}")))?;
+        if !bucket.compare_and_swap(&key, current.as_deref(), Some(&seen))? {
+            return Err(ApiError::conflict(format!(
+                "dedupeId {dedupe_id} is being sent concurrently: retry the request"
+            )));
+        }
+    }
+    let message = Message {
+        id: id.clone(),
+        body: out.body,
+        sent_at: now,
+        visible_at: now + u64::from(out.delay_seconds) * 1000,
+        receives: 0,
+        receipt: None,
+        first_received_at: None,
+        source_queue: None,
+    };
+    if !store::insert(bucket, &sid, &message)? {
+        return Err(ApiError::conflict(
+            "a message id collided: retry the request",
+        ));
+    }
+    Ok((id, false))
+}
+
+fn sent_view(id: &str, duplicate: bool) -> Value {
+    json!({ "id": id, "duplicate": duplicate })
+}
+
+/// `POST /queues/{name}/messages`: 201 with the id; 200 with the first
+/// message's id when `dedupeId` was sent in the last 5 minutes.
+pub fn send(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let out = req.json::<NewMessage>()?.check()?;
+    let bucket = Bucket::caller()?;
+    let queue = load_queue(&bucket, &params["name"])?;
+    let (id, duplicate) = send_one(&bucket, &queue, out, clock::now_millis())?;
+    let status = if duplicate { 200 } else { 201 };
+    Ok(Response::json(status, &sent_view(&id, duplicate)))
+}
+
+/// `POST /queues/{name}/messages/batch`: 1 to 10 messages, all or none.
+pub fn send_batch(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let batch = req.json::<NewBatch>()?.check()?;
+    let bucket = Bucket::caller()?;
+    let queue = load_queue(&bucket, &params["name"])?;
+    let now = clock::now_millis();
+    let mut sent = Vec::with_capacity(batch.len());
+    for out in batch {
+        let (id, duplicate) = send_one(&bucket, &queue, out, now)?;
+        sent.push(sent_view(&id, duplicate));
+    }
+    Ok(Response::ok(&json!({ "messages": sent })))
+}
+
+/// `POST /queues/{name}/receive`: up to `maxMessages` visible messages,
+/// each with the receipt handle of this receive.
+pub fn receive(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let (max, visibility) = if req.body.is_empty() {
+        ReceiveRequest::default().check()?
+    } else {
+        req.json::<ReceiveRequest>()?.check()?
+    };
+    let bucket = Bucket::caller()?;
+    let queue = load_queue(&bucket, &params["name"])?;
+    let sid = queue.sid();
+    let now = clock::now_millis();
+    let visibility_ms = u64::from(visibility.unwrap_or(queue.visibility_timeout_seconds)) * 1000;
+    let head = bucket.list(&record::index_prefix(&sid), None, HEAD)?;
+    let due: Vec<(u64, String)> = head
+        .entries
+        .iter()
+        .filter_map(|e| parse_index_key(&e.key))
+        .take_while(|(at, _)| *at <= now)
+        .map(|(at, id)| (at, id.to_owned()))
+        .collect();
+    let start = record::random_below(due.len());
+    let mut received = Vec::new();
+    for i in 0..due.len() {
+        if received.len() == max {
+            break;
+        }
+        let (at, id) = &due[(start + i) % due.len()];
+        let Some(loaded) = store::load(&bucket, &sid, id)? else {
+            continue;
+        };
+        if loaded.message.visible_at != *at {
+            continue;
+        }
+        if let Some(message) = deliver(&bucket, &queue, loaded, now, visibility_ms)? {
+            received.push(message);
+        }
+    }
+    Ok(Response::ok(&json!({ "messages": received })))
+}
+
+/// Receives one visible message, or retires it: past retention it is
+/// dropped, past `maxReceives` it moves to the dead-letter queue.
+fn deliver(
+    bucket: &Bucket,
+    queue: &Queue,
+    loaded: Loaded,
+    now: u64,
+    visibility_ms: u64,
+) -> Result<Option<Value>, ApiError> {
+    let sid = queue.sid();
+    let message = &loaded.message;
+    if now >= message.sent_at + u64::from(queue.retention_seconds) * 1000 {
+        store::swap(bucket, &sid, &loaded, None)?;
+        return Ok(None);
+    }
+    if let Some(max) = queue.max_receives
+        && message.receives >= max
+    {
+        dead_letter(bucket, queue, &loaded, now)?;
+        return Ok(None);
+    }
+    let token = record::new_token();
+    let next = Message {
+        receives: message.receives + 1,
+        receipt: Some(token.clone()),
+        first_received_at: message.first_received_at.or(Some(now)),
+        visible_at: now + visibility_ms,
+        ..message.clone()
+    };
+    if !store::swap(bucket, &sid, &loaded, Some(&next))? {
+        return Ok(None);
+    }
+    Ok(Some(json!({
+        "id": next.id,
+        "body": next.body,
+        "receiptHandle": record::receipt_handle(&next.id, &token),
+        "receives": next.receives,
+        "sentAt": clock::rfc3339(next.sent_at),
+        "firstReceivedAt": next.first_received_at.map(clock::rfc3339),
+    })))
+}
+
+/// Moves a message that was received `maxReceives` times to the queue's
+/// dead-letter queue, or drops it when there is none.
+fn dead_letter(bucket: &Bucket, queue: &Queue, loaded: &Loaded, now: u64) -> Result<(), ApiError> {
+    if !store::swap(bucket, &queue.sid(), loaded, None)? {
+        return Ok(());
+    }
+    bucket.increment(&record::dead_counter_key(&queue.name), 1)?;
+    let target = match &queue.dead_letter_queue {
+        Some(dlq) => bucket.get::<Queue>(&Queue::key(dlq))?,
+        None => None,
+    };
+    if let Some(dlq) = target {
+        let moved = Message {
+            visible_at: now,
+            receives: 0,
+            receipt: None,
+            first_received_at: None,
+            source_queue: Some(queue.name.clone()),
+            ..loaded.message.clone()
+        };
+        store::insert(bucket, &dlq.sid(), &moved)?;
+    }
+    Ok(())
+}
+
+/// The message a receipt handle names, if the handle is still its latest.
+fn by_handle(
+    bucket: &Bucket,
+    queue: &Queue,
+    handle: &str,
+) -> Result<Result<Loaded, ApiError>, ApiError> {
+    let Some((id, token)) = record::parse_receipt_handle(handle) else {
+        return Ok(Err(ApiError::validation(
+            "receiptHandle",
+            "is not a receipt handle: pass one that a receive returned",
+        )));
+    };
+    let stale = || {
+        ApiError::conflict(format!(
+            "receipt handle of message {id} is no longer valid: the message was acknowledged or received again since; receive it again"
+        ))
+    };
+    match store::load(bucket, &queue.sid(), id)? {
+        Some(loaded) if loaded.message.receipt.as_deref() == Some(token) => Ok(Ok(loaded)),
+        _ => Ok(Err(stale())),
+    }
+}
+
+/// Acknowledges (deletes) the message of `handle`.
+fn ack_one(bucket: &Bucket, queue: &Queue, handle: &str) -> Result<Result<(), ApiError>, ApiError> {
+    let loaded = match by_handle(bucket, queue, handle)? {
+        Ok(loaded) => loaded,
+        Err(e) => return Ok(Err(e)),
+    };
+    if !store::swap(bucket, &queue.sid(), &loaded, None)? {
+        return Ok(Err(ApiError::conflict(
+            "the message is being changed concurrently: retry the request",
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// `POST /queues/{name}/ack`: `receiptHandle` answers 204 or the problem;
+/// `receiptHandles` answers 200 with `acked` and `failed` per handle.
+pub fn ack(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let acks = req.json::<AckRequest>()?.check()?;
+    let bucket = Bucket::caller()?;
+    let queue = load_queue(&bucket, &params["name"])?;
+    match acks {
+        Acks::One(handle) => {
+            ack_one(&bucket, &queue, &handle)??;
+            Ok(Response::no_content())
+        }
+        Acks::Batch(handles) => {
+            let mut acked = Vec::new();
+            let mut failed = Vec::new();
+            for handle in handles {
+                match ack_one(&bucket, &queue, &handle)? {
+                    Ok(()) => acked.push(json!(handle)),
+                    Err(e) => failed.push(json!({
+                        "receiptHandle": handle,
+                        "code": e.code().as_str(),
+                        "detail": e.detail(),
+                    })),
+                }
+            }
+            Ok(Response::ok(&json!({ "acked": acked, "failed": failed })))
+        }
+    }
+}
+
+/// `POST /queues/{name}/visibility`: hides the message of a receipt handle
+/// for the given seconds from now (0: visible at once). 204.
+pub fn change_visibility(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let (handle, seconds) = req.json::<VisibilityRequest>()?.check()?;
+    let bucket = Bucket::caller()?;
+    let queue = load_queue(&bucket, &params["name"])?;
+    let loaded = by_handle(&bucket, &queue, &handle)??;
+    let next = Message {
+        visible_at: clock::now_millis() + u64::from(seconds) * 1000,
+        ..loaded.message.clone()
+    };
+    if !store::swap(&bucket, &queue.sid(), &loaded, Some(&next))? {
+        return Err(ApiError::conflict(
+            "the message is being changed concurrently: retry the request",
+        ));
+    }
+    Ok(Response::no_content())
+}

@@ -1,0 +1,229 @@
+//! `cargo xtask bench queues`: messages per second end to end through the
+//! queues plugin (issue 19's target: at least 1,000 messages/s), with p50
+//! and p99 of each operation. Half the clients send batches of 10, half
+//! receive 10 at a time and acknowledge what they got in one batch; the run
+//! ends when every message is acknowledged. SQLite, release build.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use crate::server::Server;
+
+pub struct Options {
+    pub messages: u64,
+    pub connections: usize,
+}
+
+impl Options {
+    pub fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        let mut opts = Options {
+            messages: 20_000,
+            connections: 32,
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+            match *flag {
+                "--messages" => opts.messages = value.parse()?,
+                "--connections" => opts.connections = value.parse()?,
+                other => bail!("unknown option {other}"),
+            }
+        }
+        if opts.connections < 2 {
+            bail!("--connections must be at least 2 (producers and consumers)");
+        }
+        Ok(opts)
+    }
+}
+
+#[derive(Clone)]
+struct Api {
+    client: Client<HttpConnector, Full<Bytes>>,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<(u16, Value)> {
+        let request = Request::post(format!("{}{path}", self.base))
+            .header("authorization", format!("Bearer {}", self.token))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))?;
+        let response = self.client.request(request).await?;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok((status, value))
+    }
+}
+
+/// Latencies and outcomes of one operation.
+#[derive(Default)]
+struct Samples {
+    latencies: Vec<Duration>,
+    conflicts: u64,
+    errors: u64,
+}
+
+pub async fn run(opts: Options) -> anyhow::Result<()> {
+    let server = Server::start_release().await?;
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let api = Api {
+        client: Client::builder(TokioExecutor::new()).build(connector),
+        base: format!("{}/api/v1", server.base),
+        token: server.token.clone(),
+    };
+    let (status, body) = api
+        .post(
+            "/queues",
+            &json!({ "name": "bench", "visibilityTimeoutSeconds": 120 }),
+        )
+        .await?;
+    if status != 201 {
+        bail!("creating the queue answered {status}: {body}");
+    }
+    let producers = opts.connections / 2;
+    let consumers = opts.connections - producers;
+    println!(
+        "queues benchmark: {} messages, {producers} producers (batches of 10), {consumers} consumers (receive 10, ack in a batch), SQLite, release build\n",
+        opts.messages
+    );
+    let batches = opts.messages.div_ceil(10);
+    let next_batch = Arc::new(AtomicU64::new(0));
+    let acked = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut sends = Vec::new();
+    for _ in 0..producers {
+        let (api, next_batch) = (api.clone(), next_batch.clone());
+        sends.push(tokio::spawn(async move {
+            let mut s = Samples::default();
+            while next_batch.fetch_add(1, Ordering::Relaxed) < batches {
+                let messages: Vec<Value> = (0..10)
+                    .map(|i| json!({ "body": format!("{{\"n\":{i},\"payload\":\"0123456789abcdef\"}}") }))
+                    .collect();
+                loop {
+                    let at = Instant::now();
+                    let r = api
+                        .post("/queues/bench/messages/batch", &json!({ "messages": messages }))
+                        .await;
+                    s.latencies.push(at.elapsed());
+                    match r {
+                        Ok((200, _)) => break,
+                        Ok((409, _)) => s.conflicts += 1,
+                        _ => s.errors += 1,
+                    }
+                }
+            }
+            (s, Samples::default())
+        }));
+    }
+    let total = batches * 10;
+    for _ in 0..consumers {
+        let (api, acked) = (api.clone(), acked.clone());
+        sends.push(tokio::spawn(async move {
+            let mut receive = Samples::default();
+            let mut ack = Samples::default();
+            while acked.load(Ordering::Relaxed) < total {
+                let at = Instant::now();
+                let r = api
+                    .post("/queues/bench/receive", &json!({ "maxMessages": 10 }))
+                    .await;
+                receive.latencies.push(at.elapsed());
+                let messages = match r {
+                    Ok((200, body)) => body["messages"].as_array().cloned().unwrap_or_default(),
+                    Ok((409, _)) => {
+                        receive.conflicts += 1;
+                        continue;
+                    }
+                    _ => {
+                        receive.errors += 1;
+                        continue;
+                    }
+                };
+                if messages.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                let handles: Vec<&Value> = messages.iter().map(|m| &m["receiptHandle"]).collect();
+                let at = Instant::now();
+                let r = api
+                    .post("/queues/bench/ack", &json!({ "receiptHandles": handles }))
+                    .await;
+                ack.latencies.push(at.elapsed());
+                match r {
+                    Ok((200, body)) => {
+                        let n = body["acked"].as_array().map_or(0, Vec::len) as u64;
+                        acked.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Ok((409, _)) => ack.conflicts += 1,
+                    _ => ack.errors += 1,
+                }
+            }
+            (receive, ack)
+        }));
+    }
+    let mut send = Samples::default();
+    let mut receive = Samples::default();
+    let mut ack = Samples::default();
+    for (i, task) in sends.into_iter().enumerate() {
+        let (a, b) = task.await?;
+        if i < producers {
+            merge(&mut send, a);
+        } else {
+            merge(&mut receive, a);
+            merge(&mut ack, b);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "{:<34} {:>8} {:>9} {:>9} {:>10} {:>7}",
+        "operation", "calls", "p50 ms", "p99 ms", "conflicts", "errors"
+    );
+    for (name, s) in [
+        ("send (batch of 10)", &send),
+        ("receive (up to 10)", &receive),
+        ("ack (batch)", &ack),
+    ] {
+        let (p50, p99) = percentiles(&s.latencies);
+        println!(
+            "{name:<34} {:>8} {p50:>9.2} {p99:>9.2} {:>10} {:>7}",
+            s.latencies.len(),
+            s.conflicts,
+            s.errors
+        );
+    }
+    println!(
+        "\nend to end: {total} messages sent, received and acknowledged in {seconds:.2} s: {:.0} messages/s",
+        total as f64 / seconds
+    );
+    println!("target: >= 1000 messages/s end to end");
+    Ok(())
+}
+
+fn merge(into: &mut Samples, from: Samples) {
+    into.latencies.extend(from.latencies);
+    into.conflicts += from.conflicts;
+    into.errors += from.errors;
+}
+
+fn percentiles(latencies: &[Duration]) -> (f64, f64) {
+    let mut sorted = latencies.to_vec();
+    sorted.sort_unstable();
+    let at = |q: f64| {
+        sorted
+            .get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    (at(0.50), at(0.99))
+}
