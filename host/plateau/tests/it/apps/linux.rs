@@ -242,6 +242,23 @@ async fn linux_image_lifecycle(backend: Backend) {
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
 
+    // The container's stdout and stderr are the app's logs.
+    crate::until(
+        &c,
+        &format!("/apps/{app_id}/logs"),
+        "the container's logs",
+        |l| {
+            let lines = l["items"].as_array().unwrap();
+            lines
+                .iter()
+                .any(|x| x["stream"] == "stdout" && x["line"] == "started v1")
+                && lines.iter().any(|x| {
+                    x["stream"] == "stderr" && x["line"].as_str().unwrap().contains("response:200")
+                })
+        },
+    )
+    .await;
+
     // Redeploy v2, roll back to v1, under load: every request answers, and
     // each switch leaves one container.
     let load = Load::start(&env.server, &slug(&app), 4);
@@ -280,23 +297,6 @@ async fn linux_image_lifecycle(backend: Backend) {
     }
     assert_eq!(containers(&data_dir).len(), 1, "the old replicas stopped");
     assert_eq!(namespaces(&data_dir).len(), 1, "the old namespaces went");
-
-    // The container's stdout and stderr are the app's logs.
-    crate::until(
-        &c,
-        &format!("/apps/{app_id}/logs"),
-        "the container's logs",
-        |l| {
-            let lines = l["items"].as_array().unwrap();
-            lines
-                .iter()
-                .any(|x| x["stream"] == "stdout" && x["line"] == "started v1")
-                && lines.iter().any(|x| {
-                    x["stream"] == "stderr" && x["line"].as_str().unwrap().contains("response:200")
-                })
-        },
-    )
-    .await;
 
     // Pause: no container, no namespace; resume brings v1 back.
     let running = namespaces(&data_dir);
