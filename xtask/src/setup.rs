@@ -24,16 +24,24 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-tools",
     "awscli",
     "pgbouncer",
+    // Linux-image apps: runc runs them, busybox-static fills the test image,
+    // iproute2 makes each replica's network namespace.
+    "runc",
+    "busybox-static",
+    "iproute2",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
-/// PostgreSQL 15 and pgbouncer for the managed databases.
+/// PostgreSQL 15 and pgbouncer for the managed databases, runc and iproute2
+/// for Linux-image apps.
 const RUN_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
     "postgresql",
     "pgbouncer",
+    "runc",
+    "iproute2",
 ];
 
 /// Python packages the test suite uses: `oras`, another OCI client, and

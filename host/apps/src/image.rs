@@ -1,8 +1,12 @@
 //! Resolving a deployment's image reference to a component: from this
 //! platform's own registry with the organisation's rights, or anonymously
-//! from a registry the operator allows. The artifact must be a Wasm OCI
-//! artifact (the layout plugins use; its checks are the plugins' own).
+//! from a registry the operator allows. The artifact is a Wasm OCI
+//! artifact (the layout plugins use; its checks are the plugins' own) or,
+//! from this platform's registry only, a Linux image (an index picks its
+//! linux/amd64 manifest; [`crate::linux_image`] pulls and unpacks it): the
+//! manifest's config media type tells them apart.
 
+use std::path::Path;
 use std::time::Duration;
 
 use oci_client::client::{ClientConfig, ClientProtocol};
@@ -11,7 +15,10 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use plateau_plugin_host::oci::artifact::{self, MANIFEST_MEDIA_TYPE};
 use plateau_plugin_host::oci::{OciSource, pull};
+use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+
+use crate::linux_image::{self, DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX};
 
 /// Largest component an app may deploy.
 pub const MAX_COMPONENT_BYTES: usize = 64 << 20;
@@ -41,9 +48,11 @@ pub struct PullAs {
 pub struct Resolved {
     /// The manifest digest the reference resolved to.
     pub manifest_digest: String,
-    /// The component's (layer) digest.
+    /// The component's (layer) digest, or the Linux image's config digest.
     pub component_digest: String,
-    pub wasm: Vec<u8>,
+    /// What `app_components` keeps: the component, or the image's config
+    /// (its rootfs is unpacked under the images directory).
+    pub stored: Vec<u8>,
 }
 
 /// Resolves `image`, failing with a sentence for the deployment's reason.
@@ -52,13 +61,14 @@ pub async fn resolve(
     who: &PullAs,
     registry: &dyn RegistryAccess,
     allowed: &[String],
+    images: Option<&Path>,
 ) -> Result<Resolved, String> {
     let text = image.trim().strip_prefix("oci://").unwrap_or(image.trim());
     let reference: Reference = text.parse().map_err(|_| {
         format!("{text} is not an image reference; write registry/repository:tag or @sha256:<hex>")
     })?;
     if registry.is_own(reference.registry()) {
-        return own(&reference, who, registry).await;
+        return own(&reference, who, registry, images).await;
     }
     if allowed.iter().any(|r| r == reference.registry()) {
         let pulled = pull(
@@ -73,7 +83,7 @@ pub async fn resolve(
         return Ok(Resolved {
             manifest_digest: pulled.manifest_digest,
             component_digest: pulled.layer_digest,
-            wasm: pulled.wasm,
+            stored: pulled.wasm,
         });
     }
     Err(format!(
@@ -88,6 +98,7 @@ async fn own(
     reference: &Reference,
     who: &PullAs,
     registry: &dyn RegistryAccess,
+    images: Option<&Path>,
 ) -> Result<Resolved, String> {
     let local = registry.local_address();
     let target = match (reference.tag(), reference.digest()) {
@@ -103,7 +114,7 @@ async fn own(
         ),
     };
     let client = Client::new(ClientConfig {
-        protocol: ClientProtocol::HttpsExcept(vec![local]),
+        protocol: ClientProtocol::HttpsExcept(vec![local.clone()]),
         connect_timeout: Some(Duration::from_secs(10)),
         read_timeout: Some(Duration::from_secs(60)),
         ..ClientConfig::default()
@@ -120,7 +131,11 @@ async fn own(
         )
     };
     let (raw, manifest_digest) = client
-        .pull_manifest_raw(&target, &auth, &[MANIFEST_MEDIA_TYPE])
+        .pull_manifest_raw(
+            &target,
+            &auth,
+            &[MANIFEST_MEDIA_TYPE, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST],
+        )
         .await
         .map_err(absent)?;
     if let Some(pinned) = reference.digest()
@@ -129,6 +144,38 @@ async fn own(
         return Err(format!(
             "the manifest digest does not match: expected {pinned}"
         ));
+    }
+    let mut doc: Value = serde_json::from_slice(&raw)
+        .map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
+    let mut raw = raw;
+    let mut target = target;
+    if linux_image::is_index(&doc) {
+        let digest = linux_image::pick_amd64(&doc)?;
+        target = Reference::with_digest(local, reference.repository().to_owned(), digest.clone());
+        let (inner, _) = client
+            .pull_manifest_raw(&target, &auth, &[MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST])
+            .await
+            .map_err(absent)?;
+        if sha256(&inner) != digest {
+            return Err(format!(
+                "the image manifest does not match its digest {digest}"
+            ));
+        }
+        doc = serde_json::from_slice(&inner)
+            .map_err(|e| format!("the image manifest is not valid: {e}"))?;
+        raw = inner;
+    }
+    if linux_image::is_linux_image(&doc) {
+        let images = images.ok_or(
+            "this host runs no Linux images: install runc (apt-get install runc) and restart plateau",
+        )?;
+        let (config_digest, config) =
+            linux_image::pull(&client, &target, &doc, images, &who.org_id).await?;
+        return Ok(Resolved {
+            manifest_digest,
+            component_digest: config_digest,
+            stored: config,
+        });
     }
     let manifest: OciImageManifest = serde_json::from_slice(&raw)
         .map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
@@ -153,7 +200,7 @@ async fn own(
     Ok(Resolved {
         manifest_digest,
         component_digest: layer.digest.clone(),
-        wasm,
+        stored: wasm,
     })
 }
 

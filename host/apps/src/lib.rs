@@ -18,6 +18,7 @@ pub mod api;
 pub mod config;
 pub mod env;
 pub mod image;
+pub mod linux_image;
 pub mod logs;
 pub mod pipeline;
 pub mod supervisor;
@@ -36,6 +37,14 @@ pub use image::RegistryAccess;
 use crate::logs::LogBuffer;
 use crate::supervisor::Local;
 
+/// The Linux container runtime of this host and where it unpacks images.
+#[derive(Clone)]
+pub struct Containers {
+    pub runner: Arc<dyn Runner>,
+    /// `<images>/<org>/<config hex>/rootfs`.
+    pub images: std::path::PathBuf,
+}
+
 /// The apps service of this host; cheap to clone.
 #[derive(Clone)]
 pub struct Apps {
@@ -47,6 +56,9 @@ struct Inner {
     config: AppsConfig,
     sealer: Arc<Sealer>,
     runner: Arc<dyn Runner>,
+    /// Runs Linux images, when this host can (runc installed).
+    containers: Option<Containers>,
+    images: Option<std::path::PathBuf>,
     edge: Arc<Edge>,
     registry: Arc<dyn RegistryAccess>,
     logs: Arc<LogBuffer>,
@@ -64,6 +76,7 @@ impl Apps {
         config: AppsConfig,
         sealer: Arc<Sealer>,
         runner: Arc<dyn Runner>,
+        containers: Option<Containers>,
         edge: Arc<Edge>,
         registry: Arc<dyn RegistryAccess>,
     ) -> Apps {
@@ -73,7 +86,9 @@ impl Apps {
                 db,
                 config,
                 sealer,
+                images: containers.as_ref().map(|c| c.images.clone()),
                 runner,
+                containers,
                 edge,
                 registry,
                 logs,

@@ -194,6 +194,7 @@ impl Apps {
             &who,
             &*self.inner.registry,
             &self.config().allowed_registries,
+            self.inner.images.as_deref(),
         )
         .await
         {
@@ -206,7 +207,7 @@ impl Apps {
             &mut tx,
             &app.org_id,
             &resolved.component_digest,
-            &resolved.wasm,
+            &resolved.stored,
             now,
         )
         .await?;
@@ -221,7 +222,7 @@ impl Apps {
             "deploymentId": d.id,
             "image": image,
             "digest": resolved.manifest_digest,
-            "bytes": resolved.wasm.len(),
+            "bytes": resolved.stored.len(),
         }));
         events::record(&mut tx, &e, now).await?;
         tx.commit().await?;

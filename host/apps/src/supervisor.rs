@@ -1,5 +1,5 @@
 //! What this host runs: launching a deployment from its stored component
-//! and health-checking it, switching the edge to it, and a loop that
+//! (or Linux image) on its runtime and health-checking it, switching the edge to it, and a loop that
 //! brings this host in step with the database every second (after a
 //! restart, and for changes other hosts made).
 
@@ -11,7 +11,8 @@ use bytes::Bytes;
 use http::{Request, header};
 use http_body_util::{BodyExt, Empty};
 use plateau_edge::Target;
-use plateau_runner::{Artifact, Body, LaunchSpec, Limits, Replicas};
+use plateau_runner::container::ImageConfig;
+use plateau_runner::{Artifact, Body, LaunchSpec, Limits, Replicas, Runner};
 use plateau_store::apps::deployments::Deployment;
 use plateau_store::apps::{self, App, components, env};
 
@@ -47,10 +48,11 @@ impl Apps {
             .component
             .as_deref()
             .ok_or("the deployment has no component")?;
-        let wasm = components::get(self.db(), &app.org_id, digest)
+        let stored = components::get(self.db(), &app.org_id, digest)
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("the component {digest} is no longer stored"))?;
+        let (runner, artifact) = self.artifact(&app.org_id, digest, stored)?;
         let mut opened = Vec::new();
         for var in env::list(self.db(), &app.id)
             .await
@@ -64,20 +66,12 @@ impl Apps {
         let spec = LaunchSpec {
             app_id: app.id.clone(),
             deployment_id: d.id.clone(),
-            artifact: Artifact::Wasm {
-                digest: digest.to_owned(),
-                bytes: Bytes::from(wasm),
-            },
+            artifact,
             env: opened,
             limits: limits(app),
             logs: self.inner.logs.sink(&app.id, &d.id),
         };
-        let handle = self
-            .inner
-            .runner
-            .launch(spec)
-            .await
-            .map_err(|e| e.to_string())?;
+        let handle = runner.launch(spec).await.map_err(|e| e.to_string())?;
         health_check(
             &*handle,
             &self.inner.edge.host_name(&app.slug),
@@ -85,6 +79,34 @@ impl Apps {
         )
         .await?;
         Ok(handle)
+    }
+
+    /// What a stored digest runs and on which runtime: a Wasm component
+    /// (it starts with the Wasm magic) on wasmtime, else a Linux image's
+    /// config, with the rootfs unpacked beside it, on runc.
+    fn artifact(
+        &self,
+        org_id: &str,
+        digest: &str,
+        stored: Vec<u8>,
+    ) -> Result<(Arc<dyn Runner>, Artifact), String> {
+        if stored.starts_with(b"\0asm") {
+            let artifact = Artifact::Wasm {
+                digest: digest.to_owned(),
+                bytes: Bytes::from(stored),
+            };
+            return Ok((self.inner.runner.clone(), artifact));
+        }
+        let containers = self.inner.containers.as_ref().ok_or(
+            "this host runs no Linux images: install runc (apt-get install runc) and restart plateau",
+        )?;
+        let config = ImageConfig::parse(&stored).map_err(|e| e.to_string())?;
+        let artifact = Artifact::Container {
+            digest: digest.to_owned(),
+            rootfs: crate::linux_image::rootfs(&containers.images, org_id, digest),
+            config,
+        };
+        Ok((containers.runner.clone(), artifact))
     }
 
     /// Sends the app's traffic to `handle`, atomically; the replicas it

@@ -1,16 +1,19 @@
-//! Starting apps for `plateau serve`: the Wasm runner, the edge on its
+//! Starting apps for `plateau serve`: the Wasm runner, the container
+//! runner (when runc is installed), the edge on its
 //! own listener, and the apps service with this host's registry.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use plateau_apps::{Apps, AppsConfig, RegistryAccess};
+use plateau_apps::{Apps, AppsConfig, Containers, RegistryAccess};
 use plateau_edge::Edge;
 use plateau_plugin_runtime::secrets::Sealer;
 use plateau_registry::Registry;
 use plateau_registry::auth::{Access, issue_bearer};
+use plateau_runner::container::ContainerRunner;
 use plateau_runner::wasm::WasmRunner;
 use plateau_store::Db;
 use tokio::task::JoinHandle;
@@ -79,6 +82,7 @@ pub async fn prepare(
     registry: Registry,
     api_addr: SocketAddr,
     registry_url: Option<&str>,
+    data_dir: &Path,
 ) -> anyhow::Result<Running> {
     let listener = tokio::net::TcpListener::bind(args.edge_listen)
         .await
@@ -86,6 +90,7 @@ pub async fn prepare(
     let edge_addr = listener.local_addr()?;
     let edge = Arc::new(Edge::new(&args.apps_domain));
     let runner = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
+    let containers = containers(data_dir);
     let local = api_addr.to_string();
     let mut names = vec![local.clone(), format!("localhost:{}", api_addr.port())];
     if let Some(url) = registry_url {
@@ -108,6 +113,7 @@ pub async fn prepare(
         config,
         Arc::new(Sealer::new(&secret_key)),
         runner,
+        containers,
         edge.clone(),
         Arc::new(OwnRegistry {
             registry,
@@ -122,6 +128,23 @@ pub async fn prepare(
         edge,
         tasks: Vec::new(),
     })
+}
+
+/// The Linux container runtime under `<data dir>/apps`, when runc runs
+/// here; without it apps run Wasm components only, and a Linux image's
+/// deployment fails saying what to install.
+fn containers(data_dir: &Path) -> Option<Containers> {
+    let root = data_dir.join("apps");
+    match ContainerRunner::new(root.join("containers")) {
+        Ok(runner) => Some(Containers {
+            runner: Arc::new(runner),
+            images: root.join("images"),
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "apps: Linux images will not run on this host");
+            None
+        }
+    }
 }
 
 impl Running {

@@ -165,6 +165,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         registry.clone(),
         addr,
         args.registry_url.as_deref(),
+        &args.store.data_dir,
     )
     .await?;
     // The /v2 routes go in after the API's layers: they keep the OCI error

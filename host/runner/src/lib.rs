@@ -4,13 +4,15 @@
 //! A runtime turns a [`LaunchSpec`] (an artifact, the app's environment,
 //! its limits) into [`Replicas`]: something that answers HTTP requests.
 //! [`wasm::WasmRunner`] runs `wasi:http/proxy` components in-process with
-//! wasmtime, a fresh instance per request; a `runc` runtime for Linux
-//! images goes beside it, behind the same trait.
+//! wasmtime, a fresh instance per request; [`container::ContainerRunner`]
+//! runs Linux images with runc, each replica a container in its own
+//! network namespace, behind the same trait.
 //!
 //! **Architecture Invariant:** this crate knows nothing of the database,
 //! the API or routing: it runs what it is given and reports what the
 //! replicas print through a [`LogSink`].
 
+pub mod container;
 pub mod logs;
 pub mod wasm;
 
@@ -45,6 +47,12 @@ pub enum Artifact {
     /// A WebAssembly component implementing `wasi:http/proxy`, with its
     /// digest (the compiled form is cached under it).
     Wasm { digest: String, bytes: Bytes },
+    /// A Linux image unpacked into `rootfs`, with its config's digest.
+    Container {
+        digest: String,
+        rootfs: std::path::PathBuf,
+        config: container::ImageConfig,
+    },
 }
 
 /// One deployment to start.
@@ -61,7 +69,7 @@ pub struct LaunchSpec {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("the artifact is not a runnable wasi:http/proxy component: {0}")]
+    #[error("the artifact cannot run: {0}")]
     NotRunnable(String),
     #[error("the app failed to answer: {0}")]
     Failed(String),

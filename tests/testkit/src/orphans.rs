@@ -1,6 +1,6 @@
 //! The processes a server starts under its data directory (cache and
-//! database servers, containers) outlive `plateau serve` by design: a
-//! restarted host adopts them. A test's server takes them down with it, so
+//! database servers, containers, apps' runc containers) outlive `plateau
+//! serve` by design: a restarted host adopts them. A test's server takes them down with it, so
 //! a test that forgets a resource leaves nothing running.
 
 use std::path::Path;
@@ -8,6 +8,7 @@ use std::path::Path;
 /// SIGKILLs every process whose working directory lies under `dir` or whose
 /// command line names a path under it.
 pub(crate) fn kill_under(dir: &Path) {
+    stop_containers(dir);
     let Some(needle) = dir.to_str() else { return };
     let me = std::process::id().to_string();
     let pids: Vec<String> = std::fs::read_dir("/proc")
@@ -28,5 +29,57 @@ pub(crate) fn kill_under(dir: &Path) {
             .arg("-KILL")
             .args(&pids)
             .status();
+    }
+}
+
+/// Deletes the apps' runc containers under `dir` (their processes live in
+/// their own namespaces, out of sight of [`kill_under`]) and the network
+/// namespaces their bundles name.
+fn stop_containers(dir: &Path) {
+    let root = dir.join("apps/containers");
+    let state = root.join("state");
+    if !state.is_dir() {
+        return;
+    }
+    let listed = std::process::Command::new("runc")
+        .arg("--root")
+        .arg(&state)
+        .args(["list", "--quiet"])
+        .output();
+    for id in listed
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+    {
+        let _ = std::process::Command::new("runc")
+            .arg("--root")
+            .arg(&state)
+            .args(["delete", "--force", id])
+            .output();
+    }
+    for bundle in std::fs::read_dir(root.join("bundles"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let Ok(text) = std::fs::read(bundle.path().join("config.json")) else {
+            continue;
+        };
+        let config: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+        for ns in config["linux"]["namespaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(name) = ns["path"]
+                .as_str()
+                .and_then(|p| p.strip_prefix("/run/netns/"))
+            {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "delete", name])
+                    .output();
+            }
+        }
     }
 }

@@ -29,8 +29,9 @@ pub struct CreateApp {
     pub name: String,
     /// `image` (default) or `git`.
     pub source_type: Option<String>,
-    /// An OCI reference of a `wasi:http/proxy` component; with it, the
-    /// app is deployed at once.
+    /// An OCI reference of a `wasi:http/proxy` component or of a Linux
+    /// image (linux/amd64, listening on `$PORT`); with it, the app is
+    /// deployed at once.
     pub image: Option<String>,
     pub repo: Option<String>,
     pub branch: Option<String>,

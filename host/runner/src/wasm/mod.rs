@@ -96,7 +96,11 @@ impl WasmRunner {
 #[async_trait]
 impl Runner for WasmRunner {
     async fn launch(&self, spec: LaunchSpec) -> Result<Arc<dyn Replicas>> {
-        let Artifact::Wasm { digest, bytes } = &spec.artifact;
+        let Artifact::Wasm { digest, bytes } = &spec.artifact else {
+            return Err(Error::NotRunnable(
+                "the Wasm runtime runs wasi:http/proxy components only".to_owned(),
+            ));
+        };
         let component = self.compile(digest, bytes.clone()).await?;
         let pre = self
             .linker

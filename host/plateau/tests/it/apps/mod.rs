@@ -3,6 +3,7 @@
 //! the edge by Host name.
 
 mod deploy;
+mod linux;
 mod settings;
 mod tenants;
 

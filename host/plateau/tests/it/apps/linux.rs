@@ -1,0 +1,326 @@
+//! A Linux image as an app: a busybox rootfs (Debian's busybox-static)
+//! packed in the test as an OCI image (a gzip layer, a config, a manifest,
+//! and for v1 an index naming it for linux/amd64), pushed over the OCI
+//! protocol to the server's registry, deployed, served through the edge
+//! with the app's env, redeployed and rolled back, brought back by a
+//! restart; pause and delete leave no container, state or network
+//! namespace behind. Needs root and runc.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use plateau_testkit::Backend;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use super::{Apps, Edge, Load, failures, id, slug};
+use crate::on_both_backends;
+
+on_both_backends!(linux_image_lifecycle);
+
+const BUSYBOX: &str = "/bin/busybox";
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// One gzip layer: `/bin/busybox` and `/bin/sh` linking to it.
+fn busybox_layer() -> Vec<u8> {
+    let busybox = std::fs::read(BUSYBOX)
+        .unwrap_or_else(|e| panic!("{BUSYBOX}: {e}; install the busybox-static package"));
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut b = tar::Builder::new(gz);
+    let mut dir = tar::Header::new_gnu();
+    dir.set_entry_type(tar::EntryType::Directory);
+    dir.set_mode(0o755);
+    dir.set_size(0);
+    b.append_data(&mut dir, "bin/", &[][..]).unwrap();
+    let mut h = tar::Header::new_gnu();
+    h.set_mode(0o755);
+    h.set_size(busybox.len() as u64);
+    b.append_data(&mut h, "bin/busybox", &busybox[..]).unwrap();
+    let mut l = tar::Header::new_gnu();
+    l.set_entry_type(tar::EntryType::Symlink);
+    l.set_size(0);
+    b.append_link(&mut l, "bin/sh", "busybox").unwrap();
+    let mut gz = b.into_inner().unwrap();
+    gz.flush().unwrap();
+    gz.finish().unwrap()
+}
+
+/// The image config: httpd serving `$GREETING <version>` on `$PORT`.
+fn config(version: &str) -> Vec<u8> {
+    let script = format!(
+        "mkdir /tmp/www && echo \"$GREETING {version}\" > /tmp/www/index.html \
+         && echo started {version} && exec httpd -f -v -p $PORT -h /tmp/www"
+    );
+    serde_json::to_vec(&json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": { "Cmd": ["/bin/sh", "-c", script], "Env": ["IMAGE=busybox"] },
+        "rootfs": { "type": "layers", "diff_ids": [] },
+    }))
+    .unwrap()
+}
+
+struct Registry<'a> {
+    env: &'a Apps,
+    http: reqwest::Client,
+}
+
+impl Registry<'_> {
+    async fn blob(&self, repo: &str, bytes: &[u8]) -> String {
+        let digest = sha256(bytes);
+        let r = self
+            .http
+            .post(format!(
+                "{}/v2/{repo}/blobs/uploads/?digest={digest}",
+                self.env.server.url
+            ))
+            .basic_auth("plateau", Some(&self.env.token))
+            .body(bytes.to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        digest
+    }
+
+    async fn manifest(&self, repo: &str, tag: &str, media_type: &str, body: &Value) -> Vec<u8> {
+        let bytes = serde_json::to_vec(body).unwrap();
+        let r = self
+            .http
+            .put(format!("{}/v2/{repo}/manifests/{tag}", self.env.server.url))
+            .basic_auth("plateau", Some(&self.env.token))
+            .header("content-type", media_type)
+            .body(bytes.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        bytes
+    }
+
+    /// Pushes the image of `version` as `repo:tag`, behind an index when
+    /// `index`; returns the reference.
+    async fn push(
+        &self,
+        repo: &str,
+        tag: &str,
+        version: &str,
+        layer: &[u8],
+        index: bool,
+    ) -> String {
+        let config = config(version);
+        let config_digest = self.blob(repo, &config).await;
+        let layer_digest = self.blob(repo, layer).await;
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": { "mediaType": "application/vnd.oci.image.config.v1+json",
+                        "digest": config_digest, "size": config.len() },
+            "layers": [{ "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                         "digest": layer_digest, "size": layer.len() }],
+        });
+        let manifest_tag = if index {
+            format!("{tag}-amd64")
+        } else {
+            tag.to_owned()
+        };
+        let bytes = self
+            .manifest(repo, &manifest_tag, OCI_MANIFEST, &manifest)
+            .await;
+        if index {
+            let index = json!({
+                "schemaVersion": 2,
+                "mediaType": OCI_INDEX,
+                "manifests": [{ "mediaType": OCI_MANIFEST, "digest": sha256(&bytes),
+                                "size": bytes.len(),
+                                "platform": { "architecture": "amd64", "os": "linux" } }],
+            });
+            self.manifest(repo, tag, OCI_INDEX, &index).await;
+        }
+        let host = self.env.server.url.trim_start_matches("http://");
+        format!("{host}/{repo}:{tag}")
+    }
+}
+
+/// The network namespaces the server's running replicas joined (from
+/// their bundles under the data directory).
+fn namespaces(data_dir: &Path) -> Vec<PathBuf> {
+    let bundles = data_dir.join("apps/containers/bundles");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(bundles).into_iter().flatten().flatten() {
+        let Ok(text) = std::fs::read(entry.path().join("config.json")) else {
+            continue;
+        };
+        let config: Value = serde_json::from_slice(&text).unwrap();
+        for ns in config["linux"]["namespaces"].as_array().unwrap() {
+            if let Some(path) = ns["path"].as_str() {
+                found.push(PathBuf::from(path));
+            }
+        }
+    }
+    found
+}
+
+/// The containers runc knows under the server's data directory.
+fn containers(data_dir: &Path) -> Vec<String> {
+    let out = std::process::Command::new("runc")
+        .arg("--root")
+        .arg(data_dir.join("apps/containers/state"))
+        .args(["list", "--quiet"])
+        .output()
+        .expect("runc runs (install the runc package)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until the server runs no container and `gone` namespaces are
+/// deleted.
+async fn until_nothing_runs(data_dir: &Path, gone: &[PathBuf]) {
+    for _ in 0..400 {
+        if containers(data_dir).is_empty() && gone.iter().all(|p| !p.exists()) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!(
+        "containers {:?} or namespaces {:?} are left",
+        containers(data_dir),
+        gone.iter().filter(|p| p.exists()).collect::<Vec<_>>()
+    );
+}
+
+async fn linux_image_lifecycle(backend: Backend) {
+    let mut env = Apps::start(backend).await;
+    let c = env.client();
+    let data_dir = env.server.data_dir.path().to_owned();
+    let registry = Registry {
+        env: &env,
+        http: reqwest::Client::new(),
+    };
+    let layer = busybox_layer();
+    let repo = format!("{}/web", env.org);
+    let v1 = registry.push(&repo, "v1", "v1", &layer, true).await;
+    let v2 = registry.push(&repo, "v2", "v2", &layer, false).await;
+
+    // The env is set before the first deployment, which then carries it.
+    let r = c.post("/apps", json!({ "name": "Web" })).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let app_id = id(&r.json());
+    let r = c
+        .post(
+            &format!("/apps/{app_id}/env"),
+            json!({ "env": { "GREETING": "hello from busybox" } }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = c
+        .post(
+            &format!("/apps/{app_id}/deployments"),
+            json!({ "image": v1 }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let first = env.settled(&app_id, &id(&r.json())).await;
+    assert_eq!(first["status"], "live", "{first}");
+    let app = c.get(&format!("/apps/{app_id}")).await.json();
+    let edge = Edge::new(&env.server, &slug(&app));
+    edge.until_body("hello from busybox v1\n").await;
+    assert_eq!(containers(&data_dir).len(), 1);
+    let r = c
+        .get(&format!(
+            "/apps/{app_id}/env/verify?key=GREETING&expected={}",
+            hex::encode(Sha256::digest(b"hello from busybox"))
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // The container's stdout and stderr are the app's logs.
+    crate::until(
+        &c,
+        &format!("/apps/{app_id}/logs"),
+        "the container's logs",
+        |l| {
+            let lines = l["items"].as_array().unwrap();
+            lines
+                .iter()
+                .any(|x| x["stream"] == "stdout" && x["line"] == "started v1")
+                && lines.iter().any(|x| {
+                    x["stream"] == "stderr" && x["line"].as_str().unwrap().contains("response:200")
+                })
+        },
+    )
+    .await;
+
+    // Redeploy v2, roll back to v1, under load: every request answers, and
+    // each switch leaves one container.
+    let load = Load::start(&env.server, &slug(&app), 4);
+    let r = c
+        .post(
+            &format!("/apps/{app_id}/deployments"),
+            json!({ "image": v2 }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let d = env.settled(&app_id, &id(&r.json())).await;
+    assert_eq!(d["status"], "live", "{d}");
+    edge.until_body("hello from busybox v2\n").await;
+    let r = c.post(&format!("/apps/{app_id}/rollback"), json!({})).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let back = env.settled(&app_id, &id(&r.json())).await;
+    assert_eq!(back["status"], "live", "{back}");
+    edge.until_body("hello from busybox v1\n").await;
+    let answers = load.finish().await;
+    let failed = failures(
+        &answers,
+        &["hello from busybox v1\n", "hello from busybox v2\n"],
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed: {:?}",
+        failed.len(),
+        answers.len(),
+        &failed[..failed.len().min(5)]
+    );
+    for _ in 0..400 {
+        if containers(&data_dir).len() == 1 && namespaces(&data_dir).len() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(containers(&data_dir).len(), 1, "the old replicas stopped");
+    assert_eq!(namespaces(&data_dir).len(), 1, "the old namespaces went");
+
+    // Pause: no container, no namespace; resume brings v1 back.
+    let running = namespaces(&data_dir);
+    assert_eq!(running.len(), 1, "{running:?}");
+    let r = c.post(&format!("/apps/{app_id}/pause"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    until_nothing_runs(&data_dir, &running).await;
+    let r = c.post(&format!("/apps/{app_id}/resume"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    edge.until_body("hello from busybox v1\n").await;
+
+    // A restart deletes the old process's containers and brings the live
+    // app back from the unpacked image, without the registry.
+    let before = namespaces(&data_dir);
+    env.server.restart().await;
+    let c = env.client();
+    let edge = Edge::new(&env.server, &slug(&app));
+    edge.until_body("hello from busybox v1\n").await;
+    assert!(before.iter().all(|p| !p.exists()), "{before:?} left");
+    assert_eq!(containers(&data_dir).len(), 1);
+
+    // Delete: the app's containers and namespaces go.
+    let running = namespaces(&data_dir);
+    let r = c.delete(&format!("/apps/{app_id}")).await;
+    assert!(r.status == 200 || r.status == 204, "{}", r.text());
+    until_nothing_runs(&data_dir, &running).await;
+}

@@ -1,0 +1,167 @@
+//! The Linux container runtime: an OCI image unpacked into a rootfs
+//! ([`unpack`]), each replica run by `runc` from a generated runtime
+//! config ([`spec`]) in its own network namespace ([`net`]), the edge's
+//! requests proxied to the replica's address and `$PORT`.
+//!
+//! State lives under one root (`<data dir>/apps/containers`): runc's state
+//! in `state/`, one bundle per replica in `bundles/`. A new runner deletes
+//! every container a previous process left there, and reclaims the
+//! networks of processes that are gone, before it runs anything.
+
+mod net;
+mod replica;
+mod replicas;
+pub mod spec;
+pub mod unpack;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+
+use crate::logs::LogSink;
+use crate::{Artifact, Error, LaunchSpec, Limits, Replicas, Result, Runner};
+pub use net::SUBNET;
+pub use replicas::ContainerReplicas;
+pub use spec::{ImageConfig, PORT};
+
+/// Where a runner keeps its state.
+pub struct Paths {
+    /// runc's `--root`.
+    pub state: PathBuf,
+    /// One OCI bundle (`config.json`) per replica.
+    pub bundles: PathBuf,
+}
+
+/// What every replica of a deployment is started from.
+pub struct Template {
+    pub image: ImageConfig,
+    pub rootfs: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub limits: Limits,
+    pub logs: Arc<dyn LogSink>,
+    /// `<app>-<deployment>`, shortened; replicas add their number.
+    pub name: String,
+}
+
+/// Runs Linux images with runc.
+pub struct ContainerRunner {
+    paths: Arc<Paths>,
+    /// Numbers replicas, so a restarted replica never reuses an id.
+    next: Arc<AtomicU64>,
+}
+
+impl ContainerRunner {
+    /// A runner keeping its state under `root`; fails with what to
+    /// install when runc is missing.
+    pub fn new(root: impl Into<PathBuf>) -> Result<ContainerRunner> {
+        let root = root.into();
+        let paths = Paths {
+            state: root.join("state"),
+            bundles: root.join("bundles"),
+        };
+        let version = Command::new("runc").arg("--version").output();
+        if !version.is_ok_and(|o| o.status.success()) {
+            return Err(Error::NotRunnable(
+                "runc is not installed; install the runc package (apt-get install runc)".into(),
+            ));
+        }
+        for dir in [&paths.state, &paths.bundles] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::NotRunnable(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let runner = ContainerRunner {
+            paths: Arc::new(paths),
+            next: Arc::new(AtomicU64::new(0)),
+        };
+        runner.sweep();
+        Ok(runner)
+    }
+
+    /// Deletes the containers and bundles a previous process left.
+    fn sweep(&self) {
+        let listed = Command::new("runc")
+            .arg("--root")
+            .arg(&self.paths.state)
+            .args(["list", "--quiet"])
+            .output();
+        if let Ok(out) = listed {
+            for id in String::from_utf8_lossy(&out.stdout).lines() {
+                let _ = Command::new("runc")
+                    .arg("--root")
+                    .arg(&self.paths.state)
+                    .args(["delete", "--force", id.trim()])
+                    .output();
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.paths.bundles) {
+            for entry in entries.flatten() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        net::reclaim_stale();
+    }
+
+    /// The ids of the containers runc knows under this runner's root.
+    pub fn containers(&self) -> Vec<String> {
+        let out = Command::new("runc")
+            .arg("--root")
+            .arg(&self.paths.state)
+            .args(["list", "--quiet"])
+            .output();
+        out.map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_owned)
+                .filter(|l| !l.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Runner for ContainerRunner {
+    async fn launch(&self, spec: LaunchSpec) -> Result<Arc<dyn Replicas>> {
+        let Artifact::Container { rootfs, config, .. } = spec.artifact else {
+            return Err(Error::NotRunnable(
+                "the container runtime runs Linux images only".to_owned(),
+            ));
+        };
+        if !rootfs.is_dir() {
+            return Err(Error::NotRunnable(format!(
+                "the image's root filesystem {} is not unpacked on this host; deploy the image again",
+                rootfs.display()
+            )));
+        }
+        let template = Template {
+            image: config,
+            rootfs,
+            env: spec.env,
+            limits: spec.limits,
+            logs: spec.logs,
+            name: short(&spec.deployment_id),
+        };
+        let replicas = ContainerReplicas::start(
+            template,
+            self.paths.clone(),
+            self.next.clone(),
+            spec.limits.replicas.max(1),
+        )
+        .await?;
+        Ok(Arc::new(replicas))
+    }
+}
+
+/// The tail of an id (ids end in their random part), for names.
+fn short(id: &str) -> String {
+    let tail: String = id.chars().rev().take(12).collect();
+    tail.chars().rev().collect::<String>().to_ascii_lowercase()
+}
+
+/// A replica's container id: unique within the runner's root.
+fn replica_id(template: &Template, next: &AtomicU64) -> String {
+    format!("{}-{}", template.name, next.fetch_add(1, Ordering::Relaxed))
+}

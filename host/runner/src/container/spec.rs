@@ -1,0 +1,212 @@
+//! What a container runs ([`ImageConfig`], read from the image's OCI
+//! config) and the OCI runtime `config.json` runc runs it from.
+//!
+//! **Invariant:** every replica gets a read-only rootfs with a writable
+//! `/tmp`, its own namespaces (network: the one [`super::net`] made), no
+//! capabilities, no new privileges, and the app's memory and CPU limits.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{Error, Limits, Result};
+
+/// The port a replica listens on (each has its own network namespace);
+/// it is in the replica's `PORT`.
+pub const PORT: u16 = 8080;
+/// The CFS period the CPU quota is a share of, in microseconds.
+const CPU_PERIOD: u64 = 100_000;
+/// The size of the writable `/tmp`, in MiB.
+const TMP_MB: u32 = 64;
+/// Processes one replica may have.
+const PIDS: u32 = 256;
+
+/// The parts of an image's config a container starts from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageConfig {
+    pub entrypoint: Vec<String>,
+    pub cmd: Vec<String>,
+    /// `KEY=value` lines; the app's environment comes after them.
+    pub env: Vec<String>,
+    pub working_dir: String,
+    /// `uid[:gid]`, numeric; names are not looked up.
+    pub user: String,
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    architecture: Option<String>,
+    os: Option<String>,
+    config: Option<RawConfig>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+struct RawConfig {
+    entrypoint: Option<Vec<String>>,
+    cmd: Option<Vec<String>>,
+    env: Option<Vec<String>>,
+    working_dir: Option<String>,
+    user: Option<String>,
+}
+
+impl ImageConfig {
+    /// Reads an OCI image config blob; only linux/amd64 runs here.
+    pub fn parse(bytes: &[u8]) -> Result<ImageConfig> {
+        let raw: Raw = serde_json::from_slice(bytes)
+            .map_err(|e| Error::NotRunnable(format!("the image config is not valid: {e}")))?;
+        let platform = (
+            raw.os.as_deref().unwrap_or(""),
+            raw.architecture.as_deref().unwrap_or(""),
+        );
+        if platform != ("linux", "amd64") {
+            return Err(Error::NotRunnable(format!(
+                "the image is for {}/{}; build it for linux/amd64",
+                platform.0, platform.1
+            )));
+        }
+        let c = raw.config.unwrap_or_default();
+        let config = ImageConfig {
+            entrypoint: c.entrypoint.unwrap_or_default(),
+            cmd: c.cmd.unwrap_or_default(),
+            env: c.env.unwrap_or_default(),
+            working_dir: c
+                .working_dir
+                .filter(|w| !w.is_empty())
+                .unwrap_or("/".into()),
+            user: c.user.unwrap_or_default(),
+        };
+        if config.args().is_empty() {
+            return Err(Error::NotRunnable(
+                "the image has neither Entrypoint nor Cmd; set what it runs".to_owned(),
+            ));
+        }
+        config.ids()?;
+        Ok(config)
+    }
+
+    fn args(&self) -> Vec<String> {
+        self.entrypoint.iter().chain(&self.cmd).cloned().collect()
+    }
+
+    /// The numeric user and group; root when the image names none.
+    fn ids(&self) -> Result<(u32, u32)> {
+        if self.user.is_empty() {
+            return Ok((0, 0));
+        }
+        let (uid, gid) = self.user.split_once(':').unwrap_or((&self.user, "0"));
+        match (uid.parse(), gid.parse()) {
+            (Ok(uid), Ok(gid)) => Ok((uid, gid)),
+            _ => Err(Error::NotRunnable(format!(
+                "the image's User {:?} is not numeric; write uid[:gid]",
+                self.user
+            ))),
+        }
+    }
+}
+
+/// One replica's runtime config.
+pub struct Runtime<'a> {
+    pub image: &'a ImageConfig,
+    /// The app's environment (after the image's).
+    pub env: &'a [(String, String)],
+    pub limits: Limits,
+    pub rootfs: &'a str,
+    pub netns: &'a str,
+    pub hostname: &'a str,
+    /// The cgroup path, `/plateau/<container>`.
+    pub cgroup: &'a str,
+}
+
+impl Runtime<'_> {
+    pub fn config_json(&self) -> Result<Vec<u8>> {
+        let (uid, gid) = self.image.ids()?;
+        let mut env: Vec<String> =
+            vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()];
+        env.extend(self.image.env.iter().cloned());
+        env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+        env.push(format!("PORT={PORT}"));
+        let memory = u64::from(self.limits.memory_mb.max(8)) << 20;
+        let quota = (u64::from(self.limits.milli_cpu.max(10)) * CPU_PERIOD / 1000).max(1000);
+        let namespaces = json!([
+            { "type": "pid" }, { "type": "ipc" }, { "type": "uts" }, { "type": "mount" },
+            { "type": "network", "path": self.netns },
+        ]);
+        let caps = json!({ "bounding": [], "effective": [], "permitted": [], "ambient": [] });
+        let config = json!({
+            "ociVersion": "1.0.2",
+            "process": {
+                "terminal": false,
+                "user": { "uid": uid, "gid": gid },
+                "args": self.image.args(),
+                "env": env,
+                "cwd": self.image.working_dir,
+                "capabilities": caps,
+                "rlimits": [{ "type": "RLIMIT_NOFILE", "hard": 4096, "soft": 4096 }],
+                "noNewPrivileges": true,
+            },
+            "root": { "path": self.rootfs, "readonly": true },
+            "hostname": self.hostname,
+            "mounts": mounts(),
+            "linux": {
+                "cgroupsPath": self.cgroup,
+                "resources": {
+                    "devices": [{ "allow": false, "access": "rwm" }],
+                    "memory": { "limit": memory, "swap": memory },
+                    "cpu": { "quota": quota, "period": CPU_PERIOD },
+                    "pids": { "limit": PIDS },
+                },
+                "namespaces": namespaces,
+                "maskedPaths": [
+                    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+                    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                    "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+                ],
+                "readonlyPaths": [
+                    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+                ],
+            },
+        });
+        serde_json::to_vec_pretty(&config).map_err(|e| Error::NotRunnable(e.to_string()))
+    }
+}
+
+fn mounts() -> Value {
+    json!([
+        { "destination": "/proc", "type": "proc", "source": "proc" },
+        { "destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+          "options": ["nosuid", "strictatime", "mode=755", "size=65536k"] },
+        { "destination": "/dev/pts", "type": "devpts", "source": "devpts",
+          "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"] },
+        { "destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+          "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"] },
+        { "destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue",
+          "options": ["nosuid", "noexec", "nodev"] },
+        { "destination": "/sys", "type": "sysfs", "source": "sysfs",
+          "options": ["nosuid", "noexec", "nodev", "ro"] },
+        { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+          "options": ["nosuid", "nodev", "mode=1777", format!("size={TMP_MB}m")] },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_image_config() {
+        let c = ImageConfig::parse(
+            br#"{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/bin/sh"],"Cmd":["-c","x"],"Env":["A=1"],"User":"1000:1000"}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.args(), ["/bin/sh", "-c", "x"]);
+        assert_eq!(c.ids().unwrap(), (1000, 1000));
+        assert_eq!(c.working_dir, "/");
+        let arm =
+            ImageConfig::parse(br#"{"architecture":"arm64","os":"linux","config":{"Cmd":["x"]}}"#);
+        assert!(arm.unwrap_err().to_string().contains("linux/amd64"));
+        let named = ImageConfig::parse(
+            br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["x"],"User":"www"}}"#,
+        );
+        assert!(named.unwrap_err().to_string().contains("numeric"));
+    }
+}
