@@ -116,13 +116,16 @@ async fn post(http: &reqwest::Client, url: String, token: &str, body: Value) -> 
 fn client(endpoint: &str, bucket: &str, key: &Value, signed: bool) -> AmazonS3 {
     AmazonS3Builder::new()
         .with_endpoint(endpoint)
-        .with_allow_http(true)
         .with_region("us-east-1")
         .with_bucket_name(bucket)
         .with_access_key_id(key["accessKeyId"].as_str().unwrap())
         .with_secret_access_key(key["secretAccessKey"].as_str().unwrap())
         .with_unsigned_payload(!signed)
-        .with_client_options(ClientOptions::new().with_timeout_disabled())
+        .with_client_options(
+            ClientOptions::new()
+                .with_allow_http(true)
+                .with_timeout_disabled(),
+        )
         .build()
         .unwrap()
 }
