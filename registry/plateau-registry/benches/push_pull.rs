@@ -10,13 +10,15 @@
 //! from a zero-copy sender (sendfile, no HTTP) to the pull's client loop,
 //! which bounds any pull.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use futures::StreamExt;
+use plateau_testkit::bounds::{
+    best_of_two, copy, hash_file, loopback_bound, settle, vm_hwm_kib, write_chunks, write_test_file,
+};
 use sha2::{Digest, Sha256};
 
 fn binary() -> PathBuf {
@@ -42,29 +44,7 @@ fn token() -> String {
     out
 }
 
-/// Moves everything `from` reads to `to`, 1 MiB at a time.
-fn pump(mut from: impl Read, mut to: impl Write) {
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = from.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        to.write_all(&buf[..n]).unwrap();
-    }
-}
-
-/// Copies with a userspace read/write loop (no reflink, no copy_file_range).
-fn copy(from: &Path, to: &Path) -> f64 {
-    let start = Instant::now();
-    pump(
-        std::fs::File::open(from).unwrap(),
-        std::fs::File::create(to).unwrap(),
-    );
-    start.elapsed().as_secs_f64()
-}
-
-/// The client's side of the transfers does the same file I/O as [`copy`]
+/// The client's side of the push does the same file I/O as [`copy`]
 /// (1 MiB reads, plain writes) on its own thread, so that the client is
 /// not what is measured: `tokio::fs` would copy every chunk once more and
 /// hop to the blocking pool for each.
@@ -91,82 +71,6 @@ fn read_chunks(path: &Path) -> impl futures::Stream<Item = std::io::Result<bytes
     futures::stream::unfold(rx, |mut rx| async { rx.recv().await.map(|c| (c, rx)) })
 }
 
-/// A file written by its own thread from the chunks sent to it.
-fn write_chunks(
-    path: &Path,
-) -> (
-    tokio::sync::mpsc::Sender<bytes::Bytes>,
-    std::thread::JoinHandle<()>,
-) {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
-    let mut file = std::fs::File::create(path).unwrap();
-    let writer = std::thread::spawn(move || {
-        while let Some(chunk) = rx.blocking_recv() {
-            file.write_all(&chunk).unwrap();
-        }
-    });
-    (tx, writer)
-}
-
-/// Hashes the file as the registry must (1 MiB reads, SHA-256 on one
-/// core): the bound on a push that verifies its digest.
-fn hash_file(path: &Path) -> f64 {
-    let start = Instant::now();
-    let mut hasher = Sha256::new();
-    pump(std::fs::File::open(path).unwrap(), &mut hasher);
-    std::hint::black_box(hasher.finalize());
-    start.elapsed().as_secs_f64()
-}
-
-/// Sends the file over loopback with sendfile(2) (`std::io::copy` from a
-/// `File` to a `TcpStream`), with no HTTP and no registry, to a client
-/// that reads 1 MiB at a time and writes a file, as the pull's client does:
-/// the fastest a pull can be on this machine.
-fn loopback_bound(from: &Path, to: &Path) -> f64 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let from = from.to_owned();
-    let sender = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut file = std::fs::File::open(from).unwrap();
-        std::io::copy(&mut file, &mut stream).unwrap();
-    });
-    let start = Instant::now();
-    pump(
-        TcpStream::connect(addr).unwrap(),
-        std::fs::File::create(to).unwrap(),
-    );
-    let secs = start.elapsed().as_secs_f64();
-    sender.join().unwrap();
-    secs
-}
-
-/// The shorter of two runs of `run`, each writing `out` from settled
-/// pages; `out` is removed after each.
-fn best_of_two(out: &Path, run: impl Fn(&Path) -> f64) -> f64 {
-    let mut best = f64::MAX;
-    for _ in 0..2 {
-        settle();
-        best = best.min(run(out));
-        std::fs::remove_file(out).unwrap();
-    }
-    best
-}
-
-/// Writes dirty pages back so that one phase does not pay for another.
-fn settle() {
-    let _ = Command::new("sync").status();
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::main]
 async fn main() {
     let mib: u64 = std::env::var("BENCH_MIB")
@@ -179,21 +83,7 @@ async fn main() {
     let data_dir = dir.path().join("data");
     let blob = dir.path().join("blob.bin");
     let mut hasher = Sha256::new();
-    {
-        let mut f = std::fs::File::create(&blob).unwrap();
-        let mut state = 0x9e3779b97f4a7c15u64;
-        let mut chunk = vec![0u8; 1 << 20];
-        for _ in 0..mib {
-            for b in chunk.chunks_mut(8) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                b.copy_from_slice(&state.to_le_bytes()[..b.len()]);
-            }
-            hasher.update(&chunk);
-            f.write_all(&chunk).unwrap();
-        }
-    }
+    write_test_file(&blob, mib, |chunk| hasher.update(chunk));
     let digest = format!("sha256:{}", hex::encode(hasher.finalize()));
     let token = token();
     let mut child = Command::new(binary())
@@ -236,7 +126,7 @@ async fn main() {
     // The copy runs under the same conditions as the server: dirty pages
     // written back first, best of two runs.
     let copy_secs = best_of_two(&dir.path().join("copy.bin"), |to| copy(&blob, to));
-    let hash_secs = hash_file(&blob);
+    let hash_secs = hash_file(&blob, &mut [&mut Sha256::new()]);
     settle();
 
     // Push: POST, one streaming PATCH, PUT ?digest= (what docker and skopeo do).

@@ -2,6 +2,7 @@
 //! embedded SQLite or on a throwaway PostgreSQL server, and talk HTTP to it
 //! like a user would; a real SMTP server to relay mail to.
 
+pub mod bounds;
 mod client;
 mod orphans;
 mod postgres;
