@@ -54,6 +54,9 @@ pub async fn serve(
             },
             () = &mut shutdown => return,
         };
+        // Small responses go out at once instead of waiting on the
+        // client's delayed ACK (Nagle's algorithm).
+        let _ = stream.set_nodelay(true);
         let service = service.clone();
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
