@@ -3,13 +3,19 @@
 //! over create-and-delete rounds), then pgbench's select-only script
 //! through the pooler (`uri`) and straight to the leader (`writeUri`) in
 //! alternating rounds of the same run, with the pool's share of direct TPS.
+//! A third target in the same rounds is a plain userspace TCP relay to the
+//! leader: the least any process in between costs on this machine, so the
+//! pool's figure can be read against that bound as well as against direct.
 
-use std::process::Command;
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use plateau_testkit::Client;
 use serde_json::json;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::Command;
+use tokio::task::JoinHandle;
 
 use crate::server::Server;
 
@@ -63,7 +69,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Runs pgbench against `uri`; its TPS.
-fn tps(bench: &str, uri: &str, opts: &Options) -> anyhow::Result<f64> {
+async fn tps(bench: &str, uri: &str, opts: &Options) -> anyhow::Result<f64> {
     let out = Command::new(bench)
         .args(["-S", "-M", "simple", "-n", "-j", "2"])
         .args([
@@ -74,6 +80,7 @@ fn tps(bench: &str, uri: &str, opts: &Options) -> anyhow::Result<f64> {
         ])
         .arg(uri)
         .output()
+        .await
         .context("running pgbench")?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
@@ -125,25 +132,80 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let init = Command::new(&bench)
         .args(["-i", "-q", "-s", "10"])
         .arg(&direct)
-        .output()?;
+        .output()
+        .await?;
     if !init.status.success() {
         bail!("pgbench -i: {}", String::from_utf8_lossy(&init.stderr));
     }
-    let (mut d, mut p) = (Vec::new(), Vec::new());
+    let (leader, relayed_uri) = split_leader(&direct)?;
+    let relay = relay(leader).await?;
+    let relayed = relayed_uri(relay.port);
+    let (mut d, mut r, mut p) = (0.0, 0.0, 0.0);
     for round in 1..=opts.rounds {
-        let direct_tps = tps(&bench, &direct, &opts)?;
-        let pool_tps = tps(&bench, &pooled, &opts)?;
-        println!("round {round}: direct {direct_tps:.0} tps, pool {pool_tps:.0} tps");
-        d.push(direct_tps);
-        p.push(pool_tps);
+        let direct_tps = tps(&bench, &direct, &opts).await?;
+        let relay_tps = tps(&bench, &relayed, &opts).await?;
+        let pool_tps = tps(&bench, &pooled, &opts).await?;
+        println!(
+            "round {round}: direct {direct_tps:.0} tps, relay {relay_tps:.0} tps, pool {pool_tps:.0} tps"
+        );
+        (d, r, p) = (d + direct_tps, r + relay_tps, p + pool_tps);
     }
-    let (direct_sum, pool_sum): (f64, f64) = (d.iter().sum(), p.iter().sum());
+    relay.abort();
     println!(
         "\npool / direct: {:.0}% of direct TPS over {} rounds (target >= 90%)",
-        pool_sum / direct_sum * 100.0,
+        p / d * 100.0,
         opts.rounds
+    );
+    println!(
+        "bound: a bare TCP relay reaches {:.0}% of direct; the pool reaches {:.0}% of the relay",
+        r / d * 100.0,
+        p / r * 100.0
     );
     c.delete(&format!("/databases/{id}")).await;
     drop(server);
     Ok(())
+}
+
+/// The leader's address in `uri`, and `uri` with another port in its place.
+fn split_leader(uri: &str) -> anyhow::Result<(SocketAddr, impl Fn(u16) -> String)> {
+    let (head, rest) = uri.rsplit_once('@').context("writeUri has no host")?;
+    let (authority, tail) = rest.split_once('/').context("writeUri has no database")?;
+    let leader: SocketAddr = authority
+        .parse()
+        .with_context(|| format!("writeUri's host {authority} is not an address"))?;
+    let (head, tail) = (head.to_owned(), tail.to_owned());
+    Ok((leader, move |port| {
+        format!("{head}@{}:{port}/{tail}", leader.ip())
+    }))
+}
+
+/// A relay on a free loopback port copying bytes to `target` both ways:
+/// one connection upstream per client, no parsing, no pooling.
+struct Relay {
+    port: u16,
+    task: JoinHandle<()>,
+}
+
+impl Relay {
+    fn abort(self) {
+        self.task.abort();
+    }
+}
+
+async fn relay(target: SocketAddr) -> anyhow::Result<Relay> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let task = tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut server) = TcpStream::connect(target).await else {
+                    return;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            });
+        }
+    });
+    Ok(Relay { port, task })
 }
