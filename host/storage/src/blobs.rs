@@ -14,7 +14,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
-    GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, WriteMultipart,
+    GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
 };
 
 use crate::error::{Error, Result};
@@ -92,9 +92,12 @@ impl Blobs {
         })
     }
 
-    /// A fresh key for an object's bytes.
+    /// A fresh key for an object's bytes, in one of 256 directories per
+    /// bucket: concurrent writers of one bucket would otherwise queue on
+    /// one directory's lock to create their files.
     pub fn object_key(bucket_id: &str) -> String {
-        format!("objects/{bucket_id}/{}", uuid::Uuid::new_v4().simple())
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("objects/{bucket_id}/{}/{id}", &id[..2])
     }
 
     /// A fresh key for a part's bytes.
@@ -106,8 +109,9 @@ impl Blobs {
     }
 
     /// Streams `body` into `key`, hashing it with MD5 and holding a few
-    /// parts in memory at most. Past `cap` bytes, or when the body fails,
-    /// nothing is kept.
+    /// parts in memory at most. A body that ends within one part is one
+    /// `put` (one request to S3); a longer one is a multipart write. Past
+    /// `cap` bytes, or when the body fails, nothing is kept.
     pub async fn write(
         &self,
         key: &str,
@@ -116,26 +120,50 @@ impl Blobs {
     ) -> std::result::Result<Written, WriteFailure> {
         let mut md5 = Md5::new();
         let mut written = 0u64;
+        let mut first = Vec::new();
+        let mut ended = false;
+        while written <= self.part_size as u64 {
+            match next_chunk(&mut body, &mut written, cap).await? {
+                Some(chunk) => {
+                    md5.update(&chunk);
+                    first.push(chunk);
+                }
+                None => {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        let path = Path::from(key);
+        if ended {
+            let payload: PutPayload = first.into_iter().collect();
+            self.inner
+                .put(&path, payload)
+                .await
+                .map_err(|e| WriteFailure::Store(e.into()))?;
+            return Ok(Written {
+                size: written,
+                md5: md5.finalize().into(),
+            });
+        }
         let upload = self
             .inner
-            .put_multipart(&Path::from(key))
+            .put_multipart(&path)
             .await
             .map_err(|e| WriteFailure::Store(e.into()))?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, self.part_size);
-        while let Some(chunk) = body.next().await {
-            let chunk = match chunk {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::info!(error = %e, key, "object body interrupted");
+        for chunk in first {
+            writer.put(chunk);
+        }
+        loop {
+            let chunk = match next_chunk(&mut body, &mut written, cap).await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(failure) => {
                     let _ = writer.abort().await;
-                    return Err(WriteFailure::Interrupted);
+                    return Err(failure);
                 }
             };
-            written += chunk.len() as u64;
-            if written > cap {
-                let _ = writer.abort().await;
-                return Err(WriteFailure::TooLarge);
-            }
             md5.update(&chunk);
             if let Err(e) = writer.wait_for_capacity(WRITE_CONCURRENCY).await {
                 return Err(WriteFailure::Store(e.into()));
@@ -187,6 +215,29 @@ impl Blobs {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => tracing::warn!(error = %e, key, "deleting an object's bytes"),
             }
+        }
+    }
+}
+
+/// The body's next chunk, counted into `written`; a failed body or one
+/// past `cap` bytes is a failure.
+async fn next_chunk(
+    body: &mut BoxStream<'static, std::io::Result<Bytes>>,
+    written: &mut u64,
+    cap: u64,
+) -> std::result::Result<Option<Bytes>, WriteFailure> {
+    match body.next().await {
+        None => Ok(None),
+        Some(Err(e)) => {
+            tracing::info!(error = %e, "object body interrupted");
+            Err(WriteFailure::Interrupted)
+        }
+        Some(Ok(chunk)) => {
+            *written += chunk.len() as u64;
+            if *written > cap {
+                return Err(WriteFailure::TooLarge);
+            }
+            Ok(Some(chunk))
         }
     }
 }

@@ -31,6 +31,17 @@ pub struct LocalProvider {
 /// The largest object or part accepted in one request (S3's limit).
 pub const MAX_PUT: u64 = 5 * 1024 * 1024 * 1024;
 
+/// What an organisation may still store, for one write.
+pub(crate) struct Room {
+    /// Bytes.
+    limit: i64,
+    used: i64,
+    /// The size of the object the write replaces.
+    replaced: i64,
+    /// Why a write past `limit` is refused.
+    message: String,
+}
+
 impl LocalProvider {
     pub fn new(db: Db, blobs: Blobs) -> Self {
         LocalProvider { db, blobs }
@@ -40,41 +51,46 @@ impl LocalProvider {
         &self.blobs
     }
 
-    /// The organisation's limit in bytes, and the message of a refusal.
-    async fn limit(&self, org_id: &str) -> Result<(i64, String)> {
-        let (plan, gb) = storage::limit(&self.db, org_id).await?;
+    /// What the organisation may still store ([`storage::room`]), with the
+    /// limit in bytes and the message of a refusal.
+    pub(crate) async fn room(&self, org_id: &str, object: Option<(&str, &str)>) -> Result<Room> {
+        let room = storage::room(&self.db, org_id, object).await?;
         let message = format!(
-            "storage limit reached: the {plan} plan allows {gb} GB; delete objects or \
-             move to a larger plan"
+            "storage limit reached: the {} plan allows {} GB; delete objects or \
+             move to a larger plan",
+            room.plan, room.storage_gb
         );
-        Ok((gb.max(0).saturating_mul(1_000_000_000), message))
+        Ok(Room {
+            limit: room.storage_gb.max(0).saturating_mul(1_000_000_000),
+            used: room.used,
+            replaced: room.replaced,
+            message,
+        })
     }
 
     /// Streams an upload into `key` within what the organisation may still
     /// store (plus `freed`, the bytes the write replaces).
-    async fn write(
+    pub(crate) async fn write(
         &self,
-        org_id: &str,
         key: &str,
         upload: Upload,
+        room: &Room,
         freed: i64,
-    ) -> Result<(Written, i64, String)> {
-        let (limit, message) = self.limit(org_id).await?;
-        let used = storage::usage(&self.db, org_id).await?.bytes;
-        let room = (limit - used + freed).max(0) as u64;
-        let cap = room.min(MAX_PUT);
+    ) -> Result<Written> {
+        let left = (room.limit - room.used + freed).max(0) as u64;
+        let cap = left.min(MAX_PUT);
         if let Some(length) = upload.length {
             if length > MAX_PUT {
                 return Err(Error::EntityTooLarge);
             }
-            if length > room {
-                return Err(Error::QuotaExceeded(message));
+            if length > left {
+                return Err(Error::QuotaExceeded(room.message.clone()));
             }
         }
         match self.blobs.write(key, upload.body, cap).await {
-            Ok(w) => Ok((w, limit, message)),
+            Ok(w) => Ok(w),
             Err(WriteFailure::TooLarge) if cap == MAX_PUT => Err(Error::EntityTooLarge),
-            Err(WriteFailure::TooLarge) => Err(Error::QuotaExceeded(message)),
+            Err(WriteFailure::TooLarge) => Err(Error::QuotaExceeded(room.message.clone())),
             Err(WriteFailure::Interrupted) => Err(Error::IncompleteBody),
             Err(WriteFailure::Store(e)) => {
                 self.blobs.delete_all([key.to_owned()]).await;
@@ -94,15 +110,14 @@ impl LocalProvider {
         &self,
         bucket: &Bucket,
         row: objects::Object,
-        limit: i64,
-        message: String,
+        room: Room,
         actor: &Actor,
         written: Vec<String>,
     ) -> Result<ObjectInfo> {
         let event = object_event(bucket, &row.key, "storage.object.written", actor)
             .data(json!({ "bucket": bucket.bucket, "key": row.key, "size": row.size }));
         let mut tx = self.db.begin().await?;
-        match objects::put(&mut tx, &bucket.org_id, &row, limit, &event).await {
+        match objects::put(&mut tx, &bucket.org_id, &row, room.limit, &event).await {
             Ok(old) => {
                 tx.commit().await?;
                 if let Some(old) = old {
@@ -113,7 +128,7 @@ impl LocalProvider {
             Err(e) => {
                 drop(tx);
                 self.blobs.delete_all(written).await;
-                Err(Error::from_write(e, || message))
+                Err(Error::from_write(e, || room.message))
             }
         }
     }
@@ -230,11 +245,11 @@ impl Provider for LocalProvider {
         headers: ObjectHeaders,
         actor: &Actor,
     ) -> Result<ObjectInfo> {
-        let freed = objects::get(&self.db, &bucket.id, key)
-            .await?
-            .map_or(0, |o| o.size);
+        let room = self
+            .room(&bucket.org_id, Some((bucket.id.as_str(), key)))
+            .await?;
         let blob = Blobs::object_key(&bucket.id);
-        let (written, limit, message) = self.write(&bucket.org_id, &blob, upload, freed).await?;
+        let written = self.write(&blob, upload, &room, room.replaced).await?;
         let row = objects::Object {
             bucket_id: bucket.id.clone(),
             key: key.to_owned(),
@@ -244,7 +259,7 @@ impl Provider for LocalProvider {
             headers: serde_json::to_string(&headers).unwrap_or_default(),
             modified_at: time::now_ms(),
         };
-        self.commit_object(bucket, row, limit, message, actor, vec![blob])
+        self.commit_object(bucket, row, room, actor, vec![blob])
             .await
     }
 
@@ -329,13 +344,11 @@ impl Provider for LocalProvider {
         actor: &Actor,
     ) -> Result<ObjectInfo> {
         let source = self.object_row(from.0, from.1).await?;
-        let (limit, message) = self.limit(&to.0.org_id).await?;
-        let used = storage::usage(&self.db, &to.0.org_id).await?.bytes;
-        let freed = objects::get(&self.db, &to.0.id, to.1)
-            .await?
-            .map_or(0, |o| o.size);
-        if used - freed + source.size > limit {
-            return Err(Error::QuotaExceeded(message));
+        let room = self
+            .room(&to.0.org_id, Some((to.0.id.as_str(), to.1)))
+            .await?;
+        if room.used - room.replaced + source.size > room.limit {
+            return Err(Error::QuotaExceeded(room.message));
         }
         let mut copied = Vec::new();
         for (blob, size) in segments(&source.blobs) {
@@ -361,8 +374,7 @@ impl Provider for LocalProvider {
             },
             modified_at: time::now_ms(),
         };
-        self.commit_object(to.0, row, limit, message, actor, keys)
-            .await
+        self.commit_object(to.0, row, room, actor, keys).await
     }
 
     async fn list_objects(&self, bucket: &Bucket, query: &ListQuery) -> Result<Listing> {

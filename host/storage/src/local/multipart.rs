@@ -84,7 +84,8 @@ pub(super) async fn upload_part(
         .find(|p| p.part_number == number)
         .map_or(0, |p| p.size);
     let blob = Blobs::part_key(upload_id, number);
-    let (written, limit, message) = provider.write(&bucket.org_id, &blob, upload, freed).await?;
+    let room = provider.room(&bucket.org_id, None).await?;
+    let written = provider.write(&blob, upload, &room, freed).await?;
     let part = uploads::Part {
         upload_id: upload_id.to_owned(),
         part_number: number,
@@ -95,7 +96,7 @@ pub(super) async fn upload_part(
         modified_at: time::now_ms(),
     };
     let mut tx = provider.db.begin().await?;
-    match uploads::put_part(&mut tx, &bucket.org_id, &part, limit).await {
+    match uploads::put_part(&mut tx, &bucket.org_id, &part, room.limit).await {
         Ok(old) => {
             tx.commit().await?;
             if let Some(old) = old {
@@ -106,7 +107,7 @@ pub(super) async fn upload_part(
         Err(e) => {
             drop(tx);
             provider.blobs.delete_all([blob]).await;
-            Err(Error::from_write(e, || message))
+            Err(Error::from_write(e, || room.message))
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod keys;
 pub mod objects;
 pub mod uploads;
 
+use crate::db::Deferred;
 use crate::{Db, Result, Tx};
 
 /// An organisation's stored bytes and objects.
@@ -51,24 +52,41 @@ pub async fn usage(db: &Db, org_id: &str) -> Result<Usage> {
     )
 }
 
-/// The organisation's plan and its storage limit in GB (10^9 bytes).
-pub async fn limit(db: &Db, org_id: &str) -> Result<(String, i64)> {
+/// What an organisation may still write, read in one statement before a
+/// write streams its bytes: the plan, its limit, the bytes stored, and
+/// the size of the object the write would replace (0 when none).
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Room {
+    pub plan: String,
+    pub storage_gb: i64,
+    pub used: i64,
+    pub replaced: i64,
+}
+
+/// The organisation's [`Room`]; `object` is the (bucket id, key) a write
+/// would replace, if any.
+pub async fn room(db: &Db, org_id: &str, object: Option<(&str, &str)>) -> Result<Room> {
+    let (bucket_id, key) = object.unwrap_or(("", ""));
     Ok(sqlx::query_as(
-        "SELECT p.name, p.storage_gb FROM organizations o JOIN plans p ON p.name = o.plan \
-         WHERE o.id = $1",
+        "SELECT p.name AS plan, p.storage_gb, COALESCE(u.bytes, 0) AS used, \
+         COALESCE((SELECT s.size FROM storage_objects s WHERE s.bucket_id = $2 AND s.key = $3), 0) \
+         AS replaced \
+         FROM organizations o JOIN plans p ON p.name = o.plan \
+         LEFT JOIN storage_usage u ON u.org_id = o.id WHERE o.id = $1",
     )
     .bind(org_id)
+    .bind(bucket_id)
+    .bind(key)
     .fetch_one(db.pool())
     .await?)
 }
 
-/// Locks the organisation's usage row for the rest of the transaction.
+/// Locks the organisation's usage row for the rest of the transaction
+/// (on SQLite the one writer holds everything already, and the statement
+/// goes with the next one).
 async fn lock_usage(tx: &mut Tx, org_id: &str) -> Result<()> {
-    sqlx::query("UPDATE storage_usage SET bytes = bytes WHERE org_id = $1")
-        .bind(org_id)
-        .execute(tx.conn())
-        .await?;
-    Ok(())
+    tx.defer(Deferred::new("UPDATE storage_usage SET bytes = bytes WHERE org_id = $1").bind(org_id))
+        .await
 }
 
 /// Adds to the organisation's usage; refuses growth past `limit` bytes.

@@ -3,6 +3,7 @@
 use sqlx::FromRow;
 
 use super::{WriteError, add_bucket_usage, add_usage, lock_usage};
+use crate::db::Deferred;
 use crate::events::{self, NewEvent};
 use crate::{Db, Result, Tx};
 
@@ -82,23 +83,22 @@ pub async fn put(
     Ok(old)
 }
 
+/// Writes the row; on SQLite it goes with the transaction's next statement.
 pub(super) async fn upsert(tx: &mut Tx, object: &Object) -> Result<()> {
-    sqlx::query(
+    let write = Deferred::new(
         "INSERT INTO storage_objects (bucket_id, key, size, etag, blobs, headers, modified_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (bucket_id, key) DO UPDATE SET \
          size = excluded.size, etag = excluded.etag, blobs = excluded.blobs, \
          headers = excluded.headers, modified_at = excluded.modified_at",
     )
-    .bind(&object.bucket_id)
-    .bind(&object.key)
+    .bind(object.bucket_id.as_str())
+    .bind(object.key.as_str())
     .bind(object.size)
-    .bind(&object.etag)
-    .bind(&object.blobs)
-    .bind(&object.headers)
-    .bind(object.modified_at)
-    .execute(tx.conn())
-    .await?;
-    Ok(())
+    .bind(object.etag.as_str())
+    .bind(object.blobs.as_str())
+    .bind(object.headers.as_str())
+    .bind(object.modified_at);
+    tx.defer(write).await
 }
 
 /// Removes an object and records its event; returns it (for its blobs),
