@@ -23,10 +23,10 @@ use crate::record::{
 use crate::store::{self, Loaded};
 
 /// How many due entries a claim chooses among.
-pub const CANDIDATES: usize = 32;
+pub const CANDIDATES: usize = 200;
 /// The index entries one claim reads at most while filtering by workflow.
 const SCAN_LIMIT: usize = 1000;
-const PAGE: u32 = 100;
+const PAGE: u32 = 200;
 
 pub fn wake_job_key(id: &str) -> String {
     format!("wake:{id}")
