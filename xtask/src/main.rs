@@ -31,6 +31,9 @@
 //! - `cargo xtask bench queues [--messages N] [--connections N]`: messages per
 //!   second end to end through the queues plugin, with p50/p99 of send,
 //!   receive and ack (issue 19).
+//! - `cargo xtask bench workflows [--runs N] [--steps N] [--workers N]`:
+//!   completed steps per second through the workflows plugin with 32
+//!   workers, with p50/p99 and 409 counts of claim and complete (issue 19).
 
 mod cache_bench;
 mod checks_bench;
@@ -42,6 +45,7 @@ mod postgres_bins;
 mod queues_bench;
 mod server;
 mod setup;
+mod workflows_bench;
 
 use anyhow::{Context, bail};
 
@@ -85,6 +89,14 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(queues_bench::run(opts))
         }
+        ["bench", "workflows", rest @ ..] => {
+            let opts = workflows_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(workflows_bench::run(opts))
+        }
         ["bench", "email", rest @ ..] => {
             let opts = email_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -113,7 +125,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N]"
         ),
     }
 }

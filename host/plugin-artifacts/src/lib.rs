@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 6] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 7] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -20,5 +20,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 6] {
         ("email", builtin::PLATEAU_PLUGIN_EMAIL),
         ("queues", builtin::PLATEAU_PLUGIN_QUEUES),
         ("cron", builtin::PLATEAU_PLUGIN_CRON),
+        ("workflows", builtin::PLATEAU_PLUGIN_WORKFLOWS),
     ]
 }

@@ -73,6 +73,7 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
     ),
     ("queues", &[Capability::Scheduler], &[]),
     ("cron", &[Capability::Http, Capability::Scheduler], &["*"]),
+    ("workflows", &[Capability::Scheduler], &[]),
 ];
 
 impl PluginsConfig {

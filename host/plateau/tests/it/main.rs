@@ -30,6 +30,7 @@ mod queues;
 mod registry;
 mod server;
 mod storage;
+mod workflows;
 
 use std::time::Duration;
 

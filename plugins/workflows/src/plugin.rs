@@ -1,0 +1,79 @@
+//! The workflows plugin: its self-description, route table and jobs.
+//!
+//! | Route | Access |
+//! |---|---|
+//! | `GET /workflows/runs`, `GET /workflows/runs/{id}` | `workflows:read` |
+//! | `POST /workflows/runs`, `POST /workflows/runs/{id}/cancel` | `workflows:write` |
+//! | `POST /workflows/next` | `workflows:write` |
+//! | `POST /workflows/runs/{id}/complete`, `/fail`, `/sleep` | `workflows:write` |
+//!
+//! Claiming changes a run (it leases its step), so it needs
+//! `workflows:write`. Jobs: `wake:{id}` marks a sleeping run running at its
+//! wake time.
+
+use plateau_sdk::jobs::Job;
+use plateau_sdk::{Capability, Description, Plugin, Router, log};
+
+use crate::{api, worker};
+
+/// The plugin type handed to [`plateau_sdk::export_plugin!`].
+pub struct WorkflowsPlugin;
+
+impl Plugin for WorkflowsPlugin {
+    fn describe() -> Description {
+        Description::new("workflows", env!("CARGO_PKG_VERSION"))
+            .prefix("/workflows")
+            .scope(
+                "workflows:read",
+                "Read workflow runs and their step history",
+            )
+            .scope(
+                "workflows:write",
+                "Start and cancel workflow runs; claim, complete, fail and sleep their steps",
+            )
+            .capabilities(&[
+                Capability::Kv,
+                Capability::Events,
+                Capability::Log,
+                Capability::Clock,
+                Capability::Scheduler,
+            ])
+    }
+
+    fn router() -> Router {
+        Router::new()
+            .get("/workflows/runs", api::list)
+            .scope("workflows:read")
+            .summary("List workflow runs, oldest first, by workflow and status")
+            .post("/workflows/runs", api::start)
+            .scope("workflows:write")
+            .summary("Start a workflow run (idempotent with idempotencyKey)")
+            .get("/workflows/runs/{id}", api::get)
+            .scope("workflows:read")
+            .summary("Get a workflow run with its step history")
+            .post("/workflows/runs/{id}/cancel", api::cancel)
+            .scope("workflows:write")
+            .summary("Cancel a running or sleeping workflow run")
+            .post("/workflows/next", worker::next)
+            .scope("workflows:write")
+            .summary("Claim the next runnable step under a lease (204 when none)")
+            .post("/workflows/runs/{id}/complete", worker::complete)
+            .scope("workflows:write")
+            .summary("Complete the claimed step, going on with nextStep or completing the run")
+            .post("/workflows/runs/{id}/fail", worker::fail)
+            .scope("workflows:write")
+            .summary("Fail the claimed step: retried with backoff until maxAttempts")
+            .post("/workflows/runs/{id}/sleep", worker::sleep)
+            .scope("workflows:write")
+            .summary("End the claimed step and sleep the run 1 second to 90 days")
+    }
+
+    fn on_job(job: &Job) -> Result<(), String> {
+        if job.key.starts_with("wake:") {
+            worker::wake(job)
+        } else {
+            log::warn(&format!("unknown job {} dropped", job.key));
+            Ok(())
+        }
+    }
+}
