@@ -132,6 +132,8 @@ pub fn pooler(
          max_db_connections = {pool}\n\
          ignore_startup_parameters = extra_float_digits,search_path,options\n\
          server_reset_query =\n\
+         server_login_retry = 1\n\
+         server_connect_timeout = 3\n\
          logfile = {log}\n\
          pidfile = {pid}\n",
         users = dir.join(POOLER_USERS).display(),
