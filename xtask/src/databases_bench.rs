@@ -6,6 +6,9 @@
 //! A third target in the same rounds is a plain userspace TCP relay to the
 //! leader: the least any process in between costs on this machine, so the
 //! pool's figure can be read against that bound as well as against direct.
+//! Last, the failover time of a database with two replicas (pro plan): the
+//! leader's postmaster killed with SIGKILL to the pooled URI accepting a
+//! write again (p50, p99 over `--failovers` kills).
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -26,6 +29,8 @@ pub struct Options {
     pub seconds: u64,
     pub rounds: usize,
     pub clients: usize,
+    /// Leader kills for the failover time.
+    pub failovers: usize,
 }
 
 impl Options {
@@ -35,6 +40,7 @@ impl Options {
             seconds: 10,
             rounds: 3,
             clients: 8,
+            failovers: 5,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -44,8 +50,9 @@ impl Options {
                 "--seconds" => opts.seconds = value.parse()?,
                 "--rounds" => opts.rounds = value.parse()?,
                 "--clients" => opts.clients = value.parse()?,
+                "--failovers" => opts.failovers = value.parse()?,
                 other => bail!(
-                    "unknown option {other} (use --creations N, --seconds N, --rounds N, --clients N)"
+                    "unknown option {other} (use --creations N, --seconds N, --rounds N, --clients N, --failovers N)"
                 ),
             }
         }
@@ -162,7 +169,116 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         p / r * 100.0
     );
     c.delete(&format!("/databases/{id}")).await;
+    failovers(&server, &opts).await?;
     drop(server);
+    Ok(())
+}
+
+/// The member that leads, from `GET /databases/{id}`.
+async fn leader(c: &Client, id: &str) -> Option<String> {
+    let d = c.get(&format!("/databases/{id}")).await.json();
+    d["members"]
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "leader")
+        .and_then(|m| m["name"].as_str())
+        .map(str::to_owned)
+}
+
+/// Whether all of the database's members answer, replicas streaming.
+async fn settled(c: &Client, id: &str) -> bool {
+    let d = c.get(&format!("/databases/{id}")).await.json();
+    d["members"].as_array().is_some_and(|m| {
+        m.len() == 3
+            && m.iter().all(|m| {
+                m["healthy"] == true && (m["role"] == "leader" || m["state"] == "streaming")
+            })
+    })
+}
+
+/// Kills the leader `opts.failovers` times; the time from each SIGKILL to
+/// a write through the pooled URI that commits.
+async fn failovers(server: &Server, opts: &Options) -> anyhow::Result<()> {
+    if opts.failovers == 0 {
+        return Ok(());
+    }
+    let out = server
+        .command(&["admin", "create-org", "ha-bench", "--plan", "pro"])
+        .await?;
+    let token = String::from_utf8_lossy(&out)
+        .lines()
+        .find_map(|l| l.strip_prefix("owner token (shown once): "))
+        .context("create-org printed no token")?
+        .to_owned();
+    let c = Client::new(&server.base).with_token(&token);
+    let r = c
+        .post("/databases", json!({ "name": "ha", "replicas": 2 }))
+        .await;
+    if r.status != 201 {
+        bail!("creating a database answered {}: {}", r.status, r.text());
+    }
+    let id = r.json()["id"].as_str().unwrap_or_default().to_owned();
+    let pooled = c.get(&format!("/databases/{id}/connection")).await.json()["uri"]
+        .as_str()
+        .context("no uri")?
+        .to_owned();
+    let psql = |sql: &str| {
+        std::process::Command::new("psql")
+            .arg(&pooled)
+            .args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .env("PGCONNECT_TIMEOUT", "2")
+            .output()
+    };
+    psql("CREATE TABLE beats (at timestamptz)")?;
+    let mut times = Vec::new();
+    for round in 1..=opts.failovers {
+        let deadline = Instant::now() + std::time::Duration::from_secs(120);
+        while !settled(&c, &id).await {
+            if Instant::now() > deadline {
+                bail!("the database did not settle before failover {round}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        let name = leader(&c, &id).await.context("no leader")?;
+        let pid_file = server
+            .data_dir()
+            .join(format!("databases/{id}/{name}/data/postmaster.pid"));
+        let pid = std::fs::read_to_string(&pid_file)?;
+        let pid = pid
+            .lines()
+            .next()
+            .context("empty pid file")?
+            .trim()
+            .to_owned();
+        let start = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()?;
+        loop {
+            let out = psql("INSERT INTO beats VALUES (now())")?;
+            if out.status.success() {
+                break;
+            }
+            if start.elapsed().as_secs() > 120 {
+                bail!("no write through the pool within 120 s of failover {round}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let ms = start.elapsed().as_secs_f64() * 1000.0;
+        println!(
+            "failover {round}: {ms:.0} ms ({name} -> {})",
+            leader(&c, &id).await.unwrap_or_default()
+        );
+        times.push(ms);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "failover (SIGKILL of the leader to a pooled write): p50 {:.0} ms, p99 {:.0} ms over {} kills (target p50 < 10000 ms)",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+        times.len()
+    );
+    c.delete(&format!("/databases/{id}")).await;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //!   server on embedded defaults (SQLite in `./data`, port 8080).
 //! - `cargo xtask test [cargo test flags]`: install what is missing and run
 //!   every test (the black-box suite runs on SQLite and PostgreSQL).
-//! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N]`:
+//! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]`:
 //!   managed PostgreSQL creation time (p50, p99) and pgbench select-only
 //!   through the pooler against straight to the leader (issue 16).
 //! - `cargo xtask install postgres`: unpack PostgreSQL 16 and 17 for the
@@ -125,7 +125,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
         ),
     }
 }

@@ -21,6 +21,11 @@ const TOKEN: &str = "plt_BenchBenchBenchBenchBenchBenchBenchBench";
 pub const ADMIN_PASSWORD: &str = "bench-admin-password";
 
 impl Server {
+    /// The server's data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     pub async fn start_release() -> anyhow::Result<Server> {
         Self::start_release_with(&[]).await
     }

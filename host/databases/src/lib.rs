@@ -83,8 +83,8 @@ pub trait DatabaseProvider: Send + Sync + 'static {
         database: &str,
     ) -> Result<sqlx::PgConnection>;
 
-    /// The members now, with their roles and health.
-    async fn members(&self, placement: &Placement) -> Vec<Member>;
+    /// The members now, with their roles, states and replication lag.
+    async fn members(&self, placement: &Placement, credentials: &Credentials) -> Vec<Member>;
 
     /// The last `lines` lines of the leader's log.
     async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>>;
@@ -93,11 +93,61 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>>;
 
     /// One round of supervision: adopts processes that run, restarts those
-    /// that do not. Whether every process answers.
+    /// that do not, rebuilds a member that cannot follow the leader, and
+    /// fails over when the leader is gone (its process dead, or not
+    /// accepting connections for [`FAILOVER_AFTER`]): the most advanced
+    /// standby is promoted, the others and the pooler follow it, and the
+    /// new placement comes back for the store to keep.
     async fn supervise(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
         credentials: &Credentials,
-    ) -> Result<bool>;
+    ) -> Result<Supervised>;
+
+    /// Adds or removes standbys until there are `replicas`, live; the new
+    /// placement.
+    async fn scale(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        replicas: u32,
+    ) -> Result<Placement>;
+
+    /// Hands the leadership to the standby `to` without losing a commit
+    /// (the old leader stops first, then the standby promotes after
+    /// replaying everything); the old leader follows it. The new placement.
+    async fn switchover(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        to: &str,
+    ) -> Result<Placement>;
+
+    /// Makes the standby `member` again from the leader, with the settings
+    /// of `spec`.
+    async fn recreate_member(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        member: &str,
+    ) -> Result<()>;
+}
+
+/// How long a leader whose process lives may refuse connections before
+/// the supervisor fails over.
+pub const FAILOVER_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What one round of supervision found.
+#[derive(Debug)]
+pub struct Supervised {
+    /// Whether every process answers.
+    pub healthy: bool,
+    /// A new placement to keep (after a failover or a rebuild).
+    pub placement: Option<Placement>,
+    /// The member that was leader and the one promoted, after a failover.
+    pub failover: Option<(String, String)>,
 }

@@ -12,6 +12,7 @@ use plateau_core::{secret, time};
 use plateau_plugin_runtime::secrets::Sealer;
 use plateau_store::Db;
 use plateau_store::databases::{self, Database};
+use plateau_store::events::{Actor, NewEvent};
 
 use crate::spec::{ClusterSpec, Credentials, Placement};
 use crate::{DatabaseProvider, Error, Result};
@@ -25,6 +26,9 @@ pub struct ServiceConfig {
     /// Time between supervision rounds.
     pub supervise_every: Duration,
 }
+
+/// How often the leaders of clusters with replicas are checked.
+pub const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 pub struct DatabaseService {
     db: Db,
@@ -158,18 +162,29 @@ impl DatabaseService {
     }
 
     /// Supervises this host's clusters every `supervise_every`, starting
-    /// with one round at once (adoption after a restart).
+    /// with one round at once (adoption after a restart), and the clusters
+    /// with replicas every [`WATCH_EVERY`] too, so a failover starts
+    /// within a second or so of the leader's death.
     pub fn spawn_supervisor(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let service = self.clone();
         tokio::spawn(async move {
+            let every = service.config.supervise_every;
+            let tick = every.min(WATCH_EVERY);
+            let mut last_full: Option<tokio::time::Instant> = None;
             loop {
-                service.supervise_round().await;
-                tokio::time::sleep(service.config.supervise_every).await;
+                let full = last_full.is_none_or(|t| t.elapsed() >= every);
+                if full {
+                    last_full = Some(tokio::time::Instant::now());
+                }
+                service.supervise_round(full).await;
+                tokio::time::sleep(tick).await;
             }
         })
     }
 
-    async fn supervise_round(&self) {
+    /// One round over every cluster of this host (`all`), or over those
+    /// with replicas.
+    async fn supervise_round(&self, all: bool) {
         let clusters = match databases::list_on_host(&self.db, &self.config.host_id).await {
             Ok(clusters) => clusters,
             Err(e) => {
@@ -178,6 +193,9 @@ impl DatabaseService {
             }
         };
         for d in clusters {
+            if !all && d.replicas == 0 {
+                continue;
+            }
             let healthy = match self.supervise_one(&d).await {
                 Ok(healthy) => healthy,
                 Err(e) => {
@@ -201,8 +219,41 @@ impl DatabaseService {
         let spec = Self::spec(&d);
         let placement = Self::placement(&d)?;
         let credentials = self.credentials(&d)?;
-        self.provider
+        let round = self
+            .provider
             .supervise(&spec, &placement, &credentials)
-            .await
+            .await?;
+        if let Some(new) = &round.placement {
+            let data = match &round.failover {
+                Some((from, to)) => serde_json::json!({ "from": from, "to": to }),
+                None => serde_json::json!({ "leader": new.leader }),
+            };
+            let kind = if round.failover.is_some() {
+                "database.failed_over"
+            } else {
+                "database.members_changed"
+            };
+            let event = NewEvent::audited(&d.org_id, kind, "resources", "update", &Actor::system())
+                .resource("database", &d.id)
+                .data(data);
+            self.record_placement(&d, new, d.replicas, &event).await?;
+        }
+        Ok(round.healthy)
+    }
+
+    /// Keeps a cluster's new placement and replica count, with `event`.
+    pub async fn record_placement(
+        &self,
+        d: &Database,
+        placement: &Placement,
+        replicas: i64,
+        event: &NewEvent,
+    ) -> Result<()> {
+        let now = time::now_ms();
+        let mut tx = self.db.begin().await?;
+        databases::set_placement(&mut tx, &d.id, &placement.to_json(), replicas, event, now)
+            .await?;
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -90,9 +90,57 @@ pub struct Placement {
     /// The generated owner role, and the database it owns.
     pub owner: String,
     pub database: String,
+    /// Every server of the cluster, the leader among them; empty for a
+    /// cluster placed before replicas existed (then `node0` on `port`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Node>,
+    /// The member that leads (`port` is its port).
+    #[serde(default = "first_node")]
+    pub leader: String,
+}
+
+fn first_node() -> String {
+    "node0".to_owned()
+}
+
+/// One server of a cluster: its name (`node0`, `node1`, ...) and port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub name: String,
+    pub port: u16,
 }
 
 impl Placement {
+    /// Every member, the leader first.
+    pub fn nodes(&self) -> Vec<Node> {
+        let mut nodes = if self.members.is_empty() {
+            vec![Node {
+                name: self.leader.clone(),
+                port: self.port,
+            }]
+        } else {
+            self.members.clone()
+        };
+        nodes.sort_by_key(|n| (n.name != self.leader, n.name.clone()));
+        nodes
+    }
+
+    /// The members that follow the leader.
+    pub fn standbys(&self) -> Vec<Node> {
+        self.nodes()
+            .into_iter()
+            .filter(|n| n.name != self.leader)
+            .collect()
+    }
+
+    /// The leader's member.
+    pub fn leader_node(&self) -> Node {
+        Node {
+            name: self.leader.clone(),
+            port: self.port,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a placement serializes")
     }
@@ -112,6 +160,9 @@ pub struct Member {
     pub name: String,
     /// `leader` or `replica`.
     pub role: String,
+    /// `running` (the leader), `streaming` (a replica receiving the
+    /// leader's WAL), `starting` (a replica not streaming yet) or `down`.
+    pub state: String,
     pub port: u16,
     /// Whether it accepts connections.
     pub healthy: bool,

@@ -33,8 +33,10 @@ pub struct CreateDatabase {
     /// The PostgreSQL major version: 15, 16 or 17 (default).
     #[schema(value_type = Option<String>, pattern = "^(15|16|17)$")]
     pub version: Option<String>,
-    /// Streaming standbys of the leader; 0 by default.
-    #[schema(minimum = 0, maximum = 0)]
+    /// Hot standbys streaming from the leader, at most the plan's maximum;
+    /// 0 by default. With replicas, commits are synchronous to any one of
+    /// them and the leader fails over to the most advanced.
+    #[schema(minimum = 0)]
     pub replicas: Option<i64>,
     /// Memory for the server in MiB (shared_buffers is a quarter); 256 by
     /// default, at most the plan's ceiling.
@@ -129,12 +131,6 @@ pub async fn create(
             "the {} plan allows at most {} MB, {} CPUs and {} replicas per database; lower the setting or move to a larger plan",
             caller.plan, limits.max_memory_mb, limits.max_cpus, limits.max_replicas
         )));
-    }
-    if replicas > 0 {
-        return Err(ApiError::bad_request(
-            "replicas_unavailable",
-            "replicas are not offered by this host yet; create the database with replicas 0",
-        ));
     }
     let over = |(count, disk): (i64, i64)| -> Option<ApiError> {
         if count >= plan.databases {
@@ -390,7 +386,9 @@ pub struct ConnectionView {
     /// Through the pooler (pgbouncer, transaction mode):
     /// `postgresql://OWNER:PASSWORD@HOST:PORT/DATABASE`.
     pub uri: String,
-    /// To the replicas; only for databases with replicas.
+    /// To a replica (read-only), through the pooler's `<database>_ro`
+    /// database, which follows the replicas across failovers; only for
+    /// databases with replicas.
     pub read_uri: Option<String>,
     /// Straight to the leader, bypassing the pool (sessions, prepared
     /// statements, LISTEN, migrations).
@@ -420,16 +418,22 @@ pub async fn connection(
     caller.require_manager("reading a database's password")?;
     let placement = DatabaseService::placement(&d)?;
     let credentials = service.credentials(&d)?;
-    let uri = |port: u16| {
+    let uri = |port: u16, database: &str| {
         format!(
-            "postgresql://{}:{}@{}:{port}/{}",
-            placement.owner, credentials.owner_password, placement.address, placement.database
+            "postgresql://{}:{}@{}:{port}/{database}",
+            placement.owner, credentials.owner_password, placement.address
         )
     };
+    let read_uri = (!placement.standbys().is_empty()).then(|| {
+        uri(
+            placement.pooler_port,
+            &crate::local::read_database(&placement.database),
+        )
+    });
     Ok(Json(ConnectionView {
-        uri: uri(placement.pooler_port),
-        read_uri: None,
-        write_uri: uri(placement.port),
+        uri: uri(placement.pooler_port, &placement.database),
+        read_uri,
+        write_uri: uri(placement.port, &placement.database),
         host: placement.address.clone(),
         port: placement.pooler_port,
         write_port: placement.port,

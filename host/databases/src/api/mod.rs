@@ -4,6 +4,7 @@
 
 mod clusters;
 mod inside;
+mod members;
 
 use std::sync::Arc;
 
@@ -39,6 +40,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inside::metrics))
         .routes(routes!(inside::logs))
         .routes(routes!(inside::fix_ownership))
+        .routes(routes!(members::list_replicas, members::scale_replicas))
+        .routes(routes!(members::apply_config))
 }
 
 impl From<Error> for ApiError {
@@ -82,7 +85,8 @@ pub struct DatabaseView {
 impl DatabaseView {
     pub async fn of(service: &DatabaseService, d: Database) -> Result<Self, ApiError> {
         let placement = DatabaseService::placement(&d)?;
-        let members = service.provider().members(&placement).await;
+        let credentials = service.credentials(&d)?;
+        let members = service.provider().members(&placement, &credentials).await;
         Ok(DatabaseView {
             id: d.id,
             name: d.name,

@@ -33,6 +33,7 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          password_encryption = 'scram-sha-256'\n\
          wal_level = replica\n\
          max_wal_senders = 10\n\
+         wal_keep_size = 64MB\n\
          shared_preload_libraries = 'pg_stat_statements'\n\
          log_line_prefix = '%m [%p] %q%u@%d '\n\
          log_min_duration_statement = 1000\n",
@@ -43,6 +44,42 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
         maintenance = (memory / 16).max(16),
         workers = cpus + 8,
         per_gather = (cpus / 2).max(1),
+    )
+}
+
+/// The name of the pooler's database that reaches a replica (`readUri`).
+pub fn read_database(database: &str) -> String {
+    format!("{database}_ro")
+}
+
+/// What a leader adds to [`postgres`]: synchronous commit to any one of
+/// its standbys, so an acknowledged commit is on two servers. With no
+/// standby, commits are local (a lone survivor keeps taking writes).
+pub fn leader(standbys: &[String]) -> String {
+    if standbys.is_empty() {
+        return "synchronous_standby_names = ''\n".to_owned();
+    }
+    let names: Vec<String> = standbys.iter().map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "synchronous_standby_names = 'ANY 1 ({})'\n",
+        names.join(", ")
+    )
+}
+
+/// What a standby adds to [`postgres`]: whom it streams from, through its
+/// own replication slot on the leader.
+pub fn standby(name: &str, address: &str, leader_port: u16, admin_password: &str) -> String {
+    // Generated passwords are letters and digits: nothing to quote.
+    let conninfo = format!(
+        "host={address} port={leader_port} user={ADMIN_ROLE} password={admin_password} application_name={name}"
+    );
+    format!(
+        "primary_conninfo = '{conninfo}'\n\
+         primary_slot_name = '{name}'\n\
+         hot_standby = on\n\
+         hot_standby_feedback = on\n\
+         wal_retrieve_retry_interval = 200ms\n\
+         recovery_target_timeline = 'latest'\n"
     )
 }
 
@@ -58,11 +95,29 @@ pub fn hba() -> String {
 /// pgbouncer in transaction mode in front of the leader. It looks every
 /// role up in the leader's catalog as the host's role (`auth_query`), so
 /// roles made later need no change here.
-pub fn pooler(spec: &ClusterSpec, dir: &Path, address: &str, port: u16, leader: u16) -> String {
+/// `read` is the replica behind [`read_database`], if any.
+pub fn pooler(
+    spec: &ClusterSpec,
+    dir: &Path,
+    address: &str,
+    port: u16,
+    (database, leader, read): (&str, u16, Option<u16>),
+) -> String {
     let pool = spec.max_connections().saturating_sub(10).max(5);
+    // The owner's database by name as well as `*`: pgbouncer keeps the
+    // databases `*` made at their first connection across a reload, named
+    // ones follow the new leader.
+    let mut named = format!("{database} = host={address} port={leader}\n");
+    if let Some(read) = read {
+        named.push_str(&format!(
+            "{} = host={address} port={read} dbname={database}\n",
+            read_database(database)
+        ));
+    }
     format!(
         "; Written by Plateau.\n\
          [databases]\n\
+         {named}\
          * = host={address} port={leader}\n\
          [pgbouncer]\n\
          listen_addr = {address}\n\
@@ -77,6 +132,8 @@ pub fn pooler(spec: &ClusterSpec, dir: &Path, address: &str, port: u16, leader: 
          max_db_connections = {pool}\n\
          ignore_startup_parameters = extra_float_digits,search_path,options\n\
          server_reset_query =\n\
+         server_login_retry = 1\n\
+         server_connect_timeout = 3\n\
          logfile = {log}\n\
          pidfile = {pid}\n",
         users = dir.join(POOLER_USERS).display(),

@@ -1,13 +1,17 @@
-//! The local provider: each cluster is a real PostgreSQL leader and a
-//! pgbouncer on this host, on ports the host allocates, with their files
-//! under `<data dir>/databases/<cluster id>/`: `node0/data` (the leader's
-//! data directory, its log beside it) and `pooler/`. When the host runs as
+//! The local provider: each cluster is a real PostgreSQL leader, its
+//! streaming standbys (`members`) and a pgbouncer on this host, on ports
+//! the host allocates, with their files under
+//! `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's data
+//! directory, its log beside it) and `pooler/`. When the host runs as
 //! root, the servers run as the `postgres` user.
 
 mod conf;
+pub use conf::read_database;
+mod failover;
+mod members;
 pub mod supervise;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +22,8 @@ use nix::sys::signal::Signal;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 
-use crate::spec::{ADMIN_ROLE, ClusterSpec, Credentials, Member, Placement};
+use crate::Supervised;
+use crate::spec::{ADMIN_ROLE, ClusterSpec, Credentials, Member, Node, Placement};
 use crate::{DatabaseProvider, Error, Result, bins};
 
 /// Settings of the local provider.
@@ -43,6 +48,9 @@ pub struct LocalProvider {
     ports: Mutex<BTreeSet<u16>>,
     /// One template made at a time.
     templates: tokio::sync::Mutex<()>,
+    /// Since when each cluster's leader has not accepted connections
+    /// while its process lives.
+    unreachable: Mutex<HashMap<String, std::time::Instant>>,
 }
 
 impl LocalProvider {
@@ -71,6 +79,7 @@ impl LocalProvider {
             user,
             ports: Mutex::new(BTreeSet::new()),
             templates: tokio::sync::Mutex::new(()),
+            unreachable: Mutex::new(HashMap::new()),
         })
     }
 
@@ -82,8 +91,9 @@ impl LocalProvider {
         self.config.root.join(cluster)
     }
 
-    fn data_dir(&self, cluster: &str) -> PathBuf {
-        self.cluster_dir(cluster).join("node0").join("data")
+    /// The data directory of member `node`.
+    fn data_dir(&self, cluster: &str, node: &str) -> PathBuf {
+        self.cluster_dir(cluster).join(node).join("data")
     }
 
     fn pooler_dir(&self, cluster: &str) -> PathBuf {
@@ -103,14 +113,24 @@ impl LocalProvider {
     /// Records the ports of a known cluster (adoption after a restart).
     pub fn reserve(&self, placement: &Placement) {
         let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        ports.insert(placement.port);
         ports.insert(placement.pooler_port);
+        for node in placement.nodes() {
+            ports.insert(node.port);
+        }
     }
 
     fn release(&self, placement: &Placement) {
         let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        ports.remove(&placement.port);
         ports.remove(&placement.pooler_port);
+        for node in placement.nodes() {
+            ports.remove(&node.port);
+        }
+    }
+
+    /// Gives back the port of a member that is gone.
+    fn release_port(&self, port: u16) {
+        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+        ports.remove(&port);
     }
 
     /// A free port that no cluster of this host holds.
@@ -158,8 +178,8 @@ impl LocalProvider {
         let (template, template_password) = self.template(&spec.version, &bin).await?;
         let cluster = self.cluster_dir(&spec.id);
         self.mkdir(&cluster)?;
-        self.mkdir(&cluster.join("node0"))?;
-        let data = self.data_dir(&spec.id);
+        self.mkdir(&cluster.join(&placement.leader))?;
+        let data = self.data_dir(&spec.id, &placement.leader);
         // A copy of the version's template (initdb and the owner's database
         // done once), much faster than initdb and CREATE DATABASE.
         let copy = tokio::process::Command::new("cp")
@@ -202,22 +222,19 @@ impl LocalProvider {
         }
         admin.close().await?;
 
+        // The standbys, one after the other, then synchronous commit.
+        for node in placement.standbys() {
+            self.make_standby(spec, placement, creds, &node).await?;
+        }
+        self.configure_leader(spec, placement)?;
+
         let pooler = self.pooler_dir(&spec.id);
         self.mkdir(&pooler)?;
         self.write_private(
             &pooler.join(conf::POOLER_USERS),
             &conf::pooler_users(&creds.admin_password),
         )?;
-        self.write_private(
-            &pooler.join(conf::POOLER_CONF),
-            &conf::pooler(
-                spec,
-                &pooler,
-                &self.config.address,
-                placement.pooler_port,
-                placement.port,
-            ),
-        )?;
+        self.write_pooler_conf(spec, placement)?;
         supervise::start_pooler(
             self.user(),
             &self.config.pgbouncer,
@@ -309,13 +326,17 @@ impl LocalProvider {
         Ok((data, password))
     }
 
-    async fn stop_all(&self, cluster: &str) {
-        if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(cluster)) {
+    async fn stop_all(&self, placement: &Placement) {
+        if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(&placement.cluster)) {
             supervise::stop_pid(pid, Signal::SIGINT).await;
         }
-        if let Some(pid) = supervise::postgres_pid(&self.data_dir(cluster)) {
-            // Immediate shutdown: the data goes next.
-            supervise::stop_pid(pid, Signal::SIGQUIT).await;
+        for node in placement.nodes() {
+            if let Some(pid) =
+                supervise::postgres_pid(&self.data_dir(&placement.cluster, &node.name))
+            {
+                // Immediate shutdown: the data goes next.
+                supervise::stop_pid(pid, Signal::SIGQUIT).await;
+            }
         }
     }
 }
@@ -357,14 +378,27 @@ impl DatabaseProvider for LocalProvider {
     async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
         // Refuse a missing version before taking anything.
         self.bin(&spec.version)?;
+        let port = self.allocate_port()?;
+        let mut members = vec![Node {
+            name: "node0".to_owned(),
+            port,
+        }];
+        for i in 1..=spec.replicas {
+            members.push(Node {
+                name: format!("node{i}"),
+                port: self.allocate_port()?,
+            });
+        }
         let placement = Placement {
             cluster: spec.id.clone(),
             version: spec.version.clone(),
             address: self.config.address.clone(),
-            port: self.allocate_port()?,
+            port,
             pooler_port: self.allocate_port()?,
             owner: owner_name(),
             database: "app".to_owned(),
+            members,
+            leader: "node0".to_owned(),
         };
         if let Err(e) = self.init(spec, &placement, credentials).await {
             let _ = self.destroy(&placement).await;
@@ -374,7 +408,7 @@ impl DatabaseProvider for LocalProvider {
     }
 
     async fn destroy(&self, placement: &Placement) -> Result<()> {
-        self.stop_all(&placement.cluster).await;
+        self.stop_all(placement).await;
         let dir = self.cluster_dir(&placement.cluster);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
@@ -400,24 +434,14 @@ impl DatabaseProvider for LocalProvider {
         Ok(PgConnection::connect_with(&options).await?)
     }
 
-    async fn members(&self, placement: &Placement) -> Vec<Member> {
-        let healthy = supervise::postgres_pid(&self.data_dir(&placement.cluster)).is_some()
-            && tokio::net::TcpStream::connect((placement.address.as_str(), placement.port))
-                .await
-                .is_ok();
-        vec![Member {
-            name: "node0".to_owned(),
-            role: "leader".to_owned(),
-            port: placement.port,
-            healthy,
-            lag_bytes: None,
-        }]
+    async fn members(&self, placement: &Placement, credentials: &Credentials) -> Vec<Member> {
+        self.member_states(placement, credentials).await
     }
 
     async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>> {
         let path = self
             .cluster_dir(&placement.cluster)
-            .join("node0")
+            .join(&placement.leader)
             .join(conf::LOG_FILE);
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
@@ -453,38 +477,42 @@ impl DatabaseProvider for LocalProvider {
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
-        _credentials: &Credentials,
-    ) -> Result<bool> {
+        credentials: &Credentials,
+    ) -> Result<Supervised> {
         self.reserve(placement);
-        let bin = self.bin(&spec.version)?;
-        let data = self.data_dir(&placement.cluster);
-        if !data.exists() {
-            return Ok(false);
-        }
-        let mut healthy = true;
-        if supervise::postgres_pid(&data).is_none() {
-            tracing::warn!(database = %placement.cluster, "the leader is down; starting it");
-            if let Err(e) = supervise::start_postgres(self.user(), &bin, &data).await {
-                tracing::warn!(database = %placement.cluster, error = %e, "starting the leader");
-                healthy = false;
-            }
-        }
-        let pooler = self.pooler_dir(&placement.cluster);
-        if supervise::pooler_pid(&pooler).is_none() {
-            tracing::warn!(database = %placement.cluster, "the pooler is down; starting it");
-            if let Err(e) = supervise::start_pooler(
-                self.user(),
-                &self.config.pgbouncer,
-                &pooler,
-                &placement.address,
-                placement.pooler_port,
-            )
+        self.supervise_members(spec, placement, credentials).await
+    }
+
+    async fn scale(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        replicas: u32,
+    ) -> Result<Placement> {
+        self.scale_members(spec, placement, credentials, replicas)
             .await
-            {
-                tracing::warn!(database = %placement.cluster, error = %e, "starting the pooler");
-                healthy = false;
-            }
-        }
-        Ok(healthy)
+    }
+
+    async fn switchover(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        to: &str,
+    ) -> Result<Placement> {
+        self.switch_leader(spec, placement, credentials, Some(to))
+            .await
+    }
+
+    async fn recreate_member(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        member: &str,
+    ) -> Result<()> {
+        self.rebuild_standby(spec, placement, credentials, member)
+            .await
     }
 }

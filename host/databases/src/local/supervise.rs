@@ -102,8 +102,19 @@ pub fn pooler_pid(dir: &Path) -> Option<i32> {
     alive(pid).then_some(pid)
 }
 
+/// Whether `pid` runs (a zombie, which a container's init may leave
+/// unreaped after a SIGKILL, does not).
 fn alive(pid: i32) -> bool {
-    pid > 0 && kill(Pid::from_raw(pid), None).is_ok()
+    if pid <= 0 || kill(Pid::from_raw(pid), None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_none_or(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
 }
 
 /// Polls until something accepts TCP connections on `address:port`.

@@ -183,6 +183,29 @@ pub async fn set_status(db: &Db, id: &str, status: &str, now: i64) -> Result<()>
     Ok(())
 }
 
+/// Keeps where a cluster's members run now and how many replicas it has
+/// (after a failover, a switchover or scaling) and records `event`.
+pub async fn set_placement(
+    tx: &mut Tx,
+    id: &str,
+    placement: &str,
+    replicas: i64,
+    event: &NewEvent,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE databases SET placement = $1, replicas = $2, updated_at = $3 WHERE id = $4",
+    )
+    .bind(placement)
+    .bind(replicas)
+    .bind(now)
+    .bind(id)
+    .execute(tx.conn())
+    .await?;
+    events::record(tx, event, now).await?;
+    Ok(())
+}
+
 /// Deletes a cluster's row and records `event`.
 pub async fn delete(tx: &mut Tx, org_id: &str, id: &str, event: &NewEvent, now: i64) -> Result<()> {
     sqlx::query("DELETE FROM databases WHERE org_id = $1 AND id = $2")

@@ -3,6 +3,7 @@
 //! pooler (`uri`) and straight to the leader (`writeUri`).
 
 mod api;
+mod ha;
 mod inside;
 
 use std::path::{Path, PathBuf};
@@ -69,10 +70,11 @@ pub fn pids(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for cluster in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let dir = cluster.path();
-        let files = [
-            dir.join("node0/data/postmaster.pid"),
-            dir.join("pooler/pgbouncer.pid"),
-        ];
+        // Every member's postmaster (`nodeN/data`) and the pooler.
+        let mut files = vec![dir.join("pooler/pgbouncer.pid")];
+        for member in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            files.push(member.path().join("data/postmaster.pid"));
+        }
         for file in files {
             if let Some(pid) = std::fs::read_to_string(file)
                 .ok()

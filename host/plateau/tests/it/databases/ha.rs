@@ -1,0 +1,255 @@
+//! High availability: a cluster with streaming replicas (synchronous
+//! commit to any one of them), reads through `readUri`, a failover after
+//! the leader's postmaster is killed with SIGKILL under a write load (a
+//! replica promoted, the pooled URI working again, no acknowledged commit
+//! lost, the dead member made again as a replica), hot scaling within the
+//! plan's maximum, and `apply-config`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use plateau_testkit::{Backend, Client};
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use super::{Processes, connection, create, psql, psql_ok, sqlx_connect};
+use crate::{create_org, on_both_backends, start};
+
+/// Polls `GET /databases/{id}` until `done` holds for it (at most a
+/// minute); the database.
+async fn wait_for(c: &Client, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        let r = c.get(&format!("/databases/{id}")).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        last = r.json();
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} never happened: {last}");
+}
+
+fn all_streaming(d: &Value, replicas: usize) -> bool {
+    let members = d["members"].as_array().unwrap();
+    members.len() == replicas + 1
+        && members
+            .iter()
+            .filter(|m| m["role"] == "replica")
+            .all(|m| m["state"] == "streaming")
+        && members.iter().filter(|m| m["role"] == "leader").count() == 1
+        && members.iter().all(|m| m["healthy"] == true)
+}
+
+fn leader(d: &Value) -> String {
+    d["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "leader")
+        .map(|m| m["name"].as_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// One commit of `id` into the ledger, in the simple protocol (the pool
+/// is in transaction mode).
+async fn insert(conn: &mut sqlx::PgConnection, id: i32) -> Result<(), sqlx::Error> {
+    let sql = format!("INSERT INTO ledger VALUES ({id})");
+    sqlx::Executor::execute(conn, sqlx::raw_sql(&sql)).await?;
+    Ok(())
+}
+
+async fn failover(backend: Backend) {
+    let server = start(backend).await;
+    let _processes = Processes::of(&server);
+    let c = Client::new(&server.url).with_token(&create_org(&server, "ha", "pro").await);
+
+    // The pro plan allows 2 replicas per database.
+    let r = c
+        .post("/databases", json!({ "name": "too-many", "replicas": 3 }))
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "plan_limit_reached");
+
+    let d = create(&c, json!({ "name": "ha", "replicas": 2 })).await;
+    let id = d["id"].as_str().unwrap().to_owned();
+    assert_eq!(d["replicas"], 2, "{d}");
+    assert_eq!(d["members"].as_array().unwrap().len(), 3, "{d}");
+    let d = wait_for(&c, &id, "replicas streaming", |d| all_streaming(d, 2)).await;
+    let first_leader = leader(&d);
+
+    let conn = connection(&c, &id).await;
+    let uri = conn["uri"].as_str().unwrap().to_owned();
+    let write_uri = conn["writeUri"].as_str().unwrap().to_owned();
+    let read_uri = conn["readUri"].as_str().unwrap().to_owned();
+    assert_eq!(
+        psql_ok(&write_uri, "SHOW synchronous_standby_names"),
+        "ANY 1 (\"node1\", \"node2\")"
+    );
+
+    // A write on writeUri shows on readUri, which is a replica.
+    psql_ok(&write_uri, "CREATE TABLE ledger (id int PRIMARY KEY)");
+    psql_ok(&write_uri, "INSERT INTO ledger VALUES (0)");
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = String::from_utf8_lossy(&psql(&read_uri, "SELECT count(*) FROM ledger").stdout)
+            .trim()
+            .to_owned();
+        if seen == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, "1");
+    assert_eq!(psql_ok(&read_uri, "SELECT pg_is_in_recovery()"), "t");
+    assert!(
+        !psql(&read_uri, "INSERT INTO ledger VALUES (-1)")
+            .status
+            .success()
+    );
+
+    // A client writes through the pool, one commit at a time, and keeps
+    // the ids whose commit was acknowledged.
+    let acknowledged = Arc::new(Mutex::new(Vec::<i32>::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (uri, acknowledged, stop) = (uri.clone(), acknowledged.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut next = 1;
+            let mut conn = None;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if conn.is_none() {
+                    conn = sqlx_connect(&uri).await.ok();
+                    if conn.is_none() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                }
+                match insert(conn.as_mut().unwrap(), next).await {
+                    Ok(_) => acknowledged.lock().unwrap().push(next),
+                    Err(_) => conn = None,
+                }
+                next += 1;
+            }
+        })
+    };
+    while acknowledged.lock().unwrap().len() < 50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // SIGKILL the leader's postmaster.
+    let pid_file = server
+        .data_dir
+        .path()
+        .join(format!("databases/{id}/{first_leader}/data/postmaster.pid"));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid = pid.lines().next().unwrap().trim().to_owned();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let before = acknowledged.lock().unwrap().len();
+
+    // A replica is promoted, and the pooled URI takes writes again.
+    let d = wait_for(&c, &id, "a promotion", |d| {
+        let l = leader(d);
+        !l.is_empty() && l != first_leader
+    })
+    .await;
+    let new_leader = leader(&d);
+    for _ in 0..600 {
+        if acknowledged.lock().unwrap().len() > before + 50 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.await.unwrap();
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() > before + 50,
+        "the pooled URI took no writes after the failover ({} before, {} in all)",
+        before,
+        acknowledged.len()
+    );
+
+    // No acknowledged commit is lost, on the new leader.
+    let conn = connection(&c, &id).await;
+    assert_eq!(conn["uri"].as_str().unwrap(), uri, "the pooled URI stays");
+    let new_write = conn["writeUri"].as_str().unwrap().to_owned();
+    assert_ne!(new_write, write_uri);
+    let mut leader_conn = sqlx_connect(&new_write).await.unwrap();
+    let rows = sqlx::query("SELECT id FROM ledger")
+        .fetch_all(&mut leader_conn)
+        .await
+        .unwrap();
+    let present: std::collections::HashSet<i32> = rows.iter().map(|r| r.get(0)).collect();
+    let lost: Vec<&i32> = acknowledged
+        .iter()
+        .filter(|i| !present.contains(i))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged commits lost: {lost:?}");
+    assert_eq!(psql_ok(&new_write, "SELECT pg_is_in_recovery()"), "f");
+
+    // The dead member comes back as a replica of the new leader.
+    let d = wait_for(&c, &id, "the old leader rebuilt", |d| all_streaming(d, 2)).await;
+    assert_eq!(leader(&d), new_leader);
+    let r = c.get("/events?limit=200").await;
+    assert!(r.text().contains("database.failed_over"), "{}", r.text());
+
+    // Hot scaling within the plan's maximum.
+    let r = c.get(&format!("/databases/{id}/replicas")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["replicas"], 2);
+    assert_eq!(r.json()["max"], 2);
+    let r = c
+        .post(
+            &format!("/databases/{id}/replicas"),
+            json!({ "replicas": 3 }),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "plan_limit_reached");
+    let r = c
+        .post(
+            &format!("/databases/{id}/replicas"),
+            json!({ "replicas": 1 }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["replicas"], 1);
+    assert_eq!(
+        r.json()["members"].as_array().unwrap().len(),
+        2,
+        "{}",
+        r.text()
+    );
+    let r = c
+        .post(
+            &format!("/databases/{id}/replicas"),
+            json!({ "replicas": 2 }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_for(&c, &id, "scaled back to 2", |d| all_streaming(d, 2)).await;
+    psql_ok(&uri, "INSERT INTO ledger VALUES (1000000)");
+
+    // apply-config recreates every member, the leader last after a
+    // switchover; the data stays.
+    let r = c
+        .post(&format!("/databases/{id}/apply-config"), json!({}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_ne!(leader(&r.json()), new_leader, "{}", r.text());
+    wait_for(&c, &id, "members back", |d| all_streaming(d, 2)).await;
+    assert_eq!(
+        psql_ok(&uri, "SELECT count(*) FROM ledger WHERE id = 1000000"),
+        "1"
+    );
+
+    assert_eq!(c.delete(&format!("/databases/{id}")).await.status, 200);
+}
+
+on_both_backends!(failover);
