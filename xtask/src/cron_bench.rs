@@ -65,7 +65,13 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut tokens = Vec::with_capacity(orgs);
     for i in 0..orgs {
         let out = server
-            .command(&["admin", "create-org", &format!("Cron {i}"), "--plan", "scale"])
+            .command(&[
+                "admin",
+                "create-org",
+                &format!("Cron {i}"),
+                "--plan",
+                "scale",
+            ])
             .await?;
         let owner = String::from_utf8_lossy(&out)
             .lines()
@@ -244,7 +250,9 @@ impl Sink {
                 let seen = seen.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |_req: Request<_>| {
-                        seen.lock().unwrap_or_else(|e| e.into_inner()).push(now_ms());
+                        seen.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(now_ms());
                         async { Ok::<_, Infallible>(Response::new(Full::new(Bytes::from("ok")))) }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()

@@ -107,6 +107,8 @@ impl CommandRunner {
         builder
             .stdout(stdout.clone())
             .stderr(stderr.clone())
+            // argv[0] is the program's name, as a shell would give it.
+            .arg("command")
             .args(&spec.args)
             .allow_tcp(false)
             .allow_udp(false)
