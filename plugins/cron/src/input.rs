@@ -109,7 +109,7 @@ impl JobInput {
             v.check(
                 image.len() <= MAX_IMAGE_BYTES && is_own_image(&image, org),
                 "image",
-                &format!(
+                format!(
                     "must be an image of this organisation's repositories in this platform's registry: <registry>/{org}/<name>:<tag>"
                 ),
             );
