@@ -111,7 +111,7 @@ const FIXTURES: &[Package] = &[
         name: "plateau-fixture-apps",
         dir: "tests/fixture-apps",
         module: "apps",
-        targets: Targets::Examples(&["hello-app", "hello-app-v2", "broken-app"]),
+        targets: Targets::Examples(&["hello-app", "hello-app-v2", "broken-app", "echo-command"]),
     },
 ];
 
@@ -239,8 +239,17 @@ fn outputs(target_dir: &Path, package: &Package) -> Vec<(String, PathBuf)> {
         Targets::Examples(examples) => examples
             .iter()
             .map(|e| {
-                let file = format!("{}.wasm", e.replace('-', "_"));
-                (e.to_string(), release.join("examples").join(file))
+                // A library example's file has underscores, a binary's
+                // keeps its name.
+                let dir = release.join("examples");
+                let lib = dir.join(format!("{}.wasm", e.replace('-', "_")));
+                let bin = dir.join(format!("{e}.wasm"));
+                let file = if lib.exists() || !bin.exists() {
+                    lib
+                } else {
+                    bin
+                };
+                (e.to_string(), file)
             })
             .collect(),
         Targets::Lib => {

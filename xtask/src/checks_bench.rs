@@ -57,7 +57,7 @@ impl Options {
     }
 }
 
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
+pub(crate) type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// One row of the table.
 struct Row {
@@ -287,7 +287,7 @@ async fn create_checks(
 }
 
 /// Logs in as the operator; the session cookie.
-async fn login(client: &HttpClient, api: &str) -> anyhow::Result<String> {
+pub(crate) async fn login(client: &HttpClient, api: &str) -> anyhow::Result<String> {
     let req = Request::post(format!("{api}/admin/login"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(
@@ -305,7 +305,7 @@ async fn login(client: &HttpClient, api: &str) -> anyhow::Result<String> {
     Ok(cookie.split(';').next().unwrap_or_default().to_owned())
 }
 
-fn http_client(keep_alive: bool) -> HttpClient {
+pub(crate) fn http_client(keep_alive: bool) -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     let mut builder = Client::builder(TokioExecutor::new());
@@ -315,7 +315,7 @@ fn http_client(keep_alive: bool) -> HttpClient {
     builder.build(connector)
 }
 
-async fn call(
+pub(crate) async fn call(
     client: &HttpClient,
     method: Method,
     url: &str,

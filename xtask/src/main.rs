@@ -28,6 +28,8 @@
 //! - `cargo xtask bench email [--messages N] [--connections N]`: the email
 //!   relay's throughput to a local SMTP sink, ledger included, against a
 //!   direct SMTP client and the core's write path in the same run (issue 5).
+//! - `cargo xtask bench cron [--jobs N]`: the lateness of 10,000 http cron
+//!   jobs all due in the same minute, at a local sink (p50/p99/max).
 //! - `cargo xtask bench queues [--messages N] [--connections N]`: messages per
 //!   second end to end through the queues plugin, with p50/p99 of send,
 //!   receive and ack (issue 19).
@@ -37,6 +39,7 @@
 
 mod cache_bench;
 mod checks_bench;
+mod cron_bench;
 mod databases_bench;
 mod email_bench;
 mod flags_bench;
@@ -80,6 +83,14 @@ fn main() -> anyhow::Result<()> {
                 .build()
                 .context("starting tokio")?
                 .block_on(checks_bench::run(opts))
+        }
+        ["bench", "cron", rest @ ..] => {
+            let opts = cron_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(cron_bench::run(opts))
         }
         ["bench", "queues", rest @ ..] => {
             let opts = queues_bench::Options::parse(rest)?;
@@ -125,7 +136,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
         ),
     }
 }

@@ -36,6 +36,8 @@ pub struct AppsArgs {
 
 pub struct Running {
     pub apps: Apps,
+    /// This host's registry as apps (and cron jobs' commands) pull from it.
+    pub registry: Arc<dyn RegistryAccess>,
     pub edge_addr: SocketAddr,
     edge_listener: Option<tokio::net::TcpListener>,
     edge: Arc<Edge>,
@@ -108,6 +110,11 @@ pub async fn prepare(
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect();
+    let own: Arc<dyn RegistryAccess> = Arc::new(OwnRegistry {
+        registry,
+        local,
+        names,
+    });
     let apps = Apps::new(
         db.clone(),
         config,
@@ -115,14 +122,11 @@ pub async fn prepare(
         runner,
         containers,
         edge.clone(),
-        Arc::new(OwnRegistry {
-            registry,
-            local,
-            names,
-        }),
+        own.clone(),
     );
     Ok(Running {
         apps,
+        registry: own,
         edge_addr,
         edge_listener: Some(listener),
         edge,

@@ -6,6 +6,7 @@
 pub mod admin;
 mod apps;
 mod caches;
+mod commands;
 pub mod config;
 mod databases;
 pub mod logging;

@@ -13,6 +13,7 @@ use plateau_plugin_host::admin_jobs::HostClock;
 use plateau_plugin_host::cursors::SignedCursors;
 use plateau_plugin_host::storage::SqlStorage;
 use plateau_plugin_host::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
+use plateau_plugin_runtime::commands::Commands;
 use plateau_plugin_runtime::egress::parse_allow_list;
 use plateau_plugin_runtime::secrets::{KEY_LEN, Sealer};
 use plateau_plugin_runtime::{
@@ -35,6 +36,8 @@ pub struct Setup {
     pub manual_clock: bool,
     /// `PLATEAU_PLUGIN_PERF_MAP`: a perf map of compiled guests.
     pub perf_map: bool,
+    /// What runs the `runner` capability's commands.
+    pub commands: Option<Arc<dyn Commands>>,
 }
 
 pub struct Running {
@@ -98,6 +101,7 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         clock: clock.clock.clone(),
         cursors: Arc::new(SignedCursors(app.cursors().clone())),
         sealer: Arc::new(Sealer::new(&secret_key(setup, app.db()).await?)),
+        commands: setup.commands.clone(),
     };
     let runtime =
         PluginRuntime::new(runtime_config, services).context("starting the plugin runtime")?;

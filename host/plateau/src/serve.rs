@@ -123,7 +123,10 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         ..ApiConfig::default()
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());
-    let plugins = plugins::start(&args.plugins_setup(), &state).await?;
+    let commands = Arc::new(crate::commands::HostCommands::default());
+    let mut setup = args.plugins_setup();
+    setup.commands = Some(commands.clone());
+    let plugins = plugins::start(&setup, &state).await?;
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer.clone())?;
@@ -168,6 +171,9 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &args.store.data_dir,
     )
     .await?;
+    commands
+        .start(apps.registry.clone())
+        .context("starting the command runner of cron jobs")?;
     // The /v2 routes go in after the API's layers: they keep the OCI error
     // format, and unknown paths still get the API's problem bodies.
     let api = plateau_api::app_with(state, extensions)
@@ -306,6 +312,7 @@ impl ServeArgs {
             secret_key: self.secret_key.clone(),
             manual_clock: self.clock == "manual",
             perf_map: self.plugin_perf_map,
+            commands: None,
         }
     }
 }

@@ -72,9 +72,19 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &["*"],
     ),
     ("queues", &[Capability::Scheduler], &[]),
-    ("cron", &[Capability::Http, Capability::Scheduler], &["*"]),
+    (
+        "cron",
+        &[Capability::Http, Capability::Scheduler, Capability::Runner],
+        &["*"],
+    ),
     ("workflows", &[Capability::Scheduler], &[]),
 ];
+
+/// The call deadline of the built-in plugins whose calls wait on long
+/// host work: a cron job's run (an http request or a command, up to its
+/// 30 s timeout) happens inside one call, from a trigger or from the
+/// scheduler's `on-job`.
+pub const BUILTIN_DEADLINES: &[(&str, Duration)] = &[("cron", Duration::from_secs(45))];
 
 impl PluginsConfig {
     pub fn load(path: &Path) -> Result<Self, String> {
@@ -107,6 +117,10 @@ fn default_settings(name: &str) -> PluginSettings {
     if let Some((_, grants, hosts)) = BUILTIN_GRANTS.iter().find(|(n, _, _)| *n == name) {
         settings.grants.extend(grants.iter().copied());
         settings.outbound_hosts = hosts.iter().map(|h| (*h).to_owned()).collect();
+    }
+    if let Some((_, deadline)) = BUILTIN_DEADLINES.iter().find(|(n, _)| *n == name) {
+        settings.limits.deadline = *deadline;
+        settings.limits.http_timeout = settings.limits.http_timeout.max(*deadline);
     }
     settings
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use crate::clock::Clock;
+use crate::commands::Commands;
 use crate::cursors::CursorCodec;
 use crate::secrets::Sealer;
 use crate::storage::Storage;
@@ -75,14 +76,17 @@ impl RuntimeConfig {
     }
 }
 
-/// What the runtime needs from the host: storage, time, cursor signing and
-/// the key of the `secrets` capability.
+/// What the runtime needs from the host: storage, time, cursor signing,
+/// the key of the `secrets` capability and the command runner of `runner`.
 #[derive(Clone)]
 pub struct Services {
     pub storage: Arc<dyn Storage>,
     pub clock: Arc<dyn Clock>,
     pub cursors: Arc<dyn CursorCodec>,
     pub sealer: Arc<Sealer>,
+    /// Runs command images; without it `runner` answers that this host
+    /// runs no commands.
+    pub commands: Option<Arc<dyn Commands>>,
 }
 
 /// Limits applied to every request, tick and event of one plugin.

@@ -52,6 +52,7 @@ pub const SPLIT_PACKAGES: &[(&str, &[&str])] = &[
     ("plateau:scheduler", &["0.3.0"]),
     ("plateau:smtp", &["0.3.0"]),
     ("plateau:secrets", &["0.3.0"]),
+    ("plateau:runner", &["0.4.0"]),
 ];
 
 /// A supported version of the plugin world, as its `handler` export names

@@ -35,7 +35,8 @@
 //! - `bindings`: the private bindings of the `handler` export of each
 //!   supported WIT version, and the calls into it.
 //! - `capabilities/*`: one module per capability (kv, events, http, log,
-//!   config, clock, cursors, scheduler, secrets, smtp, locked-down WASI):
+//!   config, clock, cursors, scheduler, secrets, smtp, runner, locked-down
+//!   WASI):
 //!   its view of the store, its private bindings of every WIT version of
 //!   its interface, and one `add_to_linker`.
 //! - `context`: what a host call knows of its call (plugin, phase, caller,
@@ -46,11 +47,14 @@
 //! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
 //! - `slot`: [`PluginSlot`], hot swap and rollback.
 //! - [`secrets`]: the host-key encryption behind the `secrets` capability.
+//! - [`commands`]: the [`commands::Commands`] trait behind the `runner`
+//!   capability, which the host implements (pull, then run).
 
 mod bindings;
 mod cache;
 mod capabilities;
 pub mod clock;
+pub mod commands;
 mod config;
 mod context;
 pub mod cursors;

@@ -19,6 +19,7 @@ use crate::capabilities::events::{self, EventsView};
 use crate::capabilities::http::{self, HttpView};
 use crate::capabilities::kv::{self, KvView};
 use crate::capabilities::log::{self, LogView};
+use crate::capabilities::runner::{self, RunnerView};
 use crate::capabilities::scheduler::{self, SchedulerView};
 use crate::capabilities::secrets::{self, SecretsView};
 use crate::capabilities::smtp::{self, SmtpView};
@@ -112,6 +113,7 @@ impl State {
         })?;
         secrets::add_to_linker(linker, |s| SecretsView { call: &s.call })?;
         smtp::add_to_linker(linker, |s| SmtpView { call: &mut s.call })?;
+        runner::add_to_linker(linker, |s| RunnerView { call: &mut s.call })?;
         Ok(())
     }
 

@@ -6,12 +6,15 @@
 //! [`wasm::WasmRunner`] runs `wasi:http/proxy` components in-process with
 //! wasmtime, a fresh instance per request; [`container::ContainerRunner`]
 //! runs Linux images with runc, each replica a container in its own
-//! network namespace, behind the same trait.
+//! network namespace, behind the same trait. [`command::CommandRunner`]
+//! runs `wasi:cli` command components to completion (cron jobs of type
+//! `container`), with the same wasmtime and WASI as apps.
 //!
 //! **Architecture Invariant:** this crate knows nothing of the database,
 //! the API or routing: it runs what it is given and reports what the
 //! replicas print through a [`LogSink`].
 
+pub mod command;
 pub mod container;
 pub mod logs;
 pub mod wasm;

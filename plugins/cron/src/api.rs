@@ -41,16 +41,19 @@ pub fn view(job: &CronJob) -> Value {
         .iter()
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect();
+    let http = job.kind != "container";
     json!({
         "id": job.id,
         "name": job.name,
         "schedule": job.schedule,
         "timezone": job.timezone,
         "type": job.kind,
-        "url": job.url,
-        "method": job.method,
+        "url": http.then_some(&job.url),
+        "method": http.then_some(&job.method),
         "headers": headers,
         "body": job.body,
+        "image": (!http).then_some(&job.image),
+        "command": (!http).then_some(&job.command),
         "timeoutSeconds": job.timeout_seconds,
         "paused": job.paused,
         "nextRunAt": job.next_run_at.map(clock::rfc3339),
@@ -61,6 +64,9 @@ pub fn view(job: &CronJob) -> Value {
 
 fn apply(job: &mut CronJob, checked: Checked) {
     job.name = checked.name;
+    job.kind = checked.kind;
+    job.image = checked.image;
+    job.command = checked.command;
     job.schedule = checked.schedule;
     job.timezone = checked.timezone;
     job.url = checked.url;
@@ -72,7 +78,7 @@ fn apply(job: &mut CronJob, checked: Checked) {
 }
 
 fn summary(job: &CronJob) -> Value {
-    json!({ "name": job.name, "schedule": job.schedule, "timezone": job.timezone, "type": job.kind, "paused": job.paused })
+    json!({ "name": job.name, "schedule": job.schedule, "timezone": job.timezone, "type": job.kind, "paused": job.paused, "image": (job.kind == "container").then_some(&job.image) })
 }
 
 /// 409 `plan_limit_reached`, the host's problem for a plan limit.
@@ -90,7 +96,7 @@ fn plan_limit_reached(limit: u64, plan: &str) -> Response {
 /// `POST /cron-jobs`: 201 with the job and its `nextRunAt`.
 pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let org = req.caller.organization()?.to_owned();
-    let checked = req.json::<JobInput>()?.check()?;
+    let checked = req.json::<JobInput>()?.check(&org)?;
     let bucket = Bucket::caller()?;
     let plan = req.caller.plan.clone().unwrap_or_else(|| "free".to_owned());
     let limit = plan_limit(Some(&plan));
@@ -110,6 +116,8 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         body: None,
         timeout_seconds: 0,
         paused: false,
+        image: String::new(),
+        command: Vec::new(),
         next_run_at: None,
         created_at: now,
         updated_at: now,
@@ -162,7 +170,7 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     merged.extend(patch);
     let input: JobInput = serde_json::from_value(Value::Object(merged))
         .map_err(|e| ApiError::invalid_json(e.to_string()))?;
-    apply(&mut job, input.check()?);
+    apply(&mut job, input.check(&org)?);
     let now = clock::now_millis();
     job.updated_at = now;
     run::reschedule(&org, &mut job, now)?;
@@ -195,11 +203,12 @@ pub fn delete(req: &Request, params: &Params) -> Result<Response, ApiError> {
 }
 
 /// `POST /cron-jobs/{id}/trigger`: runs the job now; 201 with the run.
-pub fn trigger(_req: &Request, params: &Params) -> Result<Response, ApiError> {
+pub fn trigger(req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let org = req.caller.organization()?.to_owned();
     let id = &params["id"];
     let bucket = Bucket::caller()?;
     let job = load(&bucket, id)?;
-    let run = run::execute(&bucket, &job, "manual", clock::now_millis())?;
+    let run = run::execute(&bucket, &org, &job, "manual", clock::now_millis())?;
     NewEvent::new("cron.job.triggered", "trigger")
         .resource("cron_job", id)
         .data(&json!({ "run": run.number, "status": run.status }))

@@ -12,6 +12,9 @@ pub const MAX_HEADERS: usize = 20;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 10;
 pub const MAX_TIMEOUT_SECONDS: u32 = 30;
+pub const MAX_IMAGE_BYTES: usize = 512;
+pub const MAX_ARGS: usize = 64;
+pub const MAX_ARG_BYTES: usize = 4096;
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /// The fields of a job as sent.
@@ -29,7 +32,8 @@ pub struct JobInput {
     pub body: Option<String>,
     pub timeout_seconds: Option<u32>,
     pub paused: Option<bool>,
-    /// Only for `type: container`, which this server does not run yet.
+    /// `type: container`: a `wasi:cli` command image of this platform's
+    /// registry, and its arguments.
     pub image: Option<String>,
     pub command: Option<Vec<String>>,
 }
@@ -41,16 +45,39 @@ pub struct Checked {
     pub schedule: String,
     pub timezone: String,
     pub parsed: Schedule,
+    /// `http` or `container`.
+    pub kind: String,
     pub url: String,
     pub method: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
     pub timeout_seconds: u32,
     pub paused: bool,
+    pub image: String,
+    pub command: Vec<String>,
+}
+
+/// Whether `image` is `registry/<org>/<path>` with a tag or digest
+/// allowed, in the repository namespace of organisation `org`.
+pub fn is_own_image(image: &str, org: &str) -> bool {
+    let text = image.strip_prefix("oci://").unwrap_or(image);
+    let mut parts = text.splitn(3, '/');
+    let (Some(host), Some(namespace), Some(rest)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    !host.is_empty()
+        && namespace == org
+        && !rest.is_empty()
+        && !text
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
 }
 
 impl JobInput {
-    pub fn check(self) -> Result<Checked, ApiError> {
+    /// The rules, for a job of organisation `org` (a container job's image
+    /// must be in that organisation's repositories).
+    pub fn check(self, org: &str) -> Result<Checked, ApiError> {
         let mut v = Validator::new();
         let name = self.name.unwrap_or_default();
         v.check(
@@ -67,31 +94,52 @@ impl JobInput {
                 None
             }
         };
-        match self.kind.as_deref() {
-            Some("http") => {}
-            Some("container") => {
-                v.error(
-                    "type",
-                    "container jobs are not available on this server yet: use http",
-                );
-            }
+        let kind = match self.kind.as_deref() {
+            Some(kind @ ("http" | "container")) => kind.to_owned(),
             _ => {
-                v.error("type", "must be http");
+                v.error("type", "must be http or container");
+                String::new()
             }
+        };
+        let container = kind == "container";
+        let url = self.url.clone().unwrap_or_default();
+        let image = self.image.clone().unwrap_or_default();
+        let command = self.command.clone().unwrap_or_default();
+        if container {
+            v.check(
+                image.len() <= MAX_IMAGE_BYTES && is_own_image(&image, org),
+                "image",
+                format!(
+                    "must be an image of this organisation's repositories in this platform's registry: <registry>/{org}/<name>:<tag>"
+                ),
+            );
+            v.check(
+                command.len() <= MAX_ARGS && command.iter().all(|a| a.len() <= MAX_ARG_BYTES),
+                "command",
+                "must be at most 64 arguments of at most 4096 bytes each",
+            );
+            v.check(
+                self.url.is_none()
+                    && self.method.is_none()
+                    && self.body.is_none()
+                    && self.headers.as_ref().is_none_or(|h| h.is_empty()),
+                "url",
+                "url, method, headers and body belong to http jobs: leave them out of a container job",
+            );
+        } else {
+            v.check(
+                self.image.is_none() && self.command.is_none(),
+                "image",
+                "image and command belong to container jobs: leave them out of an http job",
+            );
+            v.check(
+                url.len() <= MAX_URL_BYTES
+                    && (url.starts_with("https://") || url.starts_with("http://"))
+                    && url.len() > "https://".len(),
+                "url",
+                "must be an http or https URL of at most 2048 bytes",
+            );
         }
-        v.check(
-            self.image.is_none() && self.command.is_none(),
-            "image",
-            "image and command belong to container jobs, which this server does not run yet",
-        );
-        let url = self.url.unwrap_or_default();
-        v.check(
-            url.len() <= MAX_URL_BYTES
-                && (url.starts_with("https://") || url.starts_with("http://"))
-                && url.len() > "https://".len(),
-            "url",
-            "must be an http or https URL of at most 2048 bytes",
-        );
         let method = self
             .method
             .unwrap_or_else(|| "GET".to_owned())
@@ -139,12 +187,15 @@ impl JobInput {
             schedule: schedule.trim().to_owned(),
             timezone,
             parsed: parsed.expect("a valid schedule"),
-            url,
-            method,
+            kind,
+            url: if container { String::new() } else { url },
+            method: if container { String::new() } else { method },
             headers,
             body: self.body,
             timeout_seconds,
             paused: self.paused.unwrap_or(false),
+            image: if container { image } else { String::new() },
+            command: if container { command } else { Vec::new() },
         })
     }
 }

@@ -1,7 +1,10 @@
 //! Plateau's cron jobs plugin: a 5-field cron schedule in an IANA time zone
-//! runs an HTTP request (through the host's egress guard) and records each
-//! run: start, end, status, HTTP status, the response head and a capped
-//! body. Runs are listed newest first; `trigger` runs a job now.
+//! runs an HTTP request (type `http`, through the host's egress guard) or a
+//! `wasi:cli` command image of the organisation's registry (type
+//! `container`, through the host's `runner`), and records each run: start,
+//! end, status, the HTTP status with the response head and a capped body,
+//! or the exit code with capped stdout and stderr. Runs are listed newest
+//! first; `trigger` runs a job now.
 //!
 //! Layers:
 //! - the pure core: [`schedule`] (cron in a time zone, with Vixie cron's
@@ -13,10 +16,6 @@
 //! **Architecture Invariant:** a job has one durable `cron:{id}` job, due
 //! at its `nextRunAt`; a delivery whose due time is not the job's
 //! `nextRunAt` (a replaced schedule) runs nothing.
-//!
-//! Type `container` (a `wasi:cli` command component from Plateau's
-//! registry) is refused for now: running it needs the host runner of apps
-//! behind a capability no WIT version has yet.
 
 pub mod api;
 pub mod input;

@@ -32,6 +32,7 @@ impl Plugin for CronPlugin {
                 Capability::Clock,
                 Capability::Scheduler,
                 Capability::Http,
+                Capability::Runner,
             ])
     }
 

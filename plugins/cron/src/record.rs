@@ -18,7 +18,7 @@ pub struct CronJob {
     pub name: String,
     pub schedule: String,
     pub timezone: String,
-    /// Always `http` for now.
+    /// `http` or `container`.
     #[serde(rename = "type")]
     pub kind: String,
     pub url: String,
@@ -27,6 +27,12 @@ pub struct CronJob {
     pub body: Option<String>,
     pub timeout_seconds: u32,
     pub paused: bool,
+    /// A container job's image and arguments (jobs stored before container
+    /// jobs existed have neither).
+    #[serde(default)]
+    pub image: String,
+    #[serde(default)]
+    pub command: Vec<String>,
     /// When the next scheduled run is due (milliseconds); none when paused.
     pub next_run_at: Option<u64>,
     pub created_at: u64,
@@ -67,13 +73,25 @@ pub struct Run {
     pub scheduled_at: String,
     pub started_at: String,
     pub ended_at: String,
-    /// `succeeded` (a 2xx answer) or `failed`.
+    /// `succeeded` (a 2xx answer, or exit code 0) or `failed`.
     pub status: String,
     pub http_status: Option<u16>,
     pub error: Option<String>,
     /// The response head and the first 4 KiB of its body.
     pub response_headers: Vec<(String, String)>,
     pub response_body: Option<String>,
+    /// A container run's exit code, and the first 4 KiB of its stdout and
+    /// stderr; the flags say whether the command wrote more.
+    #[serde(default)]
+    pub exit_code: Option<u32>,
+    #[serde(default)]
+    pub stdout: Option<String>,
+    #[serde(default)]
+    pub stderr: Option<String>,
+    #[serde(default)]
+    pub stdout_truncated: bool,
+    #[serde(default)]
+    pub stderr_truncated: bool,
     pub duration_ms: u64,
 }
 

@@ -157,6 +157,20 @@ pub async fn authenticate(
     }
     let claims = verify_bearer(reg, value)
         .ok_or_else(|| unauthorized(base, scope, "the registry token is invalid or expired"))?;
+    // A pull-only bearer without a token is the host's own, pulling for an
+    // organisation's scheduled work (cron jobs' commands): no API token
+    // stands behind it, and only this host can sign one.
+    if claims.tid.is_empty() && claims.pull && !claims.push {
+        return Ok(Access {
+            org_id: claims.org,
+            token_id: claims.tid,
+            user_id: None,
+            ip,
+            pull: true,
+            push: false,
+            token_expires_at: None,
+        });
+    }
     let token_expires_at =
         match plateau_store::registry::account::token_state(reg.db(), &claims.tid).await? {
             Some((None, expires)) if expires.is_none_or(|at| at > time::now_ms()) => expires,

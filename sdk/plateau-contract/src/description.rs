@@ -69,10 +69,12 @@ pub enum Capability {
     Smtp,
     /// Encryption under the host's key (WIT 0.2.0).
     Secrets,
+    /// Running `wasi:cli` command images of the registry (WIT 0.4.0).
+    Runner,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 10] = [
+    pub const ALL: [Capability; 11] = [
         Capability::Kv,
         Capability::Events,
         Capability::Http,
@@ -83,6 +85,7 @@ impl Capability {
         Capability::Scheduler,
         Capability::Smtp,
         Capability::Secrets,
+        Capability::Runner,
     ];
 
     /// The name used in grants and in the description's `capabilities`.
@@ -98,6 +101,7 @@ impl Capability {
             Capability::Scheduler => "scheduler",
             Capability::Smtp => "smtp",
             Capability::Secrets => "secrets",
+            Capability::Runner => "runner",
         }
     }
 
@@ -127,7 +131,7 @@ impl FromStr for Capability {
             .find(|c| c.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp or secrets"
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp, secrets or runner"
                 )
             })
     }

@@ -86,6 +86,7 @@ mod kv;
 pub mod outbound;
 mod pagination;
 mod router;
+pub mod runner;
 pub mod secrets;
 pub mod smtp;
 mod sys;

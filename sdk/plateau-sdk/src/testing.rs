@@ -148,6 +148,18 @@ pub fn mock_smtp(mock: impl Fn(&SmtpServer, &Message) -> Result<Sent, SmtpError>
     with_state(|s| s.smtp = Some(std::rc::Rc::new(mock)));
 }
 
+/// Answers the `runner` capability's runs with `mock` instead of failing
+/// them.
+pub fn mock_runner(
+    mock: impl Fn(
+        &crate::runner::Owner,
+        &crate::runner::Command,
+    ) -> Result<crate::runner::Outcome, crate::runner::RunnerError>
+    + 'static,
+) {
+    with_state(|s| s.runner = Some(std::rc::Rc::new(mock)));
+}
+
 /// Delivers an event; there is no caller organisation, as in the host.
 pub fn deliver<P: Plugin>(event: &Event) -> Result<(), String> {
     without_caller(|| P::on_event(event))

@@ -47,7 +47,7 @@ async fn target() -> (SocketAddr, Arc<Mutex<Vec<Hit>>>) {
 }
 
 /// Milliseconds of `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
-fn ms(rfc3339: &str) -> u64 {
+pub(crate) fn ms(rfc3339: &str) -> u64 {
     let n = |range: std::ops::Range<usize>| rfc3339[range].parse::<i64>().unwrap();
     let (y, m, d) = (n(0..4), n(5..7), n(8..10));
     let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
@@ -61,7 +61,7 @@ fn ms(rfc3339: &str) -> u64 {
 }
 
 /// Moves the manual clock to `to` (forward), in steps the admin API takes.
-async fn move_to(admin: &Client, to: &str) {
+pub(crate) async fn move_to(admin: &Client, to: &str) {
     let to = ms(to);
     loop {
         let r = admin.post("/admin/clock", json!({ "advanceMs": 1 })).await;

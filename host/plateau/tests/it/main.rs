@@ -11,6 +11,7 @@ mod cache;
 mod checks;
 mod connect;
 mod cron;
+mod cron_container;
 mod databases;
 mod email;
 mod errors;

@@ -20,6 +20,7 @@ pub(crate) mod events;
 pub(crate) mod http;
 pub(crate) mod kv;
 pub(crate) mod log;
+pub(crate) mod runner;
 pub(crate) mod scheduler;
 pub(crate) mod secrets;
 pub(crate) mod smtp;

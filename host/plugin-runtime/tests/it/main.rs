@@ -57,6 +57,7 @@ pub fn runtime_over(
         clock: clock.clone(),
         cursors: Arc::new(PlainCursorCodec),
         sealer: Arc::new(plateau_plugin_runtime::secrets::Sealer::new(&[9; 32])),
+        commands: None,
     };
     (
         PluginRuntime::new(config, services).expect("runtime"),

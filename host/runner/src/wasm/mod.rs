@@ -116,13 +116,13 @@ impl Runner for WasmRunner {
 }
 
 /// Advances the engine's epoch on its own thread, outside the executor.
-struct Ticker {
+pub(crate) struct Ticker {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Ticker {
-    fn start(engine: Engine) -> Result<Ticker> {
+    pub(crate) fn start(engine: Engine) -> Result<Ticker> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()

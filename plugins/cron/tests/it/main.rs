@@ -50,20 +50,43 @@ fn a_time_repeated_by_fall_back_fires_once_at_its_first_occurrence() {
 fn fields_are_checked_all_at_once() {
     let input: JobInput = serde_json::from_value(json!({
         "name": "", "schedule": "61 * * * *", "timezone": "Mars/Olympus",
-        "type": "container", "url": "ftp://x", "timeoutSeconds": 0
+        "type": "shell", "url": "ftp://x", "timeoutSeconds": 0
     }))
     .unwrap();
-    let err = input.check().unwrap_err();
+    let err = input.check("org_test").unwrap_err();
     let fields: Vec<&str> = err.errors().iter().map(|e| e.field.as_str()).collect();
     assert_eq!(
         fields,
         ["name", "timezone", "type", "url", "timeoutSeconds"]
     );
+    // A container job: its image must be in the organisation's own
+    // repositories, and the http fields stay out.
+    let input: JobInput = serde_json::from_value(json!({
+        "name": "n", "schedule": "* * * * *", "type": "container",
+        "image": "registry.example.com/org_other/tool:v1", "url": "https://example.com"
+    }))
+    .unwrap();
+    let err = input.check("org_test").unwrap_err();
+    let fields: Vec<&str> = err.errors().iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["image", "url"]);
+    let input: JobInput = serde_json::from_value(json!({
+        "name": "n", "schedule": "* * * * *", "type": "container",
+        "image": "registry.example.com/org_test/tool:v1", "command": ["--exit", "3"]
+    }))
+    .unwrap();
+    let checked = input.check("org_test").unwrap();
+    assert_eq!(
+        (checked.kind.as_str(), checked.command.len()),
+        ("container", 2)
+    );
     let input: JobInput = serde_json::from_value(json!({
         "name": "n", "schedule": "* * *", "type": "http", "url": "https://example.com"
     }))
     .unwrap();
-    assert_eq!(input.check().unwrap_err().errors()[0].field, "schedule");
+    assert_eq!(
+        input.check("org_test").unwrap_err().errors()[0].field,
+        "schedule"
+    );
 }
 
 #[test]

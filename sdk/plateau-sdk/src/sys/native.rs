@@ -16,9 +16,12 @@ use crate::host::log::Level;
 use crate::jobs::{NewJob, SchedulerError};
 use crate::kv::{Entry, KvError, KvPage, Namespace};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+use crate::runner;
 use crate::smtp;
 
 pub(crate) type HttpMock = Rc<dyn Fn(&OutgoingRequest) -> Result<IncomingResponse, HttpError>>;
+pub(crate) type RunnerMock =
+    Rc<dyn Fn(&runner::Owner, &runner::Command) -> Result<runner::Outcome, runner::RunnerError>>;
 pub(crate) type SmtpMock =
     Rc<dyn Fn(&smtp::SmtpServer, &smtp::Message) -> Result<smtp::Sent, smtp::SmtpError>>;
 
@@ -41,6 +44,7 @@ pub(crate) struct State {
     pub(crate) organization: Option<String>,
     pub(crate) http: Option<HttpMock>,
     pub(crate) smtp: Option<SmtpMock>,
+    pub(crate) runner: Option<RunnerMock>,
 }
 
 thread_local! {
@@ -349,6 +353,18 @@ pub(crate) fn smtp_send(
         Some(mock) => mock(server, message),
         None => Err(smtp::SmtpError::ConnectionFailed(
             "a native build has no smtp: install a mock with testing::mock_smtp".to_owned(),
+        )),
+    }
+}
+
+pub(crate) fn runner_run(
+    owner: &runner::Owner,
+    command: &runner::Command,
+) -> Result<runner::Outcome, runner::RunnerError> {
+    match with_state(|s| s.runner.clone()) {
+        Some(mock) => mock(owner, command),
+        None => Err(runner::RunnerError::Invalid(
+            "a native build runs no commands: install a mock with testing::mock_runner".to_owned(),
         )),
     }
 }

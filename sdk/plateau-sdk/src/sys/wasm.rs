@@ -1,5 +1,5 @@
 //! Host calls of a component build: the WIT imports of the world
-//! `plateau:plugin/plugin@0.3.0` (one package per interface), converted to
+//! `plateau:plugin/plugin@0.4.0` (one package per interface), converted to
 //! and from the SDK's own types.
 
 use std::fmt;
@@ -10,6 +10,7 @@ use crate::host::log::Level;
 use crate::jobs::{NewJob, SchedulerError};
 use crate::kv::{Entry, KvError, KvPage, Namespace};
 use crate::outbound::{HttpError, IncomingResponse, OutgoingRequest};
+use crate::runner;
 use crate::smtp;
 
 /// A namespace in the shape of one interface: `kv`, `scheduler` and
@@ -276,4 +277,37 @@ pub(crate) fn smtp_send(
             w::Error::Rejected(r) => smtp::SmtpError::Rejected(reply(r)),
         }),
     }
+}
+
+pub(crate) fn runner_run(
+    owner: &runner::Owner,
+    command: &runner::Command,
+) -> Result<runner::Outcome, runner::RunnerError> {
+    use wit::runner::runner as w;
+    let owner = match owner {
+        runner::Owner::Caller => w::Owner::Caller,
+        runner::Owner::Organization(id) => w::Owner::Organization(id.clone()),
+    };
+    let command = w::Command {
+        image: command.image.clone(),
+        args: command.args.clone(),
+        env: command.env.clone(),
+        timeout_ms: command.timeout_ms,
+        memory_mb: command.memory_mb,
+    };
+    let outcome = |o: w::Outcome| runner::Outcome {
+        exit_code: o.exit_code,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        stdout_truncated: o.stdout_truncated,
+        stderr_truncated: o.stderr_truncated,
+    };
+    w::run(&owner, &command).map(outcome).map_err(|e| match e {
+        w::Error::ImageNotFound(m) => runner::RunnerError::ImageNotFound(m),
+        w::Error::NotACommand(m) => runner::RunnerError::NotACommand(m),
+        w::Error::AccessDenied(m) => runner::RunnerError::AccessDenied(m),
+        w::Error::Timeout(o) => runner::RunnerError::Timeout(outcome(o)),
+        w::Error::Trapped((m, o)) => runner::RunnerError::Trapped(m, outcome(o)),
+        w::Error::Invalid(m) => runner::RunnerError::Invalid(m),
+    })
 }
