@@ -105,6 +105,7 @@ const FIXTURES: &[Package] = &[
             "ungranted",
             "future-wit",
             "legacy-v0-2",
+            "legacy-v0-3",
         ]),
     },
     Package {

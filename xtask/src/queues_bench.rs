@@ -1,8 +1,9 @@
 //! `cargo xtask bench queues`: messages per second end to end through the
 //! queues plugin (issue 19's target: at least 1,000 messages/s), with p50
 //! and p99 of each operation. Half the clients send batches of 10, half
-//! receive 10 at a time and acknowledge what they got in one batch; the run
-//! ends when every message is acknowledged. SQLite, release build.
+//! receive 10 at a time (long polling up to 1 s when the queue is empty)
+//! and acknowledge what they got in one batch; the run ends when every
+//! message is acknowledged. SQLite, release build.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,7 +97,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let producers = opts.connections / 2;
     let consumers = opts.connections - producers;
     println!(
-        "queues benchmark: {} messages, {producers} producers (batches of 10), {consumers} consumers (receive 10, ack in a batch), SQLite, release build\n",
+        "queues benchmark: {} messages, {producers} producers (batches of 10), {consumers} consumers (receive 10 with waitSeconds 1, ack in a batch), SQLite, release build\n",
         opts.messages
     );
     let batches = opts.messages.div_ceil(10);
@@ -137,7 +138,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             while acked.load(Ordering::Relaxed) < total {
                 let at = Instant::now();
                 let r = api
-                    .post("/queues/bench/receive", &json!({ "maxMessages": 10 }))
+                    .post(
+                        "/queues/bench/receive",
+                        &json!({ "maxMessages": 10, "waitSeconds": 1 }),
+                    )
                     .await;
                 receive.latencies.push(at.elapsed());
                 let messages = match r {

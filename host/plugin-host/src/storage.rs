@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use plateau_plugin_runtime::storage::apply_increment;
 use plateau_plugin_runtime::{
-    BucketId, Entry, EventRecord, JobId, JobWrite, KvWrite, Namespace, Storage, StorageError,
-    WriteSet,
+    BucketId, Claim, Entry, EventRecord, JobId, JobWrite, KvWrite, Namespace, Storage,
+    StorageError, WriteSet,
 };
 use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::jobs::{self, JobKey};
@@ -118,6 +118,41 @@ impl Storage for SqlStorage {
         // Elsewhere (no key, jobs, ticks, event deliveries) this is a plain
         // commit.
         tx.commit_last().await.map_err(unavailable)
+    }
+
+    /// One short transaction of its own, committed at once whatever the
+    /// request does next: lock the key (PostgreSQL, as commits do, so a
+    /// commit expecting the key cannot interleave), a conditional write,
+    /// then the writes that change with it.
+    async fn claim(&self, claim: Claim) -> Result<bool, StorageError> {
+        let mut tx = self.db.begin().await.map_err(unavailable)?;
+        let mut locks: Vec<String> = std::iter::once(lock_key(&claim.bucket, &claim.key))
+            .chain(claim.then.iter().filter_map(|w| match w {
+                KvWrite::Increment { bucket, key, .. } => Some(lock_key(bucket, key)),
+                _ => None,
+            }))
+            .collect();
+        kv::kv_lock(&mut tx, self.db.backend(), &mut locks)
+            .await
+            .map_err(unavailable)?;
+        let swapped = kv::kv_claim(
+            &mut tx,
+            &claim.bucket.plugin,
+            ns(&claim.bucket),
+            &claim.key,
+            claim.expected.as_deref(),
+            claim.new.as_deref(),
+        )
+        .await
+        .map_err(unavailable)?;
+        if !swapped {
+            return Ok(false);
+        }
+        for write in &claim.then {
+            apply(&mut tx, write).await?;
+        }
+        tx.commit().await.map_err(unavailable)?;
+        Ok(true)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::egress::EgressGuard;
 use crate::overlay::KvError;
 use crate::storage::{BucketId, Namespace};
 use crate::types::Caller;
+use crate::waits::Waits;
 
 /// What every call of one loaded plugin version shares.
 pub(crate) struct PluginContext {
@@ -22,7 +23,13 @@ pub(crate) struct PluginContext {
     pub settings: PluginSettings,
     pub services: Services,
     pub egress: EgressGuard,
+    /// The runtime's parked `kv.wait` calls.
+    pub waits: Arc<Waits>,
 }
+
+/// The longest a call may stay parked in `kv.wait`, in all; the time
+/// parked extends its deadline.
+pub(crate) const MAX_PARKED: Duration = Duration::from_secs(20);
 
 /// Which entry point a store serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +58,8 @@ pub(crate) struct CallContext {
     pub deadline: Instant,
     /// Set when the deadline interrupted the guest or a host call.
     pub deadline_hit: bool,
+    /// Time spent parked in `kv.wait` so far.
+    pub parked: Duration,
 }
 
 impl CallContext {
@@ -62,6 +71,7 @@ impl CallContext {
             caller,
             deadline,
             deadline_hit: false,
+            parked: Duration::ZERO,
         }
     }
 
@@ -73,6 +83,17 @@ impl CallContext {
     /// Time left before the deadline.
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// How long the call may still park in `kv.wait`.
+    pub fn parking_left(&self) -> Duration {
+        MAX_PARKED.saturating_sub(self.parked)
+    }
+
+    /// Moves the deadline by the time the call was parked.
+    pub fn add_parked(&mut self, parked: Duration) {
+        self.parked += parked;
+        self.deadline += parked;
     }
 
     /// Records that a host call ran past the deadline and returns the trap

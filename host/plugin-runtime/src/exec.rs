@@ -9,13 +9,13 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::{Call, Returned, WorldPre};
 use crate::config::{PluginLimits, PluginSettings};
-use crate::context::{Phase, PluginContext};
+use crate::context::{MAX_PARKED, Phase, PluginContext};
 use crate::error::ExecError;
 use crate::inspect::WitVersion;
 use crate::load::RuntimeInner;
 use crate::overlay::Overlay;
 use crate::state::State;
-use crate::storage::{JobWrite, StorageError};
+use crate::storage::{BucketId, JobWrite, KvWrite, StorageError};
 use crate::types::{Caller, Description, Event, Job, Request, Response, Tick};
 
 /// Past the deadline, the epoch trap should have fired; the executor-level
@@ -212,9 +212,19 @@ impl PluginVersion {
             return Ok(false);
         }
         let timeout = self.context.settings.limits.storage_timeout;
+        let waits = &self.context.waits;
+        // Only while a call is parked does a commit report its keys.
+        let written: Vec<(BucketId, String)> = if waits.any() {
+            set.writes.iter().map(written_key).collect()
+        } else {
+            Vec::new()
+        };
         let commit = self.context.services.storage.commit(set);
         match tokio::time::timeout(timeout, commit).await {
-            Ok(Ok(())) => Ok(true),
+            Ok(Ok(())) => {
+                waits.committed(written.iter().map(|(b, k)| (b, k.as_str())));
+                Ok(true)
+            }
             Ok(Err(StorageError::Conflict { key })) => Err(ExecError::Conflict { plugin, key }),
             Ok(Err(source)) => Err(ExecError::Commit { plugin, source }),
             Err(_) => Err(ExecError::Commit {
@@ -222,6 +232,15 @@ impl PluginVersion {
                 source: StorageError::Unavailable(format!("the commit took over {timeout:?}")),
             }),
         }
+    }
+}
+
+/// The bucket and key a write changes.
+pub(crate) fn written_key(write: &KvWrite) -> (BucketId, String) {
+    match write {
+        KvWrite::Set { bucket, key, .. }
+        | KvWrite::Delete { bucket, key }
+        | KvWrite::Increment { bucket, key, .. } => (bucket.clone(), key.clone()),
     }
 }
 
@@ -259,7 +278,10 @@ pub(crate) async fn run(
     });
     store.set_epoch_deadline(1);
 
-    let result = tokio::time::timeout(limits.deadline + BACKSTOP_GRACE, async {
+    // A call parked in `kv.wait` has its deadline moved by the time parked,
+    // up to `MAX_PARKED` in all.
+    let backstop = limits.deadline + MAX_PARKED + BACKSTOP_GRACE;
+    let result = tokio::time::timeout(backstop, async {
         let instance = match pre.instantiate(&mut store).await {
             Ok(instance) => instance,
             Err(e) => return Err((true, e)),

@@ -42,7 +42,7 @@ const PLUGIN_PACKAGE: &str = "plateau:plugin";
 /// capability links it); nothing else changes.
 pub const SPLIT_PACKAGES: &[(&str, &[&str])] = &[
     ("plateau:handler", &["0.3.0"]),
-    ("plateau:kv", &["0.3.0"]),
+    ("plateau:kv", &["0.3.0", "0.4.0"]),
     ("plateau:events", &["0.3.0"]),
     ("plateau:outbound-http", &["0.3.0"]),
     ("plateau:log", &["0.3.0"]),

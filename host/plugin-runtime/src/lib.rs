@@ -43,6 +43,7 @@
 //!   deadline) and the namespace rules; `state`: the store's data, which
 //!   hands out each capability's view.
 //! - `overlay`: the per-call buffer of key-value writes and events.
+//! - `waits`: the calls parked in `kv.wait`, woken by this host's commits.
 //! - [`egress`]: the outbound HTTP and SMTP guard and address policy.
 //! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
 //! - `slot`: [`PluginSlot`], hot swap and rollback.
@@ -72,6 +73,7 @@ mod state;
 pub mod storage;
 mod types;
 mod validate;
+mod waits;
 
 pub use self::cache::CacheOutcome;
 pub use self::clock::{Clock, ManualClock, SystemClock};
@@ -84,7 +86,7 @@ pub use self::load::{LoadReport, Loaded, PluginRuntime};
 pub use self::memory::{MemoryStore, StoredJob};
 pub use self::slot::PluginSlot;
 pub use self::storage::{
-    BucketId, Entry, EventRecord, Expectation, JobId, JobKind, JobWrite, KvWrite, Namespace,
+    BucketId, Claim, Entry, EventRecord, Expectation, JobId, JobKind, JobWrite, KvWrite, Namespace,
     Storage, StorageError, WriteSet,
 };
 pub use self::types::{

@@ -21,6 +21,7 @@ use crate::inspect::{WitVersion, inspect};
 use crate::state::State;
 use crate::types::Description;
 use crate::validate::validate_description;
+use crate::waits::Waits;
 
 /// What every plugin version of a runtime shares.
 pub(crate) struct RuntimeInner {
@@ -32,6 +33,8 @@ pub(crate) struct RuntimeInner {
     pub egress: EgressGuard,
     /// One permit per pooled instance slot: calls beyond it wait.
     pub permits: Semaphore,
+    /// Calls parked in `kv.wait`, at most half the instance slots.
+    pub waits: Arc<Waits>,
     pub pooling: bool,
     _ticker: EpochTicker,
 }
@@ -76,6 +79,7 @@ impl PluginRuntime {
             cache,
             egress,
             permits: Semaphore::new(config.max_concurrency as usize),
+            waits: Arc::new(Waits::new(config.max_concurrency as usize / 2)),
             pooling,
             services,
             config,
@@ -118,6 +122,7 @@ impl PluginRuntime {
             settings: settings.clone(),
             services: rt.services.clone(),
             egress: rt.egress.clone(),
+            waits: rt.waits.clone(),
         });
         let ran = run(&rt, &pre, loading, Phase::Describe, None, Call::Describe)
             .await
@@ -134,6 +139,7 @@ impl PluginRuntime {
             settings,
             services: rt.services.clone(),
             egress: rt.egress.clone(),
+            waits: rt.waits.clone(),
         });
         let report = LoadReport {
             digest: digest.clone(),

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use async_trait::async_trait;
 
 use crate::storage::{
-    BucketId, Entry, EventRecord, JobId, JobWrite, KvWrite, Storage, StorageError, WriteSet,
-    apply_increment, encode_counter,
+    BucketId, Claim, Entry, EventRecord, Expectation, JobId, JobWrite, KvWrite, Storage,
+    StorageError, WriteSet, apply_increment, encode_counter,
 };
 
 /// A durable job as the memory store keeps it.
@@ -215,5 +215,34 @@ impl Storage for MemoryStore {
         }
         self.commits.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+
+    async fn claim(&self, claim: Claim) -> Result<bool, StorageError> {
+        let swap = match claim.new {
+            Some(value) => KvWrite::Set {
+                bucket: claim.bucket.clone(),
+                key: claim.key.clone(),
+                value,
+            },
+            None => KvWrite::Delete {
+                bucket: claim.bucket.clone(),
+                key: claim.key.clone(),
+            },
+        };
+        let set = WriteSet {
+            plugin: claim.bucket.plugin.clone(),
+            expectations: vec![Expectation {
+                bucket: claim.bucket,
+                key: claim.key,
+                value: claim.expected,
+            }],
+            writes: std::iter::once(swap).chain(claim.then).collect(),
+            ..WriteSet::default()
+        };
+        match self.commit(set).await {
+            Ok(()) => Ok(true),
+            Err(StorageError::Conflict { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }

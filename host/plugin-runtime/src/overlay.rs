@@ -8,8 +8,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::storage::{
-    BucketId, Entry, EventRecord, Expectation, JobWrite, KvWrite, Storage, StorageError, WriteSet,
-    apply_increment, decode_counter, encode_counter,
+    BucketId, Claim, Entry, EventRecord, Expectation, JobWrite, KvWrite, Storage, StorageError,
+    WriteSet, apply_increment, decode_counter, encode_counter,
 };
 
 /// A key-value error the guest sees as a WIT `kv.error` value.
@@ -56,6 +56,11 @@ impl Reads {
 
     async fn get(&self, bucket: &BucketId, key: &str) -> Result<Option<Vec<u8>>, Fail> {
         self.call(self.storage.get(bucket, key)).await
+    }
+
+    /// Applies a claim at once, in its own transaction (kv@0.4.0).
+    pub async fn claim(&self, claim: Claim) -> Result<bool, Fail> {
+        self.call(self.storage.claim(claim)).await
     }
 }
 
@@ -133,6 +138,11 @@ impl Overlay {
             events: self.events,
             jobs: self.jobs,
         }
+    }
+
+    /// Whether the call buffered a write to `key`.
+    pub fn has_pending(&self, bucket: &BucketId, key: &str) -> bool {
+        self.pending(bucket, key).is_some()
     }
 
     fn pending(&self, bucket: &BucketId, key: &str) -> Option<&Pending> {

@@ -122,7 +122,7 @@ impl State {
             call: &mut self.call,
             table: &mut self.table,
             overlay: &mut self.overlay,
-            reads: &self.reads,
+            reads: &mut self.reads,
         }
     }
 }

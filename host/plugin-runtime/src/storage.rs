@@ -62,6 +62,19 @@ pub struct Expectation {
     pub value: Option<Vec<u8>>,
 }
 
+/// A compare-and-swap applied at once, in a transaction of its own: `key`
+/// becomes `new` (`None` deletes) if it holds `expected` (`None`: absent),
+/// and then `then` is applied in the same transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub bucket: BucketId,
+    pub key: String,
+    pub expected: Option<Vec<u8>>,
+    pub new: Option<Vec<u8>>,
+    /// Sets and deletes that change with the key.
+    pub then: Vec<KvWrite>,
+}
+
 /// An event a plugin emitted, recorded with the request's writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRecord {
@@ -192,6 +205,13 @@ pub trait Storage: Send + Sync + 'static {
     async fn count(&self, bucket: &BucketId, prefix: &str) -> Result<u64, StorageError>;
 
     async fn commit(&self, writes: WriteSet) -> Result<(), StorageError>;
+
+    /// Applies `claim` now and commits it alone (never held open for an
+    /// idempotency record): `Ok(false)` when the key did not hold what the
+    /// claim expected, and then nothing was written. It must serialise
+    /// with [`Storage::commit`]'s expectations on the same key, across
+    /// processes sharing the database too.
+    async fn claim(&self, claim: Claim) -> Result<bool, StorageError>;
 }
 
 /// The stored form of a counter: its decimal digits.

@@ -220,6 +220,61 @@ pub async fn kv_delete(tx: &mut Tx, plugin: &str, ns: &str, key: &str) -> Result
     Ok(())
 }
 
+/// Sets `key` to `new` (`None` deletes) if it holds `expected` (`None`:
+/// absent), in one conditional statement; false when it did not, and then
+/// nothing changed. The caller holds [`kv_lock`] on the key, so a commit
+/// that read the key under the same lock cannot interleave.
+pub async fn kv_claim(
+    tx: &mut Tx,
+    plugin: &str,
+    ns: &str,
+    key: &str,
+    expected: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Result<bool> {
+    let done = match (expected, new) {
+        (Some(expected), Some(new)) => {
+            sqlx::query(
+                "UPDATE plugin_kv SET value = $4 \
+                 WHERE plugin = $1 AND namespace = $2 AND key = $3 AND value = $5",
+            )
+            .bind(plugin)
+            .bind(ns)
+            .bind(key)
+            .bind(new)
+            .bind(expected)
+            .execute(tx.conn())
+            .await?
+        }
+        (Some(expected), None) => {
+            sqlx::query(
+                "DELETE FROM plugin_kv \
+                 WHERE plugin = $1 AND namespace = $2 AND key = $3 AND value = $4",
+            )
+            .bind(plugin)
+            .bind(ns)
+            .bind(key)
+            .bind(expected)
+            .execute(tx.conn())
+            .await?
+        }
+        (None, Some(new)) => {
+            sqlx::query(
+                "INSERT INTO plugin_kv (plugin, namespace, key, value) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (plugin, namespace, key) DO NOTHING",
+            )
+            .bind(plugin)
+            .bind(ns)
+            .bind(key)
+            .bind(new)
+            .execute(tx.conn())
+            .await?
+        }
+        (None, None) => return Ok(kv_get_in(tx, plugin, ns, key).await?.is_none()),
+    };
+    Ok(done.rows_affected() == 1)
+}
+
 /// Serialises transactions that touch the same keys. SQLite transactions
 /// already run one at a time; PostgreSQL takes a transaction-scoped
 /// advisory lock per key, in sorted order so that two commits never wait

@@ -14,6 +14,8 @@ pub const MAX_RETENTION_SECONDS: u32 = 1_209_600;
 pub const DEFAULT_RETENTION_SECONDS: u32 = 345_600;
 pub const MAX_RECEIVES: u32 = 1000;
 pub const MAX_BATCH: usize = 10;
+/// The longest a receive waits for a message (long polling).
+pub const MAX_WAIT_SECONDS: u32 = 20;
 pub const MAX_NAME_CHARS: usize = 80;
 pub const MAX_DEDUPE_CHARS: usize = 128;
 
@@ -236,11 +238,21 @@ impl NewBatch {
 pub struct ReceiveRequest {
     pub max_messages: Option<u32>,
     pub visibility_timeout_seconds: Option<u32>,
+    pub wait_seconds: Option<u32>,
+}
+
+/// A receive as checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receive {
+    pub max: usize,
+    /// Overrides the queue's visibility timeout.
+    pub visibility: Option<u32>,
+    /// How long to wait for a message when none is visible (long polling).
+    pub wait_seconds: u32,
 }
 
 impl ReceiveRequest {
-    /// `(max messages, visibility timeout override)`.
-    pub fn check(self) -> Result<(usize, Option<u32>), ApiError> {
+    pub fn check(self) -> Result<Receive, ApiError> {
         let mut v = Validator::new();
         let max = self.max_messages.unwrap_or(1);
         v.check(
@@ -255,8 +267,18 @@ impl ReceiveRequest {
                 "must be 0 to 43200",
             );
         }
+        let wait_seconds = self.wait_seconds.unwrap_or(0);
+        v.check(
+            wait_seconds <= MAX_WAIT_SECONDS,
+            "waitSeconds",
+            "must be 0 to 20",
+        );
         v.finish()?;
-        Ok((max as usize, self.visibility_timeout_seconds))
+        Ok(Receive {
+            max: max as usize,
+            visibility: self.visibility_timeout_seconds,
+            wait_seconds,
+        })
     }
 }
 

@@ -7,17 +7,28 @@
 //! consumer whose timeout ran out and whose message was received again
 //! cannot acknowledge the other consumer's delivery.
 //!
-//! Concurrent receivers pick among the visible head of the queue at random
-//! to spread out; two that still pick the same message race on its
-//! compare-and-swap, and the host answers the loser 409 with nothing of its
-//! receive kept (the client receives again).
+//! A receive claims each message it returns with `kv.claim` (kv@0.4.0): a
+//! compare-and-swap committed at once with the move of the message's index
+//! entry. Concurrent receivers pick among the visible head of the queue at
+//! random to spread out; one that loses a claim to another skips to the
+//! next candidate, so a lost race costs a candidate, not the receive. A
+//! claim stays when the request fails afterwards: the message is then
+//! hidden until its visibility timeout passes, and delivered again, which
+//! at-least-once delivery allows.
+//!
+//! With `waitSeconds` (long polling), a receive that finds nothing parks in
+//! `kv.wait` on the queue's visibility index until a send (or any change
+//! of the index) commits, or until the next delayed or hidden message
+//! becomes visible, and tries again, until the wait is over.
+
+use std::time::{Duration, Instant};
 
 use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock};
 
 use crate::api::load as load_queue;
 use crate::input::{
-    AckRequest, Acks, NewBatch, NewMessage, Outgoing, ReceiveRequest, VisibilityRequest,
+    AckRequest, Acks, NewBatch, NewMessage, Outgoing, Receive, ReceiveRequest, VisibilityRequest,
 };
 use crate::record::{self, Dedupe, Message, Queue, parse_index_key};
 use crate::store::{self, Loaded};
@@ -102,48 +113,87 @@ pub fn send_batch(req: &Request, params: &Params) -> Result<Response, ApiError> 
 }
 
 /// `POST /queues/{name}/receive`: up to `maxMessages` visible messages,
-/// each with the receipt handle of this receive.
+/// each with the receipt handle of this receive; with `waitSeconds`, waits
+/// up to that long for one when none is visible.
 pub fn receive(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    let (max, visibility) = if req.body.is_empty() {
+    let asked = if req.body.is_empty() {
         ReceiveRequest::default().check()?
     } else {
         req.json::<ReceiveRequest>()?.check()?
     };
     let bucket = Bucket::caller()?;
     let queue = load_queue(&bucket, &params["name"])?;
+    let prefix = record::index_prefix(&queue.sid());
+    let started = Instant::now();
+    let wait = Duration::from_secs(u64::from(asked.wait_seconds));
+    loop {
+        let now = clock::now_millis();
+        let (received, next_visible) = receive_once(&bucket, &queue, &asked, now)?;
+        let left = wait.saturating_sub(started.elapsed());
+        if !received.is_empty() || left.is_zero() {
+            return Ok(Response::ok(&json!({ "messages": received })));
+        }
+        // Until a change of the index commits, or the next hidden message
+        // shows (the host clock may be a test's: at least 1 ms).
+        let slice = match next_visible {
+            Some(at) => left.min(Duration::from_millis(at.saturating_sub(now).max(1))),
+            None => left,
+        };
+        let slice_ms = u32::try_from(slice.as_millis()).unwrap_or(u32::MAX).max(1);
+        let parked = Instant::now();
+        let woke = bucket.wait(&prefix, slice_ms)?;
+        // The host refused to park (too many parked calls): answer now
+        // rather than spin.
+        if !woke && parked.elapsed() < slice / 2 {
+            return Ok(Response::ok(&json!({ "messages": received })));
+        }
+    }
+}
+
+/// One pass over the visible head: the messages received, and when the
+/// first message of the index that is not visible yet becomes visible.
+fn receive_once(
+    bucket: &Bucket,
+    queue: &Queue,
+    asked: &Receive,
+    now: u64,
+) -> Result<(Vec<Value>, Option<u64>), ApiError> {
     let sid = queue.sid();
-    let now = clock::now_millis();
-    let visibility_ms = u64::from(visibility.unwrap_or(queue.visibility_timeout_seconds)) * 1000;
+    let visibility = asked.visibility.unwrap_or(queue.visibility_timeout_seconds);
+    let visibility_ms = u64::from(visibility) * 1000;
     let head = bucket.list(&record::index_prefix(&sid), None, HEAD)?;
-    let due: Vec<(u64, String)> = head
+    let indexed: Vec<(u64, String)> = head
         .entries
         .iter()
         .filter_map(|e| parse_index_key(&e.key))
-        .take_while(|(at, _)| *at <= now)
         .map(|(at, id)| (at, id.to_owned()))
         .collect();
+    let split = indexed.partition_point(|(at, _)| *at <= now);
+    let next_visible = indexed.get(split).map(|(at, _)| *at);
+    let due = &indexed[..split];
     let start = record::random_below(due.len());
     let mut received = Vec::new();
     for i in 0..due.len() {
-        if received.len() == max {
+        if received.len() == asked.max {
             break;
         }
         let (at, id) = &due[(start + i) % due.len()];
-        let Some(loaded) = store::load(&bucket, &sid, id)? else {
+        let Some(loaded) = store::load(bucket, &sid, id)? else {
             continue;
         };
         if loaded.message.visible_at != *at {
             continue;
         }
-        if let Some(message) = deliver(&bucket, &queue, loaded, now, visibility_ms)? {
+        if let Some(message) = deliver(bucket, queue, loaded, now, visibility_ms)? {
             received.push(message);
         }
     }
-    Ok(Response::ok(&json!({ "messages": received })))
+    Ok((received, next_visible))
 }
 
 /// Receives one visible message, or retires it: past retention it is
-/// dropped, past `maxReceives` it moves to the dead-letter queue.
+/// dropped, past `maxReceives` it moves to the dead-letter queue. Each is a
+/// claim: `None` when another request changed the message first.
 fn deliver(
     bucket: &Bucket,
     queue: &Queue,
@@ -154,7 +204,7 @@ fn deliver(
     let sid = queue.sid();
     let message = &loaded.message;
     if now >= message.sent_at + u64::from(queue.retention_seconds) * 1000 {
-        store::swap(bucket, &sid, &loaded, None)?;
+        store::claim(bucket, &sid, &loaded, None, Vec::new())?;
         return Ok(None);
     }
     if let Some(max) = queue.max_receives
@@ -171,7 +221,7 @@ fn deliver(
         visible_at: now + visibility_ms,
         ..message.clone()
     };
-    if !store::swap(bucket, &sid, &loaded, Some(&next))? {
+    if !store::claim(bucket, &sid, &loaded, Some(&next), Vec::new())? {
         return Ok(None);
     }
     Ok(Some(json!({
@@ -185,27 +235,32 @@ fn deliver(
 }
 
 /// Moves a message that was received `maxReceives` times to the queue's
-/// dead-letter queue, or drops it when there is none.
+/// dead-letter queue, or drops it when there is none: one claim, so the
+/// message is never in neither queue. The dead-letter counter is a
+/// statistic, counted at the request's commit.
 fn dead_letter(bucket: &Bucket, queue: &Queue, loaded: &Loaded, now: u64) -> Result<(), ApiError> {
-    if !store::swap(bucket, &queue.sid(), loaded, None)? {
-        return Ok(());
-    }
-    bucket.increment(&record::dead_counter_key(&queue.name), 1)?;
     let target = match &queue.dead_letter_queue {
         Some(dlq) => bucket.get::<Queue>(&Queue::key(dlq))?,
         None => None,
     };
-    if let Some(dlq) = target {
-        let moved = Message {
-            visible_at: now,
-            receives: 0,
-            receipt: None,
-            first_received_at: None,
-            source_queue: Some(queue.name.clone()),
-            ..loaded.message.clone()
-        };
-        store::insert(bucket, &dlq.sid(), &moved)?;
+    let also = match &target {
+        Some(dlq) => {
+            let moved = Message {
+                visible_at: now,
+                receives: 0,
+                receipt: None,
+                first_received_at: None,
+                source_queue: Some(queue.name.clone()),
+                ..loaded.message.clone()
+            };
+            store::insert_writes(&dlq.sid(), &moved)?
+        }
+        None => Vec::new(),
+    };
+    if !store::claim(bucket, &queue.sid(), loaded, None, also)? {
+        return Ok(());
     }
+    bucket.increment(&record::dead_counter_key(&queue.name), 1)?;
     Ok(())
 }
 

@@ -63,7 +63,7 @@ impl Plugin for QueuesPlugin {
             .summary("Send 1 to 10 messages")
             .post("/queues/{name}/receive", messages::receive)
             .scope("queues:write")
-            .summary("Receive up to 10 messages, hiding them for the visibility timeout")
+            .summary("Receive up to 10 messages, hiding them for the visibility timeout; waitSeconds (0 to 20) waits for one")
             .post("/queues/{name}/ack", messages::ack)
             .scope("queues:write")
             .summary("Acknowledge (delete) received messages by receipt handle")

@@ -1,5 +1,6 @@
 //! Changing stored messages: every change is a compare-and-swap on the
-//! message that moves its visibility index entry with it.
+//! message that moves its visibility index entry with it, either buffered
+//! to the request's commit ([`swap`]) or committed at once ([`claim`]).
 
 use plateau_sdk::{ApiError, Bucket};
 
@@ -61,6 +62,57 @@ pub fn swap(
         }
     }
     Ok(true)
+}
+
+/// Replaces `loaded` by `next` (`None` deletes it) at once, in a
+/// transaction of its own with the move of its index entry and `also`
+/// (more writes that must go with it); false when another request changed
+/// the message first. Not rolled back if the request fails later.
+pub fn claim(
+    bucket: &Bucket,
+    sid: &str,
+    loaded: &Loaded,
+    next: Option<&Message>,
+    also: Vec<(String, Option<Vec<u8>>)>,
+) -> Result<bool, ApiError> {
+    let id = &loaded.message.id;
+    let encoded = next.map(encode).transpose()?;
+    let old_index = loaded.message.index_key(sid);
+    let mut then = Vec::with_capacity(2 + also.len());
+    match next {
+        Some(next) => {
+            let new_index = next.index_key(sid);
+            if new_index != old_index {
+                then.push((old_index, None));
+            }
+            then.push((new_index, Some(encode_index(next)?)));
+        }
+        None => then.push((old_index, None)),
+    }
+    then.extend(also);
+    Ok(bucket.claim(
+        &Message::key(sid, id),
+        Some(&loaded.raw),
+        encoded.as_deref(),
+        &then,
+    )?)
+}
+
+/// The writes that store `message` as new under generation `sid`, for a
+/// claim that moves it there.
+pub fn insert_writes(
+    sid: &str,
+    message: &Message,
+) -> Result<Vec<(String, Option<Vec<u8>>)>, ApiError> {
+    Ok(vec![
+        (Message::key(sid, &message.id), Some(encode(message)?)),
+        (message.index_key(sid), Some(encode_index(message)?)),
+    ])
+}
+
+fn encode_index(message: &Message) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(&message.index_entry())
+        .map_err(|e| ApiError::internal(format!("index entry does not serialize: {e}")))
 }
 
 /// Stores a new message under generation `sid`; false if its id is taken.

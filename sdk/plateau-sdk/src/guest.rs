@@ -13,7 +13,7 @@ pub mod bindings {
     wit_bindgen::generate!({
         path: [
             "../../wit/handler@0.3.0",
-            "../../wit/kv@0.3.0",
+            "../../wit/kv@0.4.0",
             "../../wit/events@0.3.0",
             "../../wit/outbound-http@0.3.0",
             "../../wit/log@0.3.0",

@@ -200,6 +200,36 @@ impl Bucket {
     pub fn increment(&self, key: &str, delta: i64) -> Result<i64, KvError> {
         self.raw.increment(key, delta)
     }
+
+    /// A compare-and-swap committed at once, in a transaction of its own,
+    /// together with `then` (sets, or deletes for `None`): false when `key`
+    /// did not hold `expected`, and nothing was written. A lost race is not
+    /// a conflict at the end of the request: move on to another candidate
+    /// (a work queue's SKIP LOCKED).
+    ///
+    /// **Not rolled back**: what a claim writes stays even when the handler
+    /// then fails or answers 500 or more, so claim only what is safe to
+    /// keep on its own (a lease that expires). Claiming a key this call has
+    /// already written (`set`, `delete`, ...) is `InvalidKey`. kv@0.4.0.
+    pub fn claim(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        then: &[(String, Option<Vec<u8>>)],
+    ) -> Result<bool, KvError> {
+        self.raw.claim(key, expected, new, then)
+    }
+
+    /// Parks the call until a write under `prefix` commits in this bucket
+    /// (true), or `timeout_ms` (at most 20,000) passes (false). True may
+    /// also mean "read again": the host re-checks about once a second for
+    /// writes of other hosts. The call parks for at most 20 s in all, and
+    /// the time parked does not count against its deadline. In native
+    /// tests nothing runs meanwhile, so it returns false at once. kv@0.4.0.
+    pub fn wait(&self, prefix: &str, timeout_ms: u32) -> Result<bool, KvError> {
+        self.raw.wait(prefix, timeout_ms)
+    }
 }
 
 fn from_json<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T, KvError> {

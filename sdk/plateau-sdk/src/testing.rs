@@ -45,12 +45,14 @@ pub fn handle_with(
     let before = with_state(|s| {
         let saved = (s.data.clone(), s.organization.clone());
         s.organization = req.caller.organization_id.clone();
+        s.claimed.clear();
         saved
     });
     let response = handler(router, req);
     with_state(|s| {
         if response.status >= 500 {
             s.data = before.0;
+            s.keep_claims();
         }
         s.organization = before.1;
     });
@@ -71,10 +73,16 @@ pub fn tick<P: Plugin>(schedule: &str) -> Result<(), String> {
 /// Delivers a due job as the host does: no caller organisation, and its
 /// writes are rolled back when it returns an error.
 pub fn run_job<P: Plugin>(job: &Job) -> Result<(), String> {
-    let before = with_state(|s| s.data.clone());
+    let before = with_state(|s| {
+        s.claimed.clear();
+        s.data.clone()
+    });
     let result = without_caller(|| P::on_job(job));
     if result.is_err() {
-        with_state(|s| s.data = before);
+        with_state(|s| {
+            s.data = before;
+            s.keep_claims();
+        });
     }
     result
 }

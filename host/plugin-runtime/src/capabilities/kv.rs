@@ -1,19 +1,30 @@
 //! The `kv` capability: buckets scoped to (plugin, namespace), read through
-//! the call's overlay, written into it.
+//! the call's overlay, written into it; from kv@0.4.0 also `claim` (a
+//! compare-and-swap committed at once) and `wait` (parking the call until a
+//! write under a prefix commits).
+
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 use crate::context::{CallContext, GuestNamespace, guest_namespace_from};
 use crate::overlay::{Fail, KvError, Overlay, Reads};
-use crate::storage::{BucketId, Entry, Namespace};
+use crate::storage::{BucketId, Claim, Entry, KvWrite, Namespace};
+use crate::waits::WaitEnd;
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.1.0", "../../wit/plugin@0.2.0", "../../wit/kv@0.3.0"],
+        path: [
+            "../../wit/plugin@0.1.0",
+            "../../wit/plugin@0.2.0",
+            "../../wit/kv@0.3.0",
+            "../../wit/kv@0.4.0",
+        ],
         interfaces: "
             import plateau:plugin/kv@0.1.0;
             import plateau:plugin/kv@0.2.0;
             import plateau:kv/kv@0.3.0;
+            import plateau:kv/kv@0.4.0;
         ",
         imports: { default: async | trappable },
         with: {
@@ -22,9 +33,16 @@ mod gen_ {
         },
     });
 }
-use gen_::plateau::{kv::kv as v0_3, plugin0_1_0::kv as v0_1, plugin0_2_0::kv as v0_2};
+use gen_::plateau::{
+    kv0_3_0::kv as v0_3, kv0_4_0::kv as v0_4, plugin0_1_0::kv as v0_1, plugin0_2_0::kv as v0_2,
+};
 
-guest_namespace_from!(v0_1::Namespace, v0_2::Namespace, v0_3::Namespace);
+guest_namespace_from!(
+    v0_1::Namespace,
+    v0_2::Namespace,
+    v0_3::Namespace,
+    v0_4::Namespace
+);
 
 /// Keys are 1 to 512 bytes of UTF-8 without control characters.
 const MAX_KEY: usize = 512;
@@ -32,6 +50,8 @@ const MAX_KEY: usize = 512;
 const MAX_VALUE: usize = 1 << 20;
 /// The most entries one `list` returns.
 const MAX_LIMIT: u32 = 200;
+/// The longest one `wait` parks.
+const MAX_WAIT_MS: u32 = 20_000;
 
 /// An open bucket, as the guest's `bucket` resource.
 pub struct BucketHandle {
@@ -44,7 +64,7 @@ pub(crate) struct KvView<'a> {
     pub call: &'a mut CallContext,
     pub table: &'a mut ResourceTable,
     pub overlay: &'a mut Overlay,
-    pub reads: &'a Reads,
+    pub reads: &'a mut Reads,
 }
 
 struct HasKv;
@@ -59,7 +79,8 @@ pub(crate) fn add_to_linker<T: Send + 'static>(
 ) -> wasmtime::Result<()> {
     v0_1::add_to_linker::<T, HasKv>(linker, view)?;
     v0_2::add_to_linker::<T, HasKv>(linker, view)?;
-    v0_3::add_to_linker::<T, HasKv>(linker, view)
+    v0_3::add_to_linker::<T, HasKv>(linker, view)?;
+    v0_4::add_to_linker::<T, HasKv>(linker, view)
 }
 
 fn check_key(key: &str) -> Result<(), KvError> {
@@ -263,6 +284,109 @@ impl KvView<'_> {
         self.finish(result)
     }
 
+    /// Checks a claim's keys and values: each valid, none with a write
+    /// buffered in this call (the commit would overwrite the claim).
+    fn check_claim(&self, claim: &Claim) -> Result<(), KvError> {
+        let max = self.call.plugin.settings.limits.max_writes;
+        if claim.then.len() > max {
+            return Err(KvError::TooLarge(format!(
+                "a claim applies at most {max} writes with it"
+            )));
+        }
+        check_key(&claim.key)?;
+        claim.new.as_deref().map_or(Ok(()), check_value)?;
+        let mut keys = vec![claim.key.as_str()];
+        for write in &claim.then {
+            match write {
+                KvWrite::Set { key, value, .. } => {
+                    check_value(value)?;
+                    keys.push(key);
+                }
+                KvWrite::Delete { key, .. } | KvWrite::Increment { key, .. } => keys.push(key),
+            }
+        }
+        for key in keys {
+            check_key(key)?;
+            if self.overlay.has_pending(&claim.bucket, key) {
+                return Err(KvError::InvalidKey(format!(
+                    "`{key}` has a write buffered in this call: claim keys before writing them"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn claim(
+        &mut self,
+        this: &Resource<BucketHandle>,
+        key: String,
+        expected: Option<Vec<u8>>,
+        new: Option<Vec<u8>>,
+        then: Vec<(String, Option<Vec<u8>>)>,
+    ) -> Outcome<bool> {
+        let bucket = self.bucket_of(this)?;
+        let then = then
+            .into_iter()
+            .map(|(key, value)| match value {
+                Some(value) => KvWrite::Set {
+                    bucket: bucket.clone(),
+                    key,
+                    value,
+                },
+                None => KvWrite::Delete {
+                    bucket: bucket.clone(),
+                    key,
+                },
+            })
+            .collect();
+        let claim = Claim {
+            bucket,
+            key,
+            expected,
+            new,
+            then,
+        };
+        if let Err(e) = self.check_claim(&claim) {
+            return Ok(Err(e));
+        }
+        let written: Vec<(BucketId, String)> = if self.call.plugin.waits.any() {
+            std::iter::once((claim.bucket.clone(), claim.key.clone()))
+                .chain(claim.then.iter().map(crate::exec::written_key))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let result = self.reads.claim(claim).await;
+        if let Ok(true) = result {
+            let waits = &self.call.plugin.waits;
+            waits.committed(written.iter().map(|(b, k)| (b, k.as_str())));
+        }
+        self.finish(result)
+    }
+
+    /// Parks until a write under `prefix` commits in the bucket or the
+    /// timeout passes; the time parked moves the call's deadline.
+    async fn wait(
+        &mut self,
+        this: &Resource<BucketHandle>,
+        prefix: &str,
+        timeout_ms: u32,
+    ) -> Outcome<bool> {
+        let bucket = self.bucket_of(this)?;
+        if let Err(e) = check_prefix(prefix) {
+            return Ok(Err(e));
+        }
+        let asked = Duration::from_millis(u64::from(timeout_ms.min(MAX_WAIT_MS)));
+        let timeout = asked.min(self.call.parking_left());
+        let waits = self.call.plugin.waits.clone();
+        let started = Instant::now();
+        let end = waits.wait(&bucket, prefix, timeout).await;
+        let parked = started.elapsed();
+        self.call.add_parked(parked);
+        self.reads.deadline += parked;
+        Ok(Ok(matches!(end, WaitEnd::Written | WaitEnd::Recheck)))
+    }
+
     fn drop(&mut self, this: Resource<BucketHandle>) -> wasmtime::Result<()> {
         self.table.delete(this)?;
         Ok(())
@@ -274,7 +398,7 @@ type Outcome<T> = wasmtime::Result<Result<T, KvError>>;
 
 /// The traits of one WIT version's bindings, on the logic above.
 macro_rules! wit_impls {
-    ($($wit:ident),+) => {$(
+    ($($wit:ident $({ $($extra:item)* })?),+ $(,)?) => {$(
         impl From<KvError> for $wit::Error {
             fn from(e: KvError) -> Self {
                 match e {
@@ -375,8 +499,38 @@ macro_rules! wit_impls {
             async fn drop(&mut self, this: Resource<BucketHandle>) -> wasmtime::Result<()> {
                 KvView::drop(self, this)
             }
+
+            $($($extra)*)?
         }
     )+};
 }
 
-wit_impls!(v0_1, v0_2, v0_3);
+wit_impls!(v0_1, v0_2, v0_3, v0_4 {
+    async fn claim(
+        &mut self,
+        this: Resource<BucketHandle>,
+        key: String,
+        expected: Option<Vec<u8>>,
+        new: Option<Vec<u8>>,
+        then: Vec<v0_4::Write>,
+    ) -> wasmtime::Result<Result<bool, v0_4::Error>> {
+        let then = then
+            .into_iter()
+            .map(|w| match w {
+                v0_4::Write::Set(e) => (e.key, Some(e.value)),
+                v0_4::Write::Delete(key) => (key, None),
+            })
+            .collect();
+        let claimed = KvView::claim(self, &this, key, expected, new, then).await?;
+        Ok(claimed.map_err(Into::into))
+    }
+
+    async fn wait(
+        &mut self,
+        this: Resource<BucketHandle>,
+        prefix: String,
+        timeout_ms: u32,
+    ) -> wasmtime::Result<Result<bool, v0_4::Error>> {
+        Ok(KvView::wait(self, &this, &prefix, timeout_ms).await?.map_err(Into::into))
+    }
+});

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use plateau_plugin_runtime::storage::encode_counter;
 use plateau_plugin_runtime::{
-    BucketId, Entry, Event, ExecError, MemoryStore, Namespace, PluginSettings, Storage,
+    BucketId, Claim, Entry, Event, ExecError, MemoryStore, Namespace, PluginSettings, Storage,
     StorageError, Tick, WriteSet,
 };
 use tokio::sync::{Mutex, Notify, oneshot};
@@ -236,6 +236,10 @@ impl Storage for GatedStore {
             let _ = gate.await;
         }
         self.inner.commit(writes).await
+    }
+
+    async fn claim(&self, claim: Claim) -> Result<bool, StorageError> {
+        self.inner.claim(claim).await
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use plateau_plugin_artifacts::fixtures;
 use plateau_plugin_runtime::{
-    BucketId, Entry, ExecError, PluginSettings, Storage, StorageError, WriteSet,
+    BucketId, Claim, Entry, ExecError, PluginSettings, Storage, StorageError, WriteSet,
 };
 
 use crate::{harness, request, runtime_over, text, with_body};
@@ -217,6 +217,10 @@ impl Storage for StuckStore {
     }
 
     async fn commit(&self, _: WriteSet) -> Result<(), StorageError> {
+        std::future::pending().await
+    }
+
+    async fn claim(&self, _: Claim) -> Result<bool, StorageError> {
         std::future::pending().await
     }
 }

@@ -1,6 +1,7 @@
 //! Components of every supported WIT version load and run side by side:
-//! `plateau:plugin@0.1.0` (the fixtures), `@0.2.0` (`legacy-v0-2`) and the
-//! one-package-per-interface world of 0.3.0 (the SDK's example).
+//! `plateau:plugin@0.1.0` (the fixtures), `@0.2.0` (`legacy-v0-2`), the
+//! one-package-per-interface world of 0.3.0 (`legacy-v0-3`) and of 0.4.0,
+//! which imports kv@0.4.0 (the SDK's example).
 
 use plateau_plugin_artifacts::{examples, fixtures};
 use plateau_plugin_runtime::{Job, PluginSettings, WitVersion};
@@ -73,7 +74,7 @@ async fn a_component_of_0_2_0_runs_jobs_and_secrets() {
 async fn a_component_of_0_3_0_imports_one_package_per_interface() {
     let h = harness();
     let loaded = h
-        .load(examples::HELLO_PLUGIN, PluginSettings::all_granted())
+        .load(fixtures::LEGACY_V0_3, PluginSettings::all_granted())
         .await;
     assert_eq!(loaded.report.wit_version, WitVersion::V0_3);
     let imports = &loaded.report.imports;
@@ -84,6 +85,48 @@ async fn a_component_of_0_3_0_imports_one_package_per_interface() {
     assert!(
         !imports.iter().any(|i| i.starts_with("plateau:plugin/")),
         "a 0.3.0 component names no interface of the whole package: {imports:?}"
+    );
+
+    let put = with_body(
+        request(
+            "PUT",
+            "/legacy3/kv/{key}",
+            "/legacy3/kv/k1",
+            "",
+            Some("org1"),
+        ),
+        "kept by kv@0.3.0",
+    );
+    let outcome = loaded.version.handle(put).await.expect("legacy3 answers");
+    assert_eq!(
+        outcome.response.status,
+        201,
+        "{}",
+        text(&outcome.response.body)
+    );
+    assert!(outcome.committed);
+    let get = request(
+        "GET",
+        "/legacy3/kv/{key}",
+        "/legacy3/kv/k1",
+        "",
+        Some("org1"),
+    );
+    let outcome = loaded.version.handle(get).await.expect("legacy3 answers");
+    assert_eq!(text(&outcome.response.body), "kept by kv@0.3.0");
+}
+
+#[tokio::test]
+async fn a_component_of_the_0_4_0_world_imports_kv_0_4_0() {
+    let h = harness();
+    let loaded = h
+        .load(examples::HELLO_PLUGIN, PluginSettings::all_granted())
+        .await;
+    assert_eq!(loaded.report.wit_version, WitVersion::V0_3);
+    let imports = &loaded.report.imports;
+    assert!(
+        imports.iter().any(|i| i == "plateau:kv/kv@0.4.0"),
+        "{imports:?}"
     );
 
     let create = with_body(

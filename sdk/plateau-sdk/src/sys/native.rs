@@ -45,6 +45,22 @@ pub(crate) struct State {
     pub(crate) http: Option<HttpMock>,
     pub(crate) smtp: Option<SmtpMock>,
     pub(crate) runner: Option<RunnerMock>,
+    /// Writes of claims (namespace, key, value or deletion), which stay
+    /// when the call's other writes are rolled back, as on the host.
+    pub(crate) claimed: Vec<(String, String, Option<Vec<u8>>)>,
+}
+
+impl State {
+    /// Applies again the claims a rolled-back call made.
+    pub(crate) fn keep_claims(&mut self) {
+        for (ns, key, value) in std::mem::take(&mut self.claimed) {
+            let map = self.data.kv.entry(ns).or_default();
+            match value {
+                Some(value) => map.insert(key, value),
+                None => map.remove(&key),
+            };
+        }
+    }
 }
 
 thread_local! {
@@ -171,6 +187,50 @@ impl RawBucket {
             };
             true
         }))
+    }
+
+    /// A compare-and-swap with writes that change with it, kept even when
+    /// the call's other writes are rolled back.
+    pub(crate) fn claim(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        then: &[(String, Option<Vec<u8>>)],
+    ) -> Result<bool, KvError> {
+        for (k, v) in then {
+            check_key(k)?;
+            if let Some(v) = v {
+                check_value(v)?;
+            }
+        }
+        if !self.compare_and_swap(key, expected, new)? {
+            return Ok(false);
+        }
+        let writes =
+            std::iter::once((key.to_owned(), new.map(<[u8]>::to_vec))).chain(then.iter().cloned());
+        with_state(|s| {
+            for (k, v) in writes {
+                let map = s.data.kv.entry(self.namespace.clone()).or_default();
+                match &v {
+                    Some(value) => map.insert(k.clone(), value.clone()),
+                    None => map.remove(&k),
+                };
+                s.claimed.push((self.namespace.clone(), k, v));
+            }
+        });
+        Ok(true)
+    }
+
+    /// Nothing else runs during a native test, so no write can arrive
+    /// while waiting: the timeout passes at once.
+    pub(crate) fn wait(&self, prefix: &str, _timeout_ms: u32) -> Result<bool, KvError> {
+        if prefix.len() > MAX_KEY_BYTES {
+            return Err(KvError::InvalidKey(format!(
+                "a prefix is at most {MAX_KEY_BYTES} bytes"
+            )));
+        }
+        Ok(false)
     }
 
     /// Counters are stored as decimal text, which is also a JSON number.

@@ -92,6 +92,31 @@ impl RawBucket {
     pub(crate) fn increment(&self, key: &str, delta: i64) -> Result<i64, KvError> {
         self.0.increment(key, delta).map_err(kv_error)
     }
+
+    pub(crate) fn claim(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        then: &[(String, Option<Vec<u8>>)],
+    ) -> Result<bool, KvError> {
+        use wit::kv::kv::{Entry as WitEntry, Write};
+        let then: Vec<Write> = then
+            .iter()
+            .map(|(key, value)| match value {
+                Some(value) => Write::Set(WitEntry {
+                    key: key.clone(),
+                    value: value.clone(),
+                }),
+                None => Write::Delete(key.clone()),
+            })
+            .collect();
+        self.0.claim(key, expected, new, &then).map_err(kv_error)
+    }
+
+    pub(crate) fn wait(&self, prefix: &str, timeout_ms: u32) -> Result<bool, KvError> {
+        self.0.wait(prefix, timeout_ms).map_err(kv_error)
+    }
 }
 
 fn kv_error(error: wit::kv::kv::Error) -> KvError {

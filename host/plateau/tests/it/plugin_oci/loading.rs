@@ -84,7 +84,7 @@ async fn pushed_plugins_load_by_tag_and_by_digest(backend: Backend) {
         config["component"]["imports"]
             .as_array()
             .unwrap()
-            .contains(&json!("plateau:kv/kv@0.3.0")),
+            .contains(&json!("plateau:kv/kv@0.4.0")),
         "{config}"
     );
     // oras pulls the component back byte for byte, under its file name.

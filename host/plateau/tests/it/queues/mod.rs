@@ -1,9 +1,11 @@
 //! The built-in queues plugin over HTTP: queue management, send, receive,
 //! acknowledge, visibility, delays, deduplication, dead letters and
-//! redrive on a manual clock, tenant isolation; and (in [`history`]) a
-//! Jepsen-style history test across a SIGKILL of the server.
+//! redrive on a manual clock, tenant isolation; (in [`history`]) a
+//! Jepsen-style history test across a SIGKILL of the server; and (in
+//! [`receive`]) concurrent receivers and long polling.
 
 mod history;
+mod receive;
 
 use plateau_testkit::{Backend, Client, ServerOptions};
 use serde_json::{Value, json};
