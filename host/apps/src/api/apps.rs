@@ -89,7 +89,8 @@ pub async fn list(
     security(("bearer" = ["apps:write"])),
     request_body = CreateApp,
     responses((status = 201, description = "the new app", body = AppView),
-              (status = 409, description = "the plan's number of apps is reached", body = plateau_api::error::Problem)))]
+              (status = 409, description = "the plan's number of apps is reached", body = plateau_api::error::Problem),
+              (status = 422, description = "a git URL the operator does not allow", body = plateau_api::error::Problem)))]
 pub async fn create(
     Extension(apps): Extension<Apps>,
     caller: Caller,
