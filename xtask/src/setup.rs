@@ -29,11 +29,14 @@ const TEST_PACKAGES: &[&str] = &[
     "runc",
     "busybox-static",
     "iproute2",
+    // Built apps: git clones their repositories, buildah builds Dockerfiles.
+    "buildah",
+    "git",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
 /// PostgreSQL 15 and pgbouncer for the managed databases, runc and iproute2
-/// for Linux-image apps.
+/// for Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
@@ -42,6 +45,8 @@ const RUN_PACKAGES: &[&str] = &[
     "pgbouncer",
     "runc",
     "iproute2",
+    "buildah",
+    "git",
 ];
 
 /// Python packages the test suite uses: `oras`, another OCI client, and

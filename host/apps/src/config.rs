@@ -12,6 +12,12 @@ pub struct AppsConfig {
     /// Registries besides this host's own that apps may pull from,
     /// anonymously (`host[:port]`).
     pub allowed_registries: Vec<String>,
+    /// Prefixes of the git URLs apps may build from
+    /// (`PLATEAU_APPS_GIT_ALLOW`); none: no git source is allowed.
+    pub git_allow: Vec<String>,
+    /// Scratch space of builds (sources checked out, archives unpacked);
+    /// none: this host builds no sources.
+    pub builds_dir: Option<std::path::PathBuf>,
 }
 
 impl AppsConfig {
@@ -21,6 +27,8 @@ impl AppsConfig {
             edge_port,
             log_retention: 1000,
             allowed_registries: Vec::new(),
+            git_allow: Vec::new(),
+            builds_dir: None,
         }
     }
 

@@ -33,6 +33,9 @@ pub trait RegistryAccess: Send + Sync {
     /// A short-lived registry bearer that pulls with the rights of
     /// `org_id`, standing for the API token `token_id`.
     fn pull_bearer(&self, org_id: &str, token_id: &str, user_id: Option<&str>) -> String;
+    /// A short-lived registry bearer that also pushes, for a build of
+    /// `org_id` to store its image.
+    fn push_bearer(&self, org_id: &str, token_id: &str, user_id: Option<&str>) -> String;
 }
 
 /// Who pulls: the organisation, through the token of the request.

@@ -15,6 +15,7 @@
 //! reach a registry.
 
 pub mod api;
+pub mod build;
 pub mod config;
 pub mod env;
 pub mod image;
@@ -61,6 +62,8 @@ struct Inner {
     images: Option<std::path::PathBuf>,
     edge: Arc<Edge>,
     registry: Arc<dyn RegistryAccess>,
+    /// Builds git and uploaded sources, when this host does.
+    builder: Option<Arc<dyn build::Builder>>,
     logs: Arc<LogBuffer>,
     /// What this host runs, by app id.
     local: Mutex<HashMap<String, Local>>,
@@ -91,12 +94,22 @@ impl Apps {
                 containers,
                 edge,
                 registry,
+                builder: None,
                 logs,
                 local: Mutex::new(HashMap::new()),
                 locks: Mutex::new(HashMap::new()),
                 failures: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// This service with `builder` building its sources (before it is
+    /// cloned or started).
+    pub fn with_builder(mut self, builder: Arc<dyn build::Builder>) -> Apps {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.builder = Some(builder);
+        }
+        self
     }
 
     pub fn db(&self) -> &Db {

@@ -39,7 +39,7 @@ pub fn pending(
         org_id: app.org_id.clone(),
         status: "pending".to_owned(),
         cause: cause.to_owned(),
-        source_type: "image".to_owned(),
+        source_type: from.map_or("image", |d| d.source_type.as_str()).to_owned(),
         image: from.and_then(|d| d.image.clone()).or(image),
         digest: from.and_then(|d| d.digest.clone()),
         component: from.and_then(|d| d.component.clone()),
@@ -47,7 +47,20 @@ pub fn pending(
         created_at: time::now_ms(),
         live_at: None,
         finished_at: None,
+        repo: from.and_then(|d| d.repo.clone()),
+        branch: from.and_then(|d| d.branch.clone()),
+        upload_id: None,
+        build_log: None,
     }
+}
+
+/// A new pending deployment building `branch` of the git repository `repo`.
+pub fn pending_git(app: &App, repo: &str, branch: &str) -> Deployment {
+    let mut d = pending(app, "deploy", None, None);
+    d.source_type = "git".to_owned();
+    d.repo = Some(repo.to_owned());
+    d.branch = Some(branch.to_owned());
+    d
 }
 
 /// Inserts `d` with its event; a first deployment makes the app `deploying`.
@@ -65,6 +78,9 @@ pub async fn create(
         "deploymentId": d.id,
         "cause": d.cause,
         "image": d.image,
+        "source": d.source_type,
+        "repo": d.repo,
+        "branch": d.branch,
     }));
     events::record(tx, &e, d.created_at).await?;
     Ok(())
@@ -84,7 +100,7 @@ impl Apps {
         let Some(d) = self.wait_visible(app_id, deployment_id).await else {
             return;
         };
-        if d.status != "pending" {
+        if !matches!(d.status.as_str(), "pending" | "building" | "deploying") {
             return;
         }
         let outcome = self.steps(app_id, d, pull).await;
@@ -118,6 +134,12 @@ impl Apps {
         let Some(app) = apps::get_any(self.db(), app_id).await? else {
             return Ok(());
         };
+        if d.component.is_none() && d.image.is_none() && d.source_type != "image" {
+            match self.build(&app, &d, pull.as_ref()).await? {
+                Ok(image) => d.image = Some(image),
+                Err(reason) => return self.fail(&app, &d, &reason).await,
+            }
+        }
         if d.component.is_none() {
             match self.resolve(&app, &d, pull).await? {
                 Ok(component) => d.component = Some(component),

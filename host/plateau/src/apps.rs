@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use plateau_apps::build::local::LocalBuilder;
 use plateau_apps::{Apps, AppsConfig, Containers, RegistryAccess};
 use plateau_edge::Edge;
 use plateau_plugin_runtime::secrets::Sealer;
@@ -32,6 +33,11 @@ pub struct AppsArgs {
     /// anonymously: `host[:port]`, comma-separated.
     #[arg(long, env = "PLATEAU_APPS_REGISTRIES", default_value = "")]
     pub apps_registries: String,
+    /// Prefixes of the git URLs apps may be built from, comma-separated
+    /// (`https://github.com/acme/`); `file://` and `git://` URLs only when
+    /// a prefix names them. Empty: no git source.
+    #[arg(long, env = "PLATEAU_APPS_GIT_ALLOW", default_value = "")]
+    pub apps_git_allow: String,
 }
 
 pub struct Running {
@@ -73,6 +79,19 @@ impl RegistryAccess for OwnRegistry {
         };
         issue_bearer(&self.registry, &access).0
     }
+
+    fn push_bearer(&self, org_id: &str, token_id: &str, user_id: Option<&str>) -> String {
+        let access = Access {
+            org_id: org_id.to_owned(),
+            token_id: token_id.to_owned(),
+            user_id: user_id.map(str::to_owned),
+            ip: None,
+            pull: true,
+            push: true,
+            token_expires_at: None,
+        };
+        issue_bearer(&self.registry, &access).0
+    }
 }
 
 /// Binds the edge and builds the apps service; [`Running::serve`] starts
@@ -110,6 +129,15 @@ pub async fn prepare(
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect();
+    config.git_allow = args
+        .apps_git_allow
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    config.builds_dir = Some(data_dir.join("apps/builds/scratch"));
+    let builder = Arc::new(LocalBuilder::new(data_dir.join("apps/builds/buildah")));
     let own: Arc<dyn RegistryAccess> = Arc::new(OwnRegistry {
         registry,
         local,
@@ -123,7 +151,8 @@ pub async fn prepare(
         containers,
         edge.clone(),
         own.clone(),
-    );
+    )
+    .with_builder(builder);
     Ok(Running {
         apps,
         registry: own,

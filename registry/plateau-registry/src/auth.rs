@@ -147,6 +147,11 @@ pub async fn authenticate(
     let value = value.trim();
     if scheme.eq_ignore_ascii_case("basic") {
         let secret = basic_password(value).map_err(|m| unauthorized(base, scope, m))?;
+        if secret.starts_with(BEARER_PREFIX) {
+            // A registry bearer as password (tools that only speak Basic,
+            // such as the apps' buildah): what it allows, until it expires.
+            return from_bearer(reg, &secret, ip, base, scope, true).await;
+        }
         return from_token(reg, &secret, ip, base, scope).await;
     }
     if !scheme.eq_ignore_ascii_case("bearer") {
@@ -155,6 +160,19 @@ pub async fn authenticate(
     if value.starts_with(TOKEN_PREFIX) {
         return from_token(reg, value, ip, base, scope).await;
     }
+    from_bearer(reg, value, ip, base, scope, false).await
+}
+
+/// The access a registry bearer states; `capped` keeps a bearer renewed
+/// from it (at the token endpoint) within its own expiry.
+async fn from_bearer(
+    reg: &Registry,
+    value: &str,
+    ip: Option<String>,
+    base: &str,
+    scope: Option<&str>,
+    capped: bool,
+) -> Result<Access> {
     let claims = verify_bearer(reg, value)
         .ok_or_else(|| unauthorized(base, scope, "the registry token is invalid or expired"))?;
     // A pull-only bearer without a token is the host's own, pulling for an
@@ -182,6 +200,11 @@ pub async fn authenticate(
                 ));
             }
         };
+    let token_expires_at = if capped {
+        Some(token_expires_at.map_or(claims.exp, |at| at.min(claims.exp)))
+    } else {
+        token_expires_at
+    };
     Ok(Access {
         org_id: claims.org,
         token_id: claims.tid,

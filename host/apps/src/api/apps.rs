@@ -33,7 +33,10 @@ pub struct CreateApp {
     /// image (linux/amd64, listening on `$PORT`); with it, the app is
     /// deployed at once.
     pub image: Option<String>,
+    /// A git repository URL (for `git`), among those the operator allows
+    /// (`PLATEAU_APPS_GIT_ALLOW`); built from its `Dockerfile`.
     pub repo: Option<String>,
+    /// The branch to build; default `main`.
     pub branch: Option<String>,
     pub port: Option<i64>,
     /// Default: the organisation's default project.
@@ -80,12 +83,14 @@ pub async fn list(
     )))
 }
 
-/// Create an app; with an `image`, its first deployment starts at once.
+/// Create an app; with an `image` (or, for `git`, a `repo`), its first
+/// deployment starts at once.
 #[utoipa::path(post, path = "/apps", tag = "apps",
     security(("bearer" = ["apps:write"])),
     request_body = CreateApp,
     responses((status = 201, description = "the new app", body = AppView),
-              (status = 409, description = "the plan's number of apps is reached", body = plateau_api::error::Problem)))]
+              (status = 409, description = "the plan's number of apps is reached", body = plateau_api::error::Problem),
+              (status = 422, description = "a git URL the operator does not allow", body = plateau_api::error::Problem)))]
 pub async fn create(
     Extension(apps): Extension<Apps>,
     caller: Caller,
@@ -125,6 +130,14 @@ pub async fn create(
             "must be an image reference",
         );
     v.finish()?;
+    let branch = input.branch.clone().map(|b| b.trim().to_owned());
+    let branch = match (&input.repo, branch) {
+        (Some(_), None) => Some("main".to_owned()),
+        (_, branch) => branch,
+    };
+    if let Some(repo) = &input.repo {
+        super::deploy::check_git(&apps, repo, branch.as_deref().unwrap_or("main"))?;
+    }
     let project_id = project(&apps, &caller, input.project_id.as_deref()).await?;
     let limits = db::plan_limits(apps.db(), &caller.plan).await?;
     let now = time::now_ms();
@@ -137,8 +150,8 @@ pub async fn create(
         name: input.name.trim().to_owned(),
         source_type,
         image: input.image.map(|i| i.trim().to_owned()),
-        repo: input.repo,
-        branch: input.branch,
+        repo: input.repo.map(|r| r.trim().to_owned()),
+        branch,
         port: input.port,
         health_check_path: health,
         status: "created".to_owned(),
@@ -162,6 +175,14 @@ pub async fn create(
     let first = match (&app.image, app.source_type.as_str()) {
         (Some(image), "image") => {
             let d = pipeline::pending(&app, "deploy", Some(image.clone()), None);
+            pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
+            app.status = "deploying".to_owned();
+            Some(d.id)
+        }
+        (_, "git") if app.repo.is_some() => {
+            let repo = app.repo.clone().unwrap_or_default();
+            let branch = app.branch.clone().unwrap_or_else(|| "main".to_owned());
+            let d = pipeline::pending_git(&app, &repo, &branch);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
             app.status = "deploying".to_owned();
             Some(d.id)

@@ -25,6 +25,11 @@ use crate::pipeline::{self, event};
 pub struct Deploy {
     /// An OCI reference; default: the app's image. It becomes the app's image.
     pub image: Option<String>,
+    /// A git repository URL (one the operator allows) to build; it
+    /// becomes the app's repository. Not with `image`.
+    pub repo: Option<String>,
+    /// The branch to build; default: the app's branch, or `main`.
+    pub branch: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema, Default)]
@@ -72,13 +77,14 @@ pub async fn list(
     )))
 }
 
-/// Deploy the app's image (or the one sent): the new deployment takes
-/// traffic only once healthy.
+/// Deploy the app's image (or the one sent), or build its git repository
+/// (or the one sent): the new deployment takes traffic only once healthy.
 #[utoipa::path(post, path = "/apps/{id}/deployments", tag = "apps",
     security(("bearer" = ["apps:deploy"])),
     params(("id" = String, Path, description = "app id")),
     request_body = Deploy,
-    responses((status = 201, description = "the pending deployment", body = DeploymentView)))]
+    responses((status = 201, description = "the pending deployment", body = DeploymentView),
+              (status = 422, description = "a git URL the operator does not allow, or an invalid field", body = plateau_api::error::Problem)))]
 pub async fn create(
     Extension(apps): Extension<Apps>,
     caller: Caller,
@@ -89,6 +95,12 @@ pub async fn create(
     let mut tx = apps.db().begin().await?;
     let mut app = load_live_in(&mut tx, &caller, &id).await?;
     refuse_paused(&app)?;
+    if input.image.is_some() && input.repo.is_some() {
+        return Err(ApiError::invalid(
+            "repo",
+            "send an image or a repo, not both",
+        ));
+    }
     if let Some(image) = input.image.as_deref().map(str::trim) {
         if image.is_empty() || image.len() > 1024 {
             return Err(ApiError::invalid("image", "must be an image reference"));
@@ -97,11 +109,34 @@ pub async fn create(
         app.image = Some(image.to_owned());
         app.source_type = "image".to_owned();
     }
+    if input.repo.is_some() || input.branch.is_some() {
+        let repo = input.repo.clone().or(app.repo.clone()).unwrap_or_default();
+        let branch = input
+            .branch
+            .clone()
+            .or(app.branch.clone())
+            .unwrap_or_else(|| "main".to_owned());
+        check_git(&apps, &repo, &branch)?;
+        db::set_git(&mut tx, &app.id, repo.trim(), &branch, now).await?;
+        app.repo = Some(repo.trim().to_owned());
+        app.branch = Some(branch);
+        app.source_type = "git".to_owned();
+    }
+    if app.source_type == "git" {
+        let repo = app.repo.clone().unwrap_or_default();
+        let branch = app.branch.clone().unwrap_or_else(|| "main".to_owned());
+        check_git(&apps, &repo, &branch)?;
+        let d = pipeline::pending_git(&app, &repo, &branch);
+        pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
+        tx.commit_last().await?;
+        apps.spawn_pipeline(app.id.clone(), d.id.clone(), Some(pull_as(&caller)));
+        return Ok((StatusCode::CREATED, Json(d.into())));
+    }
     if app.source_type != "image" {
         return Err(ApiError::Unprocessable {
             code: "source_not_supported",
             detail: format!(
-                "this host deploys images only; {} sources are not built yet: send an image",
+                "{} sources are not deployed this way: send an image or a repo",
                 app.source_type
             ),
         });
@@ -230,6 +265,30 @@ pub async fn resume(
     apps.spawn_follow(app.id.clone(), |a| a.status != "paused");
     let url = apps.url(&app.slug);
     Ok(Json(AppView::new(app, url)))
+}
+
+/// Refuses a git URL the operator does not allow, or a bad branch name.
+pub(crate) fn check_git(apps: &Apps, repo: &str, branch: &str) -> Result<(), ApiError> {
+    if repo.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "repo",
+            "the app has no repository; send one",
+        ));
+    }
+    if !crate::build::git::valid_branch(branch) {
+        return Err(ApiError::invalid("branch", "must be a branch name"));
+    }
+    if !crate::build::git::allowed(repo, &apps.config().git_allow) {
+        return Err(ApiError::Unprocessable {
+            code: "git_url_not_allowed",
+            detail: format!(
+                "{} is not among the git URLs this host builds from; \
+                 the operator allows them with PLATEAU_APPS_GIT_ALLOW",
+                repo.trim()
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn refuse_paused(app: &plateau_store::apps::App) -> Result<(), ApiError> {

@@ -69,7 +69,8 @@ impl AppView {
 pub struct DeploymentView {
     pub id: String,
     pub app_id: String,
-    /// pending, live, superseded or failed.
+    /// pending (building, then deploying, for a built source), live,
+    /// superseded or failed.
     pub status: String,
     /// What started it: deploy, rollback, env, restore.
     pub cause: String,
@@ -79,6 +80,11 @@ pub struct DeploymentView {
     pub digest: Option<String>,
     /// Why it failed.
     pub reason: Option<String>,
+    /// The git repository and branch a `git` deployment built.
+    pub repo: Option<String>,
+    pub branch: Option<String>,
+    /// The build's output (its last 64 KiB), for built deployments.
+    pub build_log: Option<String>,
     pub created_at: String,
     pub live_at: Option<String>,
     pub finished_at: Option<String>,
@@ -95,6 +101,9 @@ impl From<Deployment> for DeploymentView {
             image: d.image,
             digest: d.digest,
             reason: d.reason,
+            repo: d.repo,
+            branch: d.branch,
+            build_log: d.build_log,
             created_at: time::to_rfc3339(d.created_at),
             live_at: d.live_at.map(time::to_rfc3339),
             finished_at: d.finished_at.map(time::to_rfc3339),

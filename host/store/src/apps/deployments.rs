@@ -1,5 +1,6 @@
 //! An app's deployments: the history of what ran, each `pending` until
-//! it is healthy and `live`, then `superseded`, or `failed` with a reason.
+//! it is healthy and `live` (a built one `building`, then `deploying`,
+//! on the way), then `superseded`, or `failed` with a reason.
 
 use sqlx::FromRow;
 
@@ -22,15 +23,22 @@ pub struct Deployment {
     pub created_at: i64,
     pub live_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// The git repository and branch a `git` deployment builds.
+    pub repo: Option<String>,
+    pub branch: Option<String>,
+    /// The source upload an `upload` deployment builds.
+    pub upload_id: Option<String>,
+    /// The build's output, capped.
+    pub build_log: Option<String>,
 }
 
 const COLUMNS: &str = "id, app_id, org_id, status, cause, source_type, image, digest, component, \
-    reason, created_at, live_at, finished_at";
+    reason, created_at, live_at, finished_at, repo, branch, upload_id, build_log";
 
 pub async fn insert(tx: &mut Tx, d: &Deployment) -> Result<()> {
     let sql = format!(
         "INSERT INTO app_deployments ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
     );
     sqlx::query(&sql)
         .bind(&d.id)
@@ -46,6 +54,10 @@ pub async fn insert(tx: &mut Tx, d: &Deployment) -> Result<()> {
         .bind(d.created_at)
         .bind(d.live_at)
         .bind(d.finished_at)
+        .bind(&d.repo)
+        .bind(&d.branch)
+        .bind(&d.upload_id)
+        .bind(&d.build_log)
         .execute(tx.conn())
         .await?;
     Ok(())
@@ -110,6 +122,33 @@ pub async fn set_artifact(tx: &mut Tx, id: &str, digest: &str, component: &str) 
     Ok(())
 }
 
+/// Records what a build made: the image it pushed and its log.
+pub async fn set_built(db: &Db, id: &str, image: Option<&str>, log: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE app_deployments SET image = COALESCE($1, image), build_log = $2 WHERE id = $3",
+    )
+    .bind(image)
+    .bind(log)
+    .bind(id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Moves a deployment between its working statuses (`building`,
+/// `deploying`); false when it was no longer working.
+pub async fn set_working(db: &Db, id: &str, status: &str) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE app_deployments SET status = $1 \
+         WHERE id = $2 AND status IN ('pending', 'building', 'deploying')",
+    )
+    .bind(status)
+    .bind(id)
+    .execute(db.pool())
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Makes `id` live and supersedes the app's other live deployment.
 pub async fn promote(tx: &mut Tx, app_id: &str, id: &str, now: i64) -> Result<()> {
     sqlx::query(
@@ -133,7 +172,7 @@ pub async fn promote(tx: &mut Tx, app_id: &str, id: &str, now: i64) -> Result<()
 pub async fn fail(tx: &mut Tx, id: &str, reason: &str, now: i64) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE app_deployments SET status = 'failed', reason = $1, finished_at = $2 \
-         WHERE id = $3 AND status = 'pending'",
+         WHERE id = $3 AND status IN ('pending', 'building', 'deploying')",
     )
     .bind(reason)
     .bind(now)
@@ -146,6 +185,8 @@ pub async fn fail(tx: &mut Tx, id: &str, reason: &str, now: i64) -> Result<bool>
 /// Pending deployments, oldest first: after a restart, the work a host
 /// left unfinished.
 pub async fn pending(db: &Db) -> Result<Vec<Deployment>> {
-    let sql = format!("SELECT {COLUMNS} FROM app_deployments WHERE status = 'pending' ORDER BY id");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM app_deployments WHERE status IN ('pending', 'building', 'deploying') ORDER BY id"
+    );
     Ok(sqlx::query_as(&sql).fetch_all(db.pool()).await?)
 }

@@ -194,6 +194,20 @@ pub async fn set_image(tx: &mut Tx, id: &str, image: &str, now: i64) -> Result<(
     Ok(())
 }
 
+/// Changes the git repository and branch a later deployment builds.
+pub async fn set_git(tx: &mut Tx, id: &str, repo: &str, branch: &str, now: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE apps SET repo = $1, branch = $2, source_type = 'git', updated_at = $3 WHERE id = $4",
+    )
+    .bind(repo)
+    .bind(branch)
+    .bind(now)
+    .bind(id)
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
 pub async fn set_replicas(tx: &mut Tx, id: &str, replicas: i64, now: i64) -> Result<()> {
     sqlx::query("UPDATE apps SET replicas = $1, updated_at = $2 WHERE id = $3")
         .bind(replicas)
