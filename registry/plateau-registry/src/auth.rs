@@ -186,7 +186,8 @@ async fn from_bearer(
             ip,
             pull: true,
             push: false,
-            token_expires_at: None,
+            // Never renewed past its own expiry.
+            token_expires_at: Some(claims.exp),
         });
     }
     let token_expires_at =
