@@ -98,12 +98,12 @@ pub fn claim(
     )?)
 }
 
+/// Writes that go with a claim: a key and its new value (None deletes).
+pub type Writes = Vec<(String, Option<Vec<u8>>)>;
+
 /// The writes that store `message` as new under generation `sid`, for a
 /// claim that moves it there.
-pub fn insert_writes(
-    sid: &str,
-    message: &Message,
-) -> Result<Vec<(String, Option<Vec<u8>>)>, ApiError> {
+pub fn insert_writes(sid: &str, message: &Message) -> Result<Writes, ApiError> {
     Ok(vec![
         (Message::key(sid, &message.id), Some(encode(message)?)),
         (message.index_key(sid), Some(encode_index(message)?)),

@@ -133,9 +133,7 @@ async fn git_dockerfile_builds(backend: Backend) {
     edge.until_body("built from git\n").await;
 
     // The build ran through the deployment's steps, one event each.
-    let events = c
-        .get("/events?type=app.deployment.*&limit=200")
-        .await;
+    let events = c.get("/events?type=app.deployment.*&limit=200").await;
     assert_eq!(events.status, 200, "{}", events.text());
     let types = crate::event_types(&events.json())
         .into_iter()
