@@ -10,7 +10,7 @@ use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
 
 /// A JSON body. An absent body reads as `{}`, so endpoints whose fields are
-/// all optional accept a bare POST.
+/// all optional accept a bare POST; a body sent as JSON must parse.
 pub struct Body<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
@@ -23,7 +23,10 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let bytes = read_body(req.into_body(), state.config().max_body_bytes).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // No body reads as `{}`; a body sent as JSON must be JSON, so white
+        // space alone is `invalid_json` there.
+        if bytes.is_empty() || (content_type.is_none() && bytes.iter().all(u8::is_ascii_whitespace))
+        {
             return parse(b"{}").map(Body);
         }
         match content_type {

@@ -315,8 +315,13 @@ mod tests {
         };
         assert_eq!(check("plateau:kv/kv@0.3.2").unwrap(), "0.3.0");
         assert_eq!(check("plateau:handler/handler@0.3.0").unwrap(), "0.3.0");
+        assert_eq!(check("plateau:kv/kv@0.4.0").unwrap(), "0.4.0");
         assert!(matches!(
-            check("plateau:kv/kv@0.4.0"),
+            check("plateau:kv/kv@0.5.0"),
+            Err(Error::UnsupportedVersion { supported, .. }) if supported == "0.3.0, 0.4.0"
+        ));
+        assert!(matches!(
+            check("plateau:smtp/smtp@0.4.0"),
             Err(Error::UnsupportedVersion { supported, .. }) if supported == "0.3.0"
         ));
         // The interface is named like its package.

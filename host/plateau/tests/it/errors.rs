@@ -55,6 +55,15 @@ async fn every_error_is_a_problem(backend: Backend) {
         400,
         "invalid_json",
     );
+    // White space sent as JSON is not JSON (an absent body reads as `{}`).
+    check(
+        &c.request(Method::POST, "/projects")
+            .body("application/json", " ")
+            .send()
+            .await,
+        400,
+        "invalid_json",
+    );
     let r = c.post("/projects", json!({})).await;
     check(&r, 400, "validation_failed");
     assert_eq!(r.json()["errors"][0]["field"], "name");
