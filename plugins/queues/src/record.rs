@@ -20,8 +20,7 @@
 //! derived from the very version the swap replaces, so the index never
 //! points at a version that is gone.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use plateau_sdk::ids;
 use serde::{Deserialize, Serialize};
 
 /// A queue and its settings.
@@ -169,43 +168,16 @@ fn is_url_safe(b: u8) -> bool {
 
 /// A fresh token of 128 random bits.
 pub fn new_token() -> String {
-    URL_SAFE_NO_PAD.encode(random::<16>())
+    ids::token()
 }
 
 /// A new message id: `msg_` and a ULID (send time, then 80 random bits).
 pub fn new_message_id(now_ms: u64) -> String {
-    const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    let random = random::<10>();
-    let mut value: u128 = u128::from(now_ms & 0xFFFF_FFFF_FFFF) << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= u128::from(*byte) << (8 * (9 - i));
-    }
-    let ulid: String = (0..26)
-        .rev()
-        .map(|i| CROCKFORD[((value >> (5 * i)) & 31) as usize] as char)
-        .collect();
-    format!("msg_{ulid}")
+    ids::prefixed_ulid("msg_", now_ms)
 }
 
 pub fn is_message_id(id: &str) -> bool {
-    id.len() == 30
-        && id.starts_with("msg_")
-        && id[4..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+    ids::is_prefixed_ulid(id, "msg_")
 }
 
-/// A random index below `n` (0 when `n` is 0).
-pub fn random_below(n: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    let bytes = random::<8>();
-    (u64::from_le_bytes(bytes) % n as u64) as usize
-}
-
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).expect("the host provides randomness");
-    bytes
-}
+pub use ids::random_below;

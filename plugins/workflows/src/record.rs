@@ -18,8 +18,7 @@
 //! very version the swap replaces, so an index never points at a version
 //! that is gone.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use plateau_sdk::ids;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -232,46 +231,16 @@ impl StepRecord {
 
 /// A fresh lease token of 128 random bits.
 pub fn new_token() -> String {
-    URL_SAFE_NO_PAD.encode(random::<16>())
+    ids::token()
 }
 
 /// A new run id: `run_` and a ULID (start time, then 80 random bits).
 pub fn new_run_id(now_ms: u64) -> String {
-    const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    let random = random::<10>();
-    let mut value: u128 = u128::from(now_ms & 0xFFFF_FFFF_FFFF) << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= u128::from(*byte) << (8 * (9 - i));
-    }
-    let ulid: String = (0..26)
-        .rev()
-        .map(|i| CROCKFORD[((value >> (5 * i)) & 31) as usize] as char)
-        .collect();
-    format!("run_{ulid}")
+    ids::prefixed_ulid("run_", now_ms)
 }
 
 pub fn is_run_id(id: &str) -> bool {
-    id.len() == 30
-        && id.starts_with("run_")
-        && id[4..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+    ids::is_prefixed_ulid(id, "run_")
 }
 
-/// A random index below `n` (0 when `n` is 0).
-pub fn random_below(n: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    (random_u64() % n as u64) as usize
-}
-
-pub fn random_u64() -> u64 {
-    u64::from_le_bytes(random::<8>())
-}
-
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).expect("the host provides randomness");
-    bytes
-}
+pub use ids::{random_below, random_u64};

@@ -81,6 +81,7 @@
 pub mod allocator;
 mod events;
 mod host;
+pub mod ids;
 pub mod jobs;
 mod kv;
 pub mod outbound;
