@@ -25,7 +25,6 @@ use rustls::pki_types::pem::PemObject as _;
 use tokio::task::JoinHandle;
 
 pub struct Setup {
-    pub data_dir: PathBuf,
     pub egress_allow: String,
     /// `PLATEAU_EGRESS_CA_FILE`: extra roots for plugins' outbound TLS.
     pub egress_ca_file: Option<PathBuf>,
@@ -36,6 +35,8 @@ pub struct Setup {
     pub manual_clock: bool,
     /// `PLATEAU_PLUGIN_PERF_MAP`: a perf map of compiled guests.
     pub perf_map: bool,
+    /// `PLATEAU_PLUGIN_CACHE_DIR`: compiled components, by digest and engine.
+    pub cache_dir: PathBuf,
     /// What runs the `runner` capability's commands.
     pub commands: Option<Arc<dyn Commands>>,
 }
@@ -76,7 +77,7 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         Some(path) => PluginsConfig::load(path).map_err(anyhow::Error::msg)?,
         None => PluginsConfig::default(),
     };
-    let mut runtime_config = RuntimeConfig::new(setup.data_dir.join("plugin-cache"));
+    let mut runtime_config = RuntimeConfig::new(&setup.cache_dir);
     runtime_config.perf_map = setup.perf_map;
     runtime_config.egress_allow = parse_allow_list(&setup.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;

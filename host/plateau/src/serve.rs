@@ -2,6 +2,7 @@
 //! serve the API until SIGTERM or Ctrl-C, letting requests in flight finish.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +65,11 @@ pub struct ServeArgs {
     /// components, for profiling the server with `perf`.
     #[arg(long, env = "PLATEAU_PLUGIN_PERF_MAP")]
     plugin_perf_map: bool,
+    /// Where compiled plugin components are cached (default: `plugin-cache`
+    /// in the data directory). Hosts of one build may share it; it must be
+    /// writable by no one else, as the host runs what it finds there.
+    #[arg(long, env = "PLATEAU_PLUGIN_CACHE_DIR")]
+    plugin_cache_dir: Option<PathBuf>,
     /// `system`, or `manual` for tests: the host clock that plugins and
     /// their schedules see then moves only through `POST /admin/clock`.
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
@@ -305,13 +311,16 @@ async fn shutdown_signal() {
 impl ServeArgs {
     fn plugins_setup(&self) -> plugins::Setup {
         plugins::Setup {
-            data_dir: self.store.data_dir.clone(),
             egress_allow: self.egress_allow.clone(),
             egress_ca_file: self.egress_ca_file.clone(),
             config: self.plugins_config.clone(),
             secret_key: self.secret_key.clone(),
             manual_clock: self.clock == "manual",
             perf_map: self.plugin_perf_map,
+            cache_dir: self
+                .plugin_cache_dir
+                .clone()
+                .unwrap_or_else(|| self.store.data_dir.join("plugin-cache")),
             commands: None,
         }
     }

@@ -107,6 +107,7 @@ impl Server {
             .env("PLATEAU_BOOTSTRAP_TOKEN", &self.token)
             .env("PLATEAU_ADMIN_PASSWORD", &self.admin_password)
             .env("PLATEAU_LOG", "warn")
+            .env("PLATEAU_PLUGIN_CACHE_DIR", shared_plugin_cache(&self.bin))
             .envs(&self.options.env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -219,4 +220,13 @@ impl Drop for Server {
         }
         crate::orphans::kill_under(self.data_dir.path());
     }
+}
+
+/// One compiled-component cache for every server a test run starts, beside
+/// the binary: each built-in plugin is compiled once per build, not once per
+/// server (which cost seconds of CPU at every start).
+fn shared_plugin_cache(bin: &std::path::Path) -> PathBuf {
+    bin.parent()
+        .map(|dir| dir.join("plateau-plugin-cache"))
+        .unwrap_or_else(|| std::env::temp_dir().join("plateau-plugin-cache"))
 }
