@@ -12,8 +12,10 @@ use plateau_core::{secret, time};
 use plateau_plugin_runtime::secrets::Sealer;
 use plateau_store::Db;
 use plateau_store::databases::{self, Database};
-use plateau_store::events::{Actor, NewEvent};
+use plateau_store::events::{self, Actor, NewEvent};
+use sqlx::Connection as _;
 
+use crate::inside::quota;
 use crate::spec::{ClusterSpec, Credentials, Placement};
 use crate::{DatabaseProvider, Error, Result};
 
@@ -25,6 +27,9 @@ pub struct ServiceConfig {
     pub host_id: String,
     /// Time between supervision rounds.
     pub supervise_every: Duration,
+    /// Time between checks of the clusters' sizes against their disk
+    /// quotas (at most once per supervision round).
+    pub disk_check_every: Duration,
 }
 
 /// How often the leaders of clusters with replicas are checked.
@@ -171,20 +176,27 @@ impl DatabaseService {
             let every = service.config.supervise_every;
             let tick = every.min(WATCH_EVERY);
             let mut last_full: Option<tokio::time::Instant> = None;
+            let mut last_disk: Option<tokio::time::Instant> = None;
             loop {
                 let full = last_full.is_none_or(|t| t.elapsed() >= every);
                 if full {
                     last_full = Some(tokio::time::Instant::now());
                 }
-                service.supervise_round(full).await;
+                let disk = full
+                    && last_disk.is_none_or(|t| t.elapsed() >= service.config.disk_check_every);
+                if disk {
+                    last_disk = Some(tokio::time::Instant::now());
+                }
+                service.supervise_round(full, disk).await;
                 tokio::time::sleep(tick).await;
             }
         })
     }
 
     /// One round over every cluster of this host (`all`), or over those
-    /// with replicas.
-    async fn supervise_round(&self, all: bool) {
+    /// with replicas; with a check of the healthy ones' disk quotas
+    /// (`disk`).
+    async fn supervise_round(&self, all: bool, disk: bool) {
         let clusters = match databases::list_on_host(&self.db, &self.config.host_id).await {
             Ok(clusters) => clusters,
             Err(e) => {
@@ -203,6 +215,12 @@ impl DatabaseService {
                     false
                 }
             };
+            if disk
+                && healthy
+                && let Err(e) = self.check_disk(&d).await
+            {
+                tracing::warn!(database = %d.id, error = %e, "checking a database's disk quota");
+            }
             let status = if healthy { "running" } else { "degraded" };
             if let Err(e) = databases::set_status(&self.db, &d.id, status, time::now_ms()).await {
                 tracing::warn!(database = %d.id, error = %e, "recording a database's status");
@@ -239,6 +257,36 @@ impl DatabaseService {
             self.record_placement(&d, new, d.replicas, &event).await?;
         }
         Ok(round.healthy)
+    }
+
+    /// Compares the cluster's size with its disk quota and, when that
+    /// changed, turns its read-only mode on or off, with an event
+    /// (`database.disk_full`, `database.disk_ok`).
+    async fn check_disk(&self, d: &Database) -> Result<()> {
+        let quota = quota::quota_bytes(d.disk_gb);
+        let mut conn = self.admin(d).await?;
+        let usage = quota::usage(&mut conn).await?;
+        let over = usage.used_bytes > quota;
+        if over != usage.read_only {
+            quota::set_read_only(&mut conn, over).await?;
+            let kind = if over {
+                "database.disk_full"
+            } else {
+                "database.disk_ok"
+            };
+            let event = NewEvent::audited(&d.org_id, kind, "resources", "update", &Actor::system())
+                .resource("database", &d.id)
+                .data(serde_json::json!({
+                    "usedBytes": usage.used_bytes,
+                    "quotaBytes": quota,
+                    "readOnly": over,
+                }));
+            let mut tx = self.db.begin().await?;
+            events::record(&mut tx, &event, time::now_ms()).await?;
+            tx.commit().await?;
+        }
+        let _ = conn.close().await;
+        Ok(())
     }
 
     /// Keeps a cluster's new placement and replica count, with `event`.

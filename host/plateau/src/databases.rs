@@ -31,6 +31,11 @@ pub struct DatabaseArgs {
     /// Milliseconds between supervision rounds over this host's databases.
     #[arg(long, env = "PLATEAU_DATABASE_SUPERVISE_MS", default_value_t = 2000)]
     pub database_supervise_ms: u64,
+    /// Milliseconds between checks of the databases' sizes against their
+    /// disk quotas (`diskGb`): a database over it becomes read-only until
+    /// it is back under.
+    #[arg(long, env = "PLATEAU_DATABASE_DISK_CHECK_MS", default_value_t = 30000)]
+    pub database_disk_check_ms: u64,
 }
 
 /// The service, with its supervisor running.
@@ -68,6 +73,7 @@ pub fn start(
         ServiceConfig {
             host_id: host_id(&root)?,
             supervise_every: Duration::from_millis(args.database_supervise_ms.max(100)),
+            disk_check_every: Duration::from_millis(args.database_disk_check_ms.max(100)),
         },
     ));
     let supervisor = service.spawn_supervisor();

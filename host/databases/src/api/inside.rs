@@ -10,8 +10,10 @@ use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_api::json::Body;
 use plateau_api::routes::Pairs;
+use plateau_core::time;
+use plateau_store::events::{self, NewEvent};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::Connection;
 use utoipa::ToSchema;
 
@@ -23,6 +25,20 @@ use crate::inside::{console, data, extensions, ops, roles};
 use crate::service::DatabaseService;
 
 const WRITE: &str = "databases:write";
+
+/// The audited event of a change `caller` made inside database `id`.
+fn changed(caller: &Caller, id: &str, kind: &str, action: &str) -> NewEvent {
+    NewEvent::audited(&caller.org_id, kind, "resources", action, &caller.actor())
+        .resource("database", id)
+}
+
+/// Records the event of a change already made inside the cluster.
+async fn record(app: &AppState, event: &NewEvent) -> Result<(), ApiError> {
+    let mut tx = app.db().begin().await?;
+    events::record(&mut tx, event, time::now_ms()).await?;
+    tx.commit().await?;
+    Ok(())
+}
 
 /// The database's roles (never superusers).
 #[utoipa::path(get, path = "/databases/{id}/roles", tag = "databases",
@@ -92,6 +108,9 @@ pub async fn create_role(
     )
     .await?;
     let _ = conn.close().await;
+    let event = changed(&caller, &d.id, "database.role_created", "create")
+        .data(json!({ "role": input.name, "login": login, "createdb": createdb }));
+    record(&app, &event).await?;
     Ok((
         StatusCode::CREATED,
         Json(RoleView {
@@ -120,6 +139,9 @@ pub async fn drop_role(
     let mut conn = service.admin(&d).await?;
     roles::drop(&mut conn, &placement.owner, &name).await?;
     let _ = conn.close().await;
+    let event =
+        changed(&caller, &d.id, "database.role_dropped", "delete").data(json!({ "role": name }));
+    record(&app, &event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -156,6 +178,9 @@ pub async fn reset_password(
     let mut conn = service.admin(&d).await?;
     roles::set_password(&mut conn, &name, &password).await?;
     let _ = conn.close().await;
+    let event = changed(&caller, &d.id, "database.role_password_reset", "update")
+        .data(json!({ "role": name }));
+    record(&app, &event).await?;
     Ok(Json(RolePassword { name, password }))
 }
 
@@ -219,6 +244,10 @@ pub async fn create_extension(
         .into_iter()
         .find(|e| e.name == input.name)
         .ok_or_else(|| ApiError::Internal("a created extension is not listed".to_owned()))?;
+    let event = changed(&caller, &d.id, "database.extension_created", "create").data(
+        json!({ "extension": view.name, "schema": input.schema.as_deref().unwrap_or("public") }),
+    );
+    record(&app, &event).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -371,7 +400,8 @@ pub async fn insert_data(
     Ok((StatusCode::CREATED, Json(rows?)))
 }
 
-/// Connections, transactions, cache hit ratio, size and replication lag.
+/// Connections, transactions, cache hit ratio, size, replication lag and
+/// the disk quota.
 #[utoipa::path(get, path = "/databases/{id}/metrics", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
@@ -385,7 +415,7 @@ pub async fn metrics(
     let d = find(&app, &caller, &id).await?;
     let placement = DatabaseService::placement(&d)?;
     let mut conn = service.admin(&d).await?;
-    let figures = ops::metrics(&mut conn, &placement.database).await;
+    let figures = ops::metrics(&mut conn, &placement.database, d.disk_gb).await;
     let _ = conn.close().await;
     Ok(Json(figures?))
 }

@@ -8,6 +8,7 @@ pub mod console;
 pub mod data;
 pub mod extensions;
 pub mod ops;
+pub mod quota;
 pub mod roles;
 
 use crate::Error;

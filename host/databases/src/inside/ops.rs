@@ -25,9 +25,18 @@ pub struct Metrics {
     pub size_bytes: i64,
     /// The largest replication lag in bytes; null without replicas.
     pub replication_lag_bytes: Option<i64>,
+    /// The size of all the cluster's databases, which the disk quota counts.
+    pub disk_used_bytes: i64,
+    /// `diskGb` in bytes.
+    pub disk_quota_bytes: i64,
+    /// True while the cluster is over its disk quota: transactions are
+    /// read-only unless a session sets `default_transaction_read_only = off`
+    /// to free space.
+    pub read_only: bool,
 }
 
-pub async fn metrics(conn: &mut PgConnection, database: &str) -> Result<Metrics> {
+pub async fn metrics(conn: &mut PgConnection, database: &str, disk_gb: i64) -> Result<Metrics> {
+    let disk = super::quota::usage(conn).await?;
     let row = sqlx::query(
         "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1), \
          current_setting('max_connections')::bigint, \
@@ -52,6 +61,9 @@ pub async fn metrics(conn: &mut PgConnection, database: &str) -> Result<Metrics>
         },
         size_bytes: row.get(6),
         replication_lag_bytes: row.get(7),
+        disk_used_bytes: disk.used_bytes,
+        disk_quota_bytes: super::quota::quota_bytes(disk_gb),
+        read_only: disk.read_only,
     })
 }
 

@@ -52,6 +52,22 @@ fn leader(d: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// What `sql` answers on `read_uri` once it answers `want` (replication
+/// is asynchronous to the reader), or its last answer after 10 s.
+async fn replica_answers(read_uri: &str, sql: &str, want: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = String::from_utf8_lossy(&psql(read_uri, sql).stdout)
+            .trim()
+            .to_owned();
+        if seen == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    seen
+}
+
 /// One commit of `id` into the ledger, in the simple protocol (the pool
 /// is in transaction mode).
 async fn insert(conn: &mut sqlx::PgConnection, id: i32) -> Result<(), sqlx::Error> {
@@ -61,9 +77,10 @@ async fn insert(conn: &mut sqlx::PgConnection, id: i32) -> Result<(), sqlx::Erro
 }
 
 async fn failover(backend: Backend) {
-    let server = start(backend).await;
+    let mut server = start(backend).await;
     let _processes = Processes::of(&server);
-    let c = Client::new(&server.url).with_token(&create_org(&server, "ha", "pro").await);
+    let token = create_org(&server, "ha", "pro").await;
+    let c = Client::new(&server.url).with_token(&token);
 
     // The pro plan allows 2 replicas per database.
     let r = c
@@ -91,17 +108,10 @@ async fn failover(backend: Backend) {
     // A write on writeUri shows on readUri, which is a replica.
     psql_ok(&write_uri, "CREATE TABLE ledger (id int PRIMARY KEY)");
     psql_ok(&write_uri, "INSERT INTO ledger VALUES (0)");
-    let mut seen = String::new();
-    for _ in 0..100 {
-        seen = String::from_utf8_lossy(&psql(&read_uri, "SELECT count(*) FROM ledger").stdout)
-            .trim()
-            .to_owned();
-        if seen == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(seen, "1");
+    assert_eq!(
+        replica_answers(&read_uri, "SELECT count(*) FROM ledger", "1").await,
+        "1"
+    );
     assert_eq!(psql_ok(&read_uri, "SELECT pg_is_in_recovery()"), "t");
     assert!(
         !psql(&read_uri, "INSERT INTO ledger VALUES (-1)")
@@ -248,6 +258,21 @@ async fn failover(backend: Backend) {
         psql_ok(&uri, "SELECT count(*) FROM ledger WHERE id = 1000000"),
         "1"
     );
+
+    // A restart of `plateau serve` adopts the whole cluster: the same
+    // processes, the replicas still streaming, every URI working.
+    let root = server.data_dir.path().join("databases");
+    let mut before = super::pids(&root);
+    before.sort();
+    server.restart().await;
+    let c = Client::new(&server.url).with_token(&token);
+    wait_for(&c, &id, "members adopted", |d| all_streaming(d, 2)).await;
+    let mut after = super::pids(&root);
+    after.sort();
+    assert_eq!(before, after, "the running processes were adopted");
+    psql_ok(&uri, "INSERT INTO ledger VALUES (2000000)");
+    let sql = "SELECT count(*) FROM ledger WHERE id = 2000000";
+    assert_eq!(replica_answers(&read_uri, sql, "1").await, "1");
 
     assert_eq!(c.delete(&format!("/databases/{id}")).await.status, 200);
 }

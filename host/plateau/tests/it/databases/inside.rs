@@ -367,6 +367,23 @@ async fn inside(backend: Backend) {
         assert_eq!(owner_of(), owner);
     }
 
+    // Each change inside the cluster is in the timeline, with no password.
+    let events = c.get("/events?limit=200").await;
+    assert_eq!(events.status, 200, "{}", events.text());
+    for kind in [
+        "database.role_created",
+        "database.role_password_reset",
+        "database.role_dropped",
+        "database.extension_created",
+    ] {
+        assert!(events.text().contains(kind), "{kind}: {}", events.text());
+    }
+    assert!(
+        !events.text().contains("first-password") && !events.text().contains(&fresh),
+        "a password in the timeline: {}",
+        events.text()
+    );
+
     // Another organisation gets nothing.
     let other =
         Client::new(&server.url).with_token(&crate::create_org(&server, "other", "pro").await);

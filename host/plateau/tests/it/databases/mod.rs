@@ -5,6 +5,7 @@
 mod api;
 mod ha;
 mod inside;
+mod quota;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
