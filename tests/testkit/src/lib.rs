@@ -4,6 +4,7 @@
 
 pub mod bounds;
 mod client;
+pub mod oci;
 mod orphans;
 mod postgres;
 mod server;

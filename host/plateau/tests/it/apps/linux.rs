@@ -6,10 +6,10 @@
 //! restart; pause and delete leave no container, state or network
 //! namespace behind. Needs root and runc.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use plateau_testkit::Backend;
+use plateau_testkit::oci::{ImagePusher, busybox_layer};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -17,135 +17,6 @@ use super::{Apps, Edge, Load, failures, id, slug};
 use crate::on_both_backends;
 
 on_both_backends!(linux_image_lifecycle);
-
-const BUSYBOX: &str = "/bin/busybox";
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
-
-/// One gzip layer: `/bin/busybox` and `/bin/sh` linking to it.
-fn busybox_layer() -> Vec<u8> {
-    let busybox = std::fs::read(BUSYBOX)
-        .unwrap_or_else(|e| panic!("{BUSYBOX}: {e}; install the busybox-static package"));
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut b = tar::Builder::new(gz);
-    let mut dir = tar::Header::new_gnu();
-    dir.set_entry_type(tar::EntryType::Directory);
-    dir.set_mode(0o755);
-    dir.set_size(0);
-    b.append_data(&mut dir, "bin/", &[][..]).unwrap();
-    let mut h = tar::Header::new_gnu();
-    h.set_mode(0o755);
-    h.set_size(busybox.len() as u64);
-    b.append_data(&mut h, "bin/busybox", &busybox[..]).unwrap();
-    let mut l = tar::Header::new_gnu();
-    l.set_entry_type(tar::EntryType::Symlink);
-    l.set_size(0);
-    b.append_link(&mut l, "bin/sh", "busybox").unwrap();
-    let mut gz = b.into_inner().unwrap();
-    gz.flush().unwrap();
-    gz.finish().unwrap()
-}
-
-/// The image config: httpd serving `$GREETING <version>` on `$PORT`.
-fn config(version: &str) -> Vec<u8> {
-    let script = format!(
-        "mkdir /tmp/www && echo \"$GREETING {version}\" > /tmp/www/index.html \
-         && echo started {version} && exec httpd -f -v -p $PORT -h /tmp/www"
-    );
-    serde_json::to_vec(&json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": { "Cmd": ["/bin/sh", "-c", script], "Env": ["IMAGE=busybox"] },
-        "rootfs": { "type": "layers", "diff_ids": [] },
-    }))
-    .unwrap()
-}
-
-struct Registry<'a> {
-    env: &'a Apps,
-    http: reqwest::Client,
-}
-
-impl Registry<'_> {
-    async fn blob(&self, repo: &str, bytes: &[u8]) -> String {
-        let digest = sha256(bytes);
-        let r = self
-            .http
-            .post(format!(
-                "{}/v2/{repo}/blobs/uploads/?digest={digest}",
-                self.env.server.url
-            ))
-            .basic_auth("plateau", Some(&self.env.token))
-            .body(bytes.to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-        digest
-    }
-
-    async fn manifest(&self, repo: &str, tag: &str, media_type: &str, body: &Value) -> Vec<u8> {
-        let bytes = serde_json::to_vec(body).unwrap();
-        let r = self
-            .http
-            .put(format!("{}/v2/{repo}/manifests/{tag}", self.env.server.url))
-            .basic_auth("plateau", Some(&self.env.token))
-            .header("content-type", media_type)
-            .body(bytes.clone())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-        bytes
-    }
-
-    /// Pushes the image of `version` as `repo:tag`, behind an index when
-    /// `index`; returns the reference.
-    async fn push(
-        &self,
-        repo: &str,
-        tag: &str,
-        version: &str,
-        layer: &[u8],
-        index: bool,
-    ) -> String {
-        let config = config(version);
-        let config_digest = self.blob(repo, &config).await;
-        let layer_digest = self.blob(repo, layer).await;
-        let manifest = json!({
-            "schemaVersion": 2,
-            "mediaType": OCI_MANIFEST,
-            "config": { "mediaType": "application/vnd.oci.image.config.v1+json",
-                        "digest": config_digest, "size": config.len() },
-            "layers": [{ "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                         "digest": layer_digest, "size": layer.len() }],
-        });
-        let manifest_tag = if index {
-            format!("{tag}-amd64")
-        } else {
-            tag.to_owned()
-        };
-        let bytes = self
-            .manifest(repo, &manifest_tag, OCI_MANIFEST, &manifest)
-            .await;
-        if index {
-            let index = json!({
-                "schemaVersion": 2,
-                "mediaType": OCI_INDEX,
-                "manifests": [{ "mediaType": OCI_MANIFEST, "digest": sha256(&bytes),
-                                "size": bytes.len(),
-                                "platform": { "architecture": "amd64", "os": "linux" } }],
-            });
-            self.manifest(repo, tag, OCI_INDEX, &index).await;
-        }
-        let host = self.env.server.url.trim_start_matches("http://");
-        format!("{host}/{repo}:{tag}")
-    }
-}
 
 /// The network namespaces the server's running replicas joined (from
 /// their bundles under the data directory).
@@ -201,14 +72,13 @@ async fn linux_image_lifecycle(backend: Backend) {
     let mut env = Apps::start(backend).await;
     let c = env.client();
     let data_dir = env.server.data_dir.path().to_owned();
-    let registry = Registry {
-        env: &env,
-        http: reqwest::Client::new(),
-    };
+    let registry = ImagePusher::new(&env.server.url, &env.token);
     let layer = busybox_layer();
     let repo = format!("{}/web", env.org);
-    let v1 = registry.push(&repo, "v1", "v1", &layer, true).await;
-    let v2 = registry.push(&repo, "v2", "v2", &layer, false).await;
+    let v1 = registry.push_busybox(&repo, "v1", "v1", &layer, true).await;
+    let v2 = registry
+        .push_busybox(&repo, "v2", "v2", &layer, false)
+        .await;
 
     // The env is set before the first deployment, which then carries it.
     let r = c.post("/apps", json!({ "name": "Web" })).await;
