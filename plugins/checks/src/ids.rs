@@ -7,23 +7,10 @@ use sha2::{Digest, Sha256};
 
 const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
-/// `prefix_` and a ULID of `now_ms` and 80 random bits.
+/// `prefix_` and a ULID of `now_ms` and 80 random bits, in lowercase.
 pub fn new_id(prefix: &str, now_ms: u64) -> String {
-    let mut random = [0u8; 10];
-    fill(&mut random);
-    let mut value: u128 = u128::from(now_ms & ((1 << 48) - 1)) << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= u128::from(*byte) << (72 - 8 * i);
-    }
-    let mut ulid = [0u8; 26];
-    for (i, slot) in ulid.iter_mut().enumerate() {
-        let shift = 5 * (25 - i);
-        *slot = CROCKFORD[((value >> shift) & 0x1f) as usize];
-    }
-    format!(
-        "{prefix}_{}",
-        std::str::from_utf8(&ulid).expect("crockford digits are ascii")
-    )
+    let ulid = plateau_sdk::ids::prefixed_ulid("", now_ms).to_ascii_lowercase();
+    format!("{prefix}_{ulid}")
 }
 
 /// Whether `id` could have been made by [`new_id`] with `prefix`.
@@ -35,9 +22,7 @@ pub fn is_well_formed(id: &str, prefix: &str) -> bool {
 
 /// 32 random bytes, URL-safe base64: a ping token.
 pub fn new_token() -> String {
-    let mut bytes = [0u8; 32];
-    fill(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
+    URL_SAFE_NO_PAD.encode(plateau_sdk::ids::random::<32>())
 }
 
 /// The SHA-256 of a token in hex: what the ping index stores, so the index
@@ -47,10 +32,6 @@ pub fn token_digest(token: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-fn fill(bytes: &mut [u8]) {
-    getrandom::fill(bytes).expect("the host provides randomness");
 }
 
 #[cfg(test)]

@@ -98,42 +98,18 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
 /// The prefix of message ids.
 pub const ID_PREFIX: &str = "em_";
 
-/// A message id for `now` (milliseconds) and 80 random bits: `em_` and a
-/// ULID, so ids sort by creation time.
-pub fn new_id(now: u64, random: [u8; 10]) -> String {
-    let mut value: u128 = u128::from(now & ((1 << 48) - 1)) << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= u128::from(*byte) << (8 * (9 - i));
-    }
-    let mut out = String::with_capacity(ID_PREFIX.len() + 26);
-    out.push_str(ID_PREFIX);
-    for i in (0..26).rev() {
-        out.push(CROCKFORD[((value >> (5 * i)) & 31) as usize] as char);
-    }
-    out
+/// A message id for `now` (milliseconds): `em_` and a ULID, so ids sort by
+/// creation time.
+pub fn new_id(now: u64) -> String {
+    plateau_sdk::ids::prefixed_ulid(ID_PREFIX, now)
 }
 
 /// The creation time of a message id made by [`new_id`], if it is one.
 pub fn id_time(id: &str) -> Option<u64> {
-    let ulid = id.strip_prefix(ID_PREFIX)?;
-    if ulid.len() != 26 {
-        return None;
-    }
-    let mut value: u128 = 0;
-    for c in ulid.bytes() {
-        let digit = CROCKFORD.iter().position(|&d| d == c)?;
-        value = (value << 5) | digit as u128;
-    }
-    // 26 characters hold 130 bits; a ULID's first character is at most 7.
-    if ulid.as_bytes()[0] > b'7' {
-        return None;
-    }
-    Some((value >> 80) as u64)
+    plateau_sdk::ids::ulid_time(id, ID_PREFIX)
 }
 
 #[cfg(test)]
@@ -169,8 +145,8 @@ mod tests {
 
     #[test]
     fn ids_sort_by_time_and_give_it_back() {
-        let early = new_id(1_795_305_600_000, [0xff; 10]);
-        let late = new_id(1_795_305_600_001, [0; 10]);
+        let early = new_id(1_795_305_600_000);
+        let late = new_id(1_795_305_600_001);
         assert!(early < late);
         assert_eq!(early.len(), 29);
         assert!(early.starts_with("em_"));

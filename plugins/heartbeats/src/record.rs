@@ -12,7 +12,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use plateau_sdk::clock;
+use plateau_sdk::{clock, ids};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -199,7 +199,7 @@ pub fn ping_url(base: &str, token: &str) -> String {
 
 /// A new ping token: 192 random bits, base64url without padding.
 pub fn new_token() -> String {
-    URL_SAFE_NO_PAD.encode(random::<TOKEN_BYTES>())
+    URL_SAFE_NO_PAD.encode(ids::random::<TOKEN_BYTES>())
 }
 
 /// Whether `token` has the shape of one [`new_token`] makes.
@@ -213,27 +213,11 @@ pub fn is_token_shaped(token: &str) -> bool {
 /// A new heartbeat id: `hb_` and a ULID (creation time, then 80 random
 /// bits), so ids sort by creation like the core's.
 pub fn new_id(now_ms: u64) -> String {
-    const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    let random = random::<10>();
-    let mut value: u128 = u128::from(now_ms & 0xFFFF_FFFF_FFFF) << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= u128::from(*byte) << (8 * (9 - i));
-    }
-    let ulid: String = (0..26)
-        .rev()
-        .map(|i| CROCKFORD[((value >> (5 * i)) & 31) as usize] as char)
-        .collect();
-    format!("hb_{ulid}")
+    ids::prefixed_ulid("hb_", now_ms)
 }
 
 /// Whether `id` has the shape of one [`new_id`] makes.
 pub fn is_id_shaped(id: &str) -> bool {
     id.strip_prefix("hb_")
         .is_some_and(|ulid| ulid.len() == 26 && ulid.bytes().all(|b| b.is_ascii_alphanumeric()))
-}
-
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).expect("the host provides randomness");
-    bytes
 }

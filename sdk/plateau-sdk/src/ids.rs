@@ -31,6 +31,22 @@ pub fn is_prefixed_ulid(id: &str, prefix: &str) -> bool {
     })
 }
 
+/// The creation time (milliseconds) of an id [`prefixed_ulid`] made with
+/// `prefix`; `None` for anything else.
+pub fn ulid_time(id: &str, prefix: &str) -> Option<u64> {
+    let ulid = id.strip_prefix(prefix)?;
+    // 26 digits hold 130 bits; a ULID's first digit is at most 7.
+    if ulid.len() != 26 || ulid.as_bytes()[0] > b'7' {
+        return None;
+    }
+    let mut value: u128 = 0;
+    for c in ulid.bytes() {
+        let digit = CROCKFORD.iter().position(|&d| d == c)?;
+        value = (value << 5) | digit as u128;
+    }
+    Some((value >> 80) as u64)
+}
+
 /// A fresh token of 128 random bits, URL-safe base64.
 pub fn token() -> String {
     URL_SAFE_NO_PAD.encode(random::<16>())
@@ -49,7 +65,8 @@ pub fn random_u64() -> u64 {
     u64::from_le_bytes(random::<8>())
 }
 
-fn random<const N: usize>() -> [u8; N] {
+/// `N` random bytes from the host.
+pub fn random<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes).expect("the host provides randomness");
     bytes
@@ -67,6 +84,10 @@ mod tests {
         assert!(is_prefixed_ulid(&a, "run_"));
         assert!(!is_prefixed_ulid(&a, "msg_"));
         assert!(!is_prefixed_ulid("run_short", "run_"));
+        assert_eq!(ulid_time(&a, "run_"), Some(1_000));
+        assert_eq!(ulid_time(&a, "msg_"), None);
+        assert_eq!(ulid_time("run_81ARZ3NDEKTSV4RRFFQ69G5FAV", "run_"), None);
+        assert_eq!(ulid_time("run_01ARZ3NDEKTSV4RRFFQ69G5FA!", "run_"), None);
         assert_eq!(token().len(), 22);
         assert_eq!(random_below(0), 0);
         assert!(random_below(3) < 3);

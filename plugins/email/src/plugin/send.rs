@@ -80,7 +80,7 @@ pub fn queue(
     origin: Origin<'_>,
     now: u64,
 ) -> Result<Entry, ApiError> {
-    let id = new_id(now, random_bits()?);
+    let id = new_id(now);
     content::store(bucket, &id, outgoing)?;
     let stamp = clock::rfc3339(now);
     let addresses = |list: &[Mailbox]| list.iter().map(|m| m.address.clone()).collect();
@@ -141,12 +141,4 @@ pub fn queue(
     }
     event.emit()?;
     Ok(entry)
-}
-
-/// 80 random bits for an id.
-fn random_bits() -> Result<[u8; 10], ApiError> {
-    let mut bytes = [0u8; 10];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| ApiError::internal(format!("the host gave no randomness: {e}")))?;
-    Ok(bytes)
 }
