@@ -75,6 +75,15 @@ pub(super) async fn put(url: &str, body: Vec<u8>) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+/// `POST /apps/{app}/deployments` building the upload of ticket `t`.
+pub(super) async fn deploy_upload(c: &Client, app: &str, t: &Value) -> plateau_testkit::Response {
+    c.post(
+        &format!("/apps/{app}/deployments"),
+        json!({ "uploadId": t["uploadId"] }),
+    )
+    .await
+}
+
 /// Uploads `body` to a new ticket of `app` and deploys it; the settled
 /// deployment.
 pub(super) async fn upload_and_deploy(env: &Apps, app: &str, body: Vec<u8>) -> Value {
@@ -82,12 +91,7 @@ pub(super) async fn upload_and_deploy(env: &Apps, app: &str, body: Vec<u8>) -> V
     let t = ticket(&c, app).await;
     let (status, stored) = put(t["url"].as_str().unwrap(), body).await;
     assert_eq!(status, 200, "{stored}");
-    let r = c
-        .post(
-            &format!("/apps/{app}/deployments"),
-            json!({ "uploadId": t["uploadId"] }),
-        )
-        .await;
+    let r = deploy_upload(&c, app, &t).await;
     assert_eq!(r.status, 201, "{}", r.text());
     finished(env, app, &id(&r.json())).await
 }
@@ -117,12 +121,7 @@ async fn uploaded_dockerfile_builds(backend: Backend) {
     );
 
     // Deploying before the archive is there is refused.
-    let r = c
-        .post(
-            &format!("/apps/{app_id}/deployments"),
-            json!({ "uploadId": t["uploadId"] }),
-        )
-        .await;
+    let r = deploy_upload(&c, &app_id, &t).await;
     assert_eq!(r.status, 409, "{}", r.text());
     assert_eq!(r.json()["code"], "upload_not_stored");
 
@@ -171,21 +170,11 @@ async fn uploaded_dockerfile_builds(backend: Backend) {
         .post("/apps", json!({ "name": "Theirs", "sourceType": "upload" }))
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
-    let r = them
-        .post(
-            &format!("/apps/{}/deployments", id(&r.json())),
-            json!({ "uploadId": t["uploadId"] }),
-        )
-        .await;
+    let r = deploy_upload(&them, &id(&r.json()), &t).await;
     assert_eq!(r.status, 404, "{}", r.text());
 
     // Built, pushed to the organisation's repository, served.
-    let r = c
-        .post(
-            &format!("/apps/{app_id}/deployments"),
-            json!({ "uploadId": t["uploadId"] }),
-        )
-        .await;
+    let r = deploy_upload(&c, &app_id, &t).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let d = finished(&env, &app_id, &id(&r.json())).await;
     assert_eq!(d["status"], "live", "{d}");
@@ -202,12 +191,7 @@ async fn uploaded_dockerfile_builds(backend: Backend) {
         .await;
 
     // An upload is built once; the app needs a new one to deploy.
-    let r = c
-        .post(
-            &format!("/apps/{app_id}/deployments"),
-            json!({ "uploadId": t["uploadId"] }),
-        )
-        .await;
+    let r = deploy_upload(&c, &app_id, &t).await;
     assert_eq!(r.status, 409, "{}", r.text());
     assert_eq!(r.json()["code"], "upload_used");
     let r = c
