@@ -18,6 +18,19 @@ pub struct AppsConfig {
     /// Scratch space of builds (sources checked out, archives unpacked);
     /// none: this host builds no sources.
     pub builds_dir: Option<std::path::PathBuf>,
+    /// Where uploaded archives are kept until built; none: this host
+    /// takes no uploads.
+    pub uploads_dir: Option<std::path::PathBuf>,
+    /// The largest archive an upload takes (`PLATEAU_APPS_UPLOAD_MAX_MB`).
+    pub upload_max_bytes: u64,
+    /// How long an upload URL is valid.
+    pub upload_ttl: std::time::Duration,
+    /// The API's public address (`http://host:port`), for upload URLs.
+    pub public_url: String,
+    /// How long a build may run (`PLATEAU_APPS_BUILD_TIMEOUT_SECONDS`).
+    pub build_timeout: std::time::Duration,
+    /// Memory a build may use (`PLATEAU_APPS_BUILD_MEMORY_MB`).
+    pub build_memory_bytes: u64,
 }
 
 impl AppsConfig {
@@ -29,6 +42,12 @@ impl AppsConfig {
             allowed_registries: Vec::new(),
             git_allow: Vec::new(),
             builds_dir: None,
+            uploads_dir: None,
+            upload_max_bytes: 100 << 20,
+            upload_ttl: std::time::Duration::from_secs(15 * 60),
+            public_url: "http://127.0.0.1:8080".to_owned(),
+            build_timeout: crate::build::BUILD_TIMEOUT,
+            build_memory_bytes: crate::build::BUILD_MEMORY_BYTES,
         }
     }
 

@@ -23,6 +23,7 @@ pub mod linux_image;
 pub mod logs;
 pub mod pipeline;
 pub mod supervisor;
+pub mod upload;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,8 @@ struct Inner {
     registry: Arc<dyn RegistryAccess>,
     /// Builds git and uploaded sources, when this host does.
     builder: Option<Arc<dyn build::Builder>>,
+    /// Signs upload URLs, when this host takes uploads.
+    uploads: Option<upload::UploadSigner>,
     logs: Arc<LogBuffer>,
     /// What this host runs, by app id.
     local: Mutex<HashMap<String, Local>>,
@@ -95,6 +98,7 @@ impl Apps {
                 edge,
                 registry,
                 builder: None,
+                uploads: None,
                 logs,
                 local: Mutex::new(HashMap::new()),
                 locks: Mutex::new(HashMap::new()),
@@ -108,6 +112,15 @@ impl Apps {
     pub fn with_builder(mut self, builder: Arc<dyn build::Builder>) -> Apps {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.builder = Some(builder);
+        }
+        self
+    }
+
+    /// This service taking source uploads, their URLs signed with a key
+    /// derived from `secret` (before it is cloned or started).
+    pub fn with_upload_key(mut self, secret: &[u8]) -> Apps {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.uploads = Some(upload::UploadSigner::new(secret));
         }
         self
     }

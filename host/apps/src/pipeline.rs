@@ -63,6 +63,14 @@ pub fn pending_git(app: &App, repo: &str, branch: &str) -> Deployment {
     d
 }
 
+/// A new pending deployment building the uploaded archive `upload_id`.
+pub fn pending_upload(app: &App, upload_id: &str) -> Deployment {
+    let mut d = pending(app, "deploy", None, None);
+    d.source_type = "upload".to_owned();
+    d.upload_id = Some(upload_id.to_owned());
+    d
+}
+
 /// Inserts `d` with its event; a first deployment makes the app `deploying`.
 pub async fn create(
     tx: &mut Tx,
@@ -81,6 +89,7 @@ pub async fn create(
         "source": d.source_type,
         "repo": d.repo,
         "branch": d.branch,
+        "uploadId": d.upload_id,
     }));
     events::record(tx, &e, d.created_at).await?;
     Ok(())

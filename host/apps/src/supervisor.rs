@@ -52,7 +52,10 @@ impl Apps {
             .await
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("the component {digest} is no longer stored"))?;
-        let (runner, artifact) = self.artifact(&app.org_id, digest, stored)?;
+        let (runner, mut artifact) = self.artifact(&app.org_id, digest, stored)?;
+        if let Artifact::Container { config, .. } = &mut artifact {
+            config.port = app.port.and_then(|p| u16::try_from(p).ok());
+        }
         let mut opened = Vec::new();
         for var in env::list(self.db(), &app.id)
             .await

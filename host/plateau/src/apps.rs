@@ -38,6 +38,26 @@ pub struct AppsArgs {
     /// a prefix names them. Empty: no git source.
     #[arg(long, env = "PLATEAU_APPS_GIT_ALLOW", default_value = "")]
     pub apps_git_allow: String,
+    /// The largest source archive an upload takes, in MiB.
+    #[arg(long, env = "PLATEAU_APPS_UPLOAD_MAX_MB", default_value_t = 100)]
+    pub apps_upload_max_mb: u64,
+    /// How long a build (of a git or uploaded source) may run, in seconds;
+    /// past it the deployment fails with `build_timeout`.
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_BUILD_TIMEOUT_SECONDS",
+        default_value_t = 280
+    )]
+    pub apps_build_timeout_seconds: u64,
+    /// Memory a build may use, in MiB; past it the deployment fails with
+    /// `build_oom`.
+    #[arg(long, env = "PLATEAU_APPS_BUILD_MEMORY_MB", default_value_t = 2048)]
+    pub apps_build_memory_mb: u64,
+    /// Build Rust crates for `wasm32-wasip2` (a `Cargo.toml` and no
+    /// `Dockerfile`) with this host's cargo, offline. Their build scripts
+    /// run as the server's user: only for code the operator trusts.
+    #[arg(long, env = "PLATEAU_APPS_CARGO_BUILDS")]
+    pub apps_cargo_builds: bool,
 }
 
 pub struct Running {
@@ -137,7 +157,18 @@ pub async fn prepare(
         .map(str::to_owned)
         .collect();
     config.builds_dir = Some(data_dir.join("apps/builds/scratch"));
-    let builder = Arc::new(LocalBuilder::new(data_dir.join("apps/builds/buildah")));
+    config.uploads_dir = Some(data_dir.join("apps/uploads"));
+    config.upload_max_bytes = args.apps_upload_max_mb.max(1) << 20;
+    config.build_timeout = std::time::Duration::from_secs(args.apps_build_timeout_seconds.max(1));
+    config.build_memory_bytes = args.apps_build_memory_mb.max(16) << 20;
+    // Upload URLs point at the host's public address, which serves the
+    // API and the registry alike.
+    config.public_url = registry_url
+        .map(|u| u.trim_end_matches('/').to_owned())
+        .unwrap_or_else(|| format!("http://{api_addr}"));
+    let builder = Arc::new(
+        LocalBuilder::new(data_dir.join("apps/builds/buildah")).with_cargo(args.apps_cargo_builds),
+    );
     let own: Arc<dyn RegistryAccess> = Arc::new(OwnRegistry {
         registry,
         local,
@@ -152,7 +183,8 @@ pub async fn prepare(
         edge.clone(),
         own.clone(),
     )
-    .with_builder(builder);
+    .with_builder(builder)
+    .with_upload_key(&secret_key);
     Ok(Running {
         apps,
         registry: own,

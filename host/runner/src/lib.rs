@@ -17,6 +17,7 @@
 pub mod command;
 pub mod container;
 pub mod logs;
+mod output;
 pub mod wasm;
 
 use std::sync::Arc;

@@ -27,7 +27,8 @@ use crate::pipeline::{self, event};
 pub struct CreateApp {
     /// 1 to 100 characters; the slug (and url) is made from it once.
     pub name: String,
-    /// `image` (default) or `git`.
+    /// `image` (default), `git`, or `upload` (deployed with the
+    /// `uploadId` of a source upload).
     pub source_type: Option<String>,
     /// An OCI reference of a `wasi:http/proxy` component or of a Linux
     /// image (linux/amd64, listening on `$PORT`); with it, the app is
@@ -107,9 +108,9 @@ pub async fn create(
     let mut v = Validator::new();
     v.name("name", &input.name)
         .check(
-            source_type == "image" || source_type == "git",
+            matches!(source_type.as_str(), "image" | "git" | "upload"),
             "sourceType",
-            "must be image or git",
+            "must be image, git or upload",
         )
         .check(
             health.starts_with('/') && health.len() <= 512 && !health.contains(char::is_whitespace),

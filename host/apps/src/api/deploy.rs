@@ -10,7 +10,7 @@ use plateau_api::json::Body;
 use plateau_api::pagination::{Page, Pager};
 use plateau_api::routes::{Pairs, page_and_filters};
 use plateau_core::time;
-use plateau_store::apps::{self as db, deployments};
+use plateau_store::apps::{self as db, deployments, uploads};
 use plateau_store::events;
 use serde::Deserialize;
 use serde_json::json;
@@ -30,6 +30,10 @@ pub struct Deploy {
     pub repo: Option<String>,
     /// The branch to build; default: the app's branch, or `main`.
     pub branch: Option<String>,
+    /// A stored source upload of this app to build (each is built once);
+    /// later deployments build uploads. Not with `image` or `repo`.
+    #[serde(rename = "uploadId")]
+    pub upload_id: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema, Default)]
@@ -84,7 +88,8 @@ pub async fn list(
     params(("id" = String, Path, description = "app id")),
     request_body = Deploy,
     responses((status = 201, description = "the pending deployment", body = DeploymentView),
-              (status = 422, description = "a git URL the operator does not allow, or an invalid field", body = plateau_api::error::Problem)))]
+              (status = 409, description = "the upload has no archive yet, or was deployed already", body = plateau_api::error::Problem),
+              (status = 422, description = "a git URL the operator does not allow, an upload app without an uploadId, or an invalid field", body = plateau_api::error::Problem)))]
 pub async fn create(
     Extension(apps): Extension<Apps>,
     caller: Caller,
@@ -100,6 +105,22 @@ pub async fn create(
             "repo",
             "send an image or a repo, not both",
         ));
+    }
+    if let Some(upload) = &input.upload_id {
+        if input.image.is_some() || input.repo.is_some() || input.branch.is_some() {
+            return Err(ApiError::invalid(
+                "uploadId",
+                "send an uploadId alone, without image, repo or branch",
+            ));
+        }
+        check_upload(&mut tx, &app, upload).await?;
+        uploads::set_app_source(&mut tx, &app.id, now).await?;
+        app.source_type = "upload".to_owned();
+        let d = pipeline::pending_upload(&app, upload);
+        pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
+        tx.commit_last().await?;
+        apps.spawn_pipeline(app.id.clone(), d.id.clone(), Some(pull_as(&caller)));
+        return Ok((StatusCode::CREATED, Json(d.into())));
     }
     if let Some(image) = input.image.as_deref().map(str::trim) {
         if image.is_empty() || image.len() > 1024 {
@@ -131,6 +152,14 @@ pub async fn create(
         tx.commit_last().await?;
         apps.spawn_pipeline(app.id.clone(), d.id.clone(), Some(pull_as(&caller)));
         return Ok((StatusCode::CREATED, Json(d.into())));
+    }
+    if app.source_type == "upload" {
+        return Err(ApiError::Unprocessable {
+            code: "upload_required",
+            detail: "the app is built from uploads, each built once: \
+                send the uploadId of a new one (POST /apps/{id}/source-upload)"
+                .to_owned(),
+        });
     }
     if app.source_type != "image" {
         return Err(ApiError::Unprocessable {
@@ -265,6 +294,32 @@ pub async fn resume(
     apps.spawn_follow(app.id.clone(), |a| a.status != "paused");
     let url = apps.url(&app.slug);
     Ok(Json(AppView::new(app, url)))
+}
+
+/// Refuses an upload that is not this app's, not stored, or built already.
+async fn check_upload(
+    tx: &mut plateau_store::Tx,
+    app: &plateau_store::apps::App,
+    upload: &str,
+) -> Result<(), ApiError> {
+    let found = uploads::get_in(tx, &app.org_id, &app.id, upload)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found(format!("upload {upload} of app {} does not exist", app.id))
+        })?;
+    if found.stored_at.is_none() {
+        return Err(ApiError::conflict(
+            "upload_not_stored",
+            format!("upload {upload} has no archive yet; PUT it to the upload URL first"),
+        ));
+    }
+    if uploads::used(tx, upload).await? {
+        return Err(ApiError::conflict(
+            "upload_used",
+            format!("upload {upload} was deployed already; upload the archive again"),
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses a git URL the operator does not allow, or a bad branch name.

@@ -7,6 +7,7 @@ pub mod deploy;
 pub mod env;
 pub mod logs;
 pub mod settings;
+pub mod upload;
 mod views;
 
 use plateau_api::AppState;
@@ -33,6 +34,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(env::list, env::set, env::delete))
         .routes(routes!(env::verify))
         .routes(routes!(logs::list))
+        .routes(routes!(upload::create))
+        .routes(routes!(upload::put))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

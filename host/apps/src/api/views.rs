@@ -83,6 +83,8 @@ pub struct DeploymentView {
     /// The git repository and branch a `git` deployment built.
     pub repo: Option<String>,
     pub branch: Option<String>,
+    /// The source upload an `upload` deployment built.
+    pub upload_id: Option<String>,
     /// The build's output (its last 64 KiB), for built deployments.
     pub build_log: Option<String>,
     pub created_at: String,
@@ -103,6 +105,7 @@ impl From<Deployment> for DeploymentView {
             reason: d.reason,
             repo: d.repo,
             branch: d.branch,
+            upload_id: d.upload_id,
             build_log: d.build_log,
             created_at: time::to_rfc3339(d.created_at),
             live_at: d.live_at.map(time::to_rfc3339),

@@ -1,7 +1,8 @@
 //! The builder of this host: a `Dockerfile` is built with buildah (vfs
 //! storage and chroot isolation, under its own root in the data
 //! directory) and pushed over loopback to this platform's registry with
-//! a short-lived credential.
+//! a short-lived credential. A Rust crate without a `Dockerfile` is
+//! built with cargo where the operator allows it ([`super::cargo`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -13,11 +14,23 @@ use super::{BuildFailure, BuildFuture, BuildJob, Builder, Built, cap_log};
 pub struct LocalBuilder {
     /// Buildah's storage (`root`) and state (`runroot`) live here.
     dir: PathBuf,
+    /// Whether crates are built with cargo (`PLATEAU_APPS_CARGO_BUILDS`).
+    cargo: bool,
 }
 
 impl LocalBuilder {
     pub fn new(dir: PathBuf) -> LocalBuilder {
-        LocalBuilder { dir }
+        LocalBuilder { dir, cargo: false }
+    }
+
+    /// This builder building Rust crates with cargo too.
+    pub fn with_cargo(mut self, cargo: bool) -> LocalBuilder {
+        self.cargo = cargo;
+        self
+    }
+
+    pub(super) fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     fn buildah(&self) -> tokio::process::Command {
@@ -100,7 +113,7 @@ impl LocalBuilder {
 
     /// Runs one buildah step in the time left, failing the build with
     /// its code when it does not succeed.
-    async fn step(
+    pub(super) async fn step(
         &self,
         cmd: tokio::process::Command,
         job: &BuildJob,
@@ -109,10 +122,11 @@ impl LocalBuilder {
     ) -> Result<Outcome, BuildFailure> {
         let limits = limits(job, started);
         let name = format!("{}-{what}", job.id);
+        let program = cmd.as_std().get_program().to_string_lossy().into_owned();
         let out = run(cmd, &limits, Some(&name)).await.map_err(|e| {
             BuildFailure::new(
                 "build_failed",
-                format!("buildah could not run: {e}; install buildah"),
+                format!("{program} could not run: {e}; install {program}"),
                 String::new(),
             )
         })?;
@@ -136,6 +150,7 @@ impl LocalBuilder {
         if !out.success {
             let message = match what {
                 "push" => "pushing the built image failed; see the build log",
+                "cargo" => "the cargo build failed; see the build log",
                 _ => "the Dockerfile build failed; see the build log",
             };
             return Err(BuildFailure::new("build_failed", message, out.log));
@@ -164,9 +179,19 @@ impl Builder for LocalBuilder {
             if job.source.join("Dockerfile").is_file() {
                 return self.dockerfile(&job).await;
             }
+            if job.source.join("Cargo.toml").is_file() {
+                if self.cargo {
+                    return self.cargo(&job).await;
+                }
+                return Err(BuildFailure::new(
+                    "build_failed",
+                    "this host builds no Rust crates (PLATEAU_APPS_CARGO_BUILDS); add a Dockerfile",
+                    String::new(),
+                ));
+            }
             Err(BuildFailure::new(
                 "build_failed",
-                "the source has no Dockerfile at its top; add one",
+                "the source has neither a Dockerfile nor a Cargo.toml at its top; add one",
                 String::new(),
             ))
         })

@@ -9,6 +9,7 @@
 //! cargo (a `wasm32-wasip2` crate) on this host, and another builder could
 //! hand the same job to a remote machine.
 
+mod cargo;
 pub mod git;
 pub mod local;
 pub mod run;

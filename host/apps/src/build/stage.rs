@@ -10,7 +10,7 @@ use plateau_store::apps::deployments::{self, Deployment};
 use plateau_store::events::{self, Actor};
 use serde_json::json;
 
-use super::{BUILD_MEMORY_BYTES, BUILD_TIMEOUT, BuildFailure, BuildJob, git};
+use super::{BuildFailure, BuildJob, git};
 use crate::Apps;
 use crate::image::PullAs;
 use crate::pipeline::event;
@@ -100,7 +100,7 @@ impl Apps {
                         String::new(),
                     ));
                 }
-                log = git::clone(repo, branch, &source, BUILD_TIMEOUT)
+                log = git::clone(repo, branch, &source, self.config().build_timeout)
                     .await
                     .map_err(|(message, log)| BuildFailure::new("build_failed", message, log))?;
             }
@@ -126,8 +126,11 @@ impl Apps {
                 &who.token_id,
                 who.user_id.as_deref(),
             ),
-            timeout: BUILD_TIMEOUT.saturating_sub(started.elapsed()),
-            memory_bytes: BUILD_MEMORY_BYTES,
+            timeout: self
+                .config()
+                .build_timeout
+                .saturating_sub(started.elapsed()),
+            memory_bytes: self.config().build_memory_bytes,
         };
         let result = builder.build(job).await;
         match result {
@@ -142,17 +145,31 @@ impl Apps {
         }
     }
 
-    /// Unpacks the deployment's uploaded archive into `into`.
+    /// Unpacks the deployment's uploaded archive into `into`; the
+    /// archive is built once, so it goes once unpacked.
     async fn unpack_upload(
         &self,
-        _d: &Deployment,
-        _into: &std::path::Path,
+        d: &Deployment,
+        into: &std::path::Path,
     ) -> Result<(), BuildFailure> {
-        Err(BuildFailure::new(
-            "build_failed",
-            "uploaded sources are not built yet",
-            String::new(),
-        ))
+        let failed = |message: String| BuildFailure::new("build_failed", message, String::new());
+        let (Some(upload), Some(dir)) =
+            (d.upload_id.as_deref(), self.config().uploads_dir.as_deref())
+        else {
+            return Err(failed(
+                "the deployment names no uploaded archive".to_owned(),
+            ));
+        };
+        let archive = crate::upload::archive_path(dir, upload);
+        let into = into.to_owned();
+        let unpacked = {
+            let archive = archive.clone();
+            tokio::task::spawn_blocking(move || crate::upload::unpack(&archive, &into))
+                .await
+                .map_err(|e| failed(format!("unpacking stopped: {e}")))?
+        };
+        let _ = tokio::fs::remove_file(&archive).await;
+        unpacked.map_err(failed)
     }
 
     async fn record(

@@ -8,8 +8,6 @@
 //! executor every tick, so a busy loop holds no thread). Its stdout and
 //! stderr are captured up to [`OUTPUT_CAP`] bytes each.
 
-mod captured;
-
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -19,8 +17,8 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDea
 use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
+use crate::output::GuestOutput;
 use crate::wasm::Ticker;
-use captured::Captured;
 
 /// Bytes of stdout, and of stderr, a run keeps.
 pub const OUTPUT_CAP: usize = 64 * 1024;
@@ -101,8 +99,8 @@ impl CommandRunner {
         spec: CommandSpec,
     ) -> Result<CommandOutput, CommandError> {
         let pre = self.prepare(digest, bytes).await?;
-        let stdout = Captured::new(OUTPUT_CAP);
-        let stderr = Captured::new(OUTPUT_CAP);
+        let stdout = GuestOutput::new(Vec::new(), OUTPUT_CAP);
+        let stderr = GuestOutput::new(Vec::new(), OUTPUT_CAP);
         let mut builder = WasiCtx::builder();
         builder
             .stdout(stdout.clone())
@@ -145,8 +143,8 @@ impl CommandRunner {
         // A host call that blocks (a read of stdin) is cut off here too.
         let result = tokio::time::timeout(timeout, run).await;
         let output = || {
-            let (stdout, stdout_truncated) = stdout.take();
-            let (stderr, stderr_truncated) = stderr.take();
+            let (stdout, stdout_truncated) = stdout.with(|kept, cut| (std::mem::take(kept), cut));
+            let (stderr, stderr_truncated) = stderr.with(|kept, cut| (std::mem::take(kept), cut));
             CommandOutput {
                 exit_code: 0,
                 stdout,

@@ -14,7 +14,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use super::net::Net;
-use super::spec::{PORT, Runtime};
+use super::spec::Runtime;
 use super::{Paths, Template};
 use crate::logs::{LineWriter, LogSink, Stream};
 use crate::{Error, Result};
@@ -37,7 +37,7 @@ impl Replica {
             .await
             .map_err(|e| Error::NotRunnable(e.to_string()))??;
         let replica = Replica {
-            addr: SocketAddr::new(net.address().into(), PORT),
+            addr: SocketAddr::new(net.address().into(), template.image.port()),
             id,
             net,
             paths,
@@ -102,7 +102,8 @@ impl Replica {
                     said = task.await.unwrap_or_default();
                 }
                 return Err(Error::Failed(format!(
-                    "the container exited ({status}) before listening on $PORT {PORT}: {said}"
+                    "the container exited ({status}) before listening on $PORT {}: {said}",
+                    self.addr.port()
                 )));
             }
             if started.elapsed() > LISTEN_WITHIN {

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::{Error, Limits, Result};
 
-/// The port a replica listens on (each has its own network namespace);
-/// it is in the replica's `PORT`.
+/// The port a replica listens on (each has its own network namespace)
+/// unless the app sets one; it is in the replica's `PORT`.
 pub const PORT: u16 = 8080;
 /// The CFS period the CPU quota is a share of, in microseconds.
 const CPU_PERIOD: u64 = 100_000;
@@ -30,6 +30,9 @@ pub struct ImageConfig {
     pub working_dir: String,
     /// `uid[:gid]`, numeric; names are not looked up.
     pub user: String,
+    /// The port the replica listens on, given as `$PORT`: the app's
+    /// `port` setting; none: [`PORT`].
+    pub port: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +77,7 @@ impl ImageConfig {
                 .filter(|w| !w.is_empty())
                 .unwrap_or("/".into()),
             user: c.user.unwrap_or_default(),
+            port: None,
         };
         if config.args().is_empty() {
             return Err(Error::NotRunnable(
@@ -82,6 +86,11 @@ impl ImageConfig {
         }
         config.ids()?;
         Ok(config)
+    }
+
+    /// The port the replica listens on.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(PORT)
     }
 
     fn args(&self) -> Vec<String> {
@@ -124,7 +133,7 @@ impl Runtime<'_> {
             vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()];
         env.extend(self.image.env.iter().cloned());
         env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
-        env.push(format!("PORT={PORT}"));
+        env.push(format!("PORT={}", self.image.port()));
         let memory = u64::from(self.limits.memory_mb.max(8)) << 20;
         let quota = (u64::from(self.limits.milli_cpu.max(10)) * CPU_PERIOD / 1000).max(1000);
         let namespaces = json!([

@@ -14,7 +14,7 @@ use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-use super::output::Output;
+use super::output;
 use super::state::RequestState;
 use super::{FUEL_PER_CORE, REQUEST_DEADLINE};
 use crate::logs::{LogSink, Stream};
@@ -62,8 +62,8 @@ impl Replicas for WasmReplicas {
             .acquire_owned()
             .await
             .map_err(|_| Error::Stopped)?;
-        let stdout = Output::new(Stream::Stdout, self.logs.clone());
-        let stderr = Output::new(Stream::Stderr, self.logs.clone());
+        let stdout = output::new(Stream::Stdout, self.logs.clone());
+        let stderr = output::new(Stream::Stderr, self.logs.clone());
         let state = RequestState::new(
             &self.env,
             self.limits.memory_mb,
@@ -111,8 +111,8 @@ impl Replicas for WasmReplicas {
                     .await
             }
             .await;
-            stdout.finish();
-            stderr.finish();
+            output::finish(&stdout);
+            output::finish(&stderr);
             let spent = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
             result.map_err(|e| explain(e, spent >= fuel))
         });

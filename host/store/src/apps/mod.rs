@@ -6,6 +6,7 @@ pub mod components;
 pub mod deployments;
 pub mod env;
 pub mod logs;
+pub mod uploads;
 
 use sqlx::FromRow;
 

@@ -18,11 +18,11 @@ use crate::on_both_backends;
 
 on_both_backends!(git_dockerfile_builds);
 
-const BUSYBOX: &str = "/bin/busybox";
+pub(super) const BUSYBOX: &str = "/bin/busybox";
 
 /// A Dockerfile serving `page` with busybox httpd; `run` is the shell
 /// line of its RUN step.
-fn dockerfile(run: &str) -> String {
+pub(super) fn dockerfile(run: &str) -> String {
     format!(
         "FROM scratch\n\
          COPY busybox /bin/busybox\n\
@@ -60,7 +60,7 @@ fn commit(dir: &Path, run: &str, message: &str) {
 
 /// Waits (builds take seconds to minutes) until deployment `dpl` of `app`
 /// is live or failed; returns it.
-async fn finished(env: &Apps, app: &str, dpl: &str) -> Value {
+pub(super) async fn finished(env: &Apps, app: &str, dpl: &str) -> Value {
     let c = env.client();
     let mut last = Value::Null;
     for _ in 0..1500 {

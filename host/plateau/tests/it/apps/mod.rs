@@ -3,10 +3,13 @@
 //! the edge by Host name.
 
 mod builds;
+mod crates;
 mod deploy;
+mod limits;
 mod linux;
 mod settings;
 mod tenants;
+mod uploads;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
