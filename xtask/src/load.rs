@@ -62,6 +62,8 @@ pub struct Scenario {
     body: Option<Keys>,
     /// A fixed JSON body, sent on every request.
     json: Option<String>,
+    /// A Host header other than the URL's (the apps edge routes by it).
+    host: Option<String>,
 }
 
 impl Scenario {
@@ -72,7 +74,14 @@ impl Scenario {
             token: token.map(str::to_owned),
             body: None,
             json: None,
+            host: None,
         }
+    }
+
+    /// The same requests, sent with `Host: host`.
+    pub fn with_host(mut self, host: &str) -> Scenario {
+        self.host = Some(host.to_owned());
+        self
     }
 
     pub fn post_json(base: &str, path: &str, token: &str, json: &str) -> Scenario {
@@ -82,6 +91,7 @@ impl Scenario {
             token: Some(token.to_owned()),
             body: None,
             json: Some(json.to_owned()),
+            host: None,
         }
     }
 
@@ -92,6 +102,7 @@ impl Scenario {
             token: Some(token.to_owned()),
             body: Some(keys),
             json: None,
+            host: None,
         }
     }
 
@@ -99,6 +110,9 @@ impl Scenario {
         let mut builder = Request::builder()
             .method(self.method.clone())
             .uri(&self.url);
+        if let Some(host) = &self.host {
+            builder = builder.header("host", host);
+        }
         if let Some(token) = &self.token {
             builder = builder.header("authorization", format!("Bearer {token}"));
         }
@@ -189,6 +203,7 @@ async fn measure(
         token: scenario.token.clone(),
         body: scenario.body,
         json: scenario.json.clone(),
+        host: scenario.host.clone(),
     });
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
@@ -256,17 +271,45 @@ pub async fn run_table(
     opts: &Options,
     baseline: &str,
 ) -> anyhow::Result<Vec<Outcome>> {
+    let pid = server.pid();
+    let scenarios = scenarios
+        .into_iter()
+        .map(|(name, scenario)| (name, scenario, pid))
+        .collect();
+    run_rounds_against(scenarios, opts, baseline).await
+}
+
+/// [`run_table`] for scenarios served by different processes, each
+/// scenario with the process (if any) whose CPU time it charges; the first
+/// scenario is the baseline.
+pub async fn run_rounds(
+    scenarios: Vec<(&str, Scenario, Option<u32>)>,
+    opts: &Options,
+) -> anyhow::Result<Vec<Outcome>> {
+    let baseline = scenarios
+        .first()
+        .map(|s| s.0.to_owned())
+        .unwrap_or_default();
+    run_rounds_against(scenarios, opts, &baseline).await
+}
+
+async fn run_rounds_against(
+    scenarios: Vec<(&str, Scenario, Option<u32>)>,
+    opts: &Options,
+    baseline: &str,
+) -> anyhow::Result<Vec<Outcome>> {
     let window = Duration::from_secs(opts.seconds) / opts.rounds;
     let warmup = Duration::from_millis(500);
     let mut samples: Vec<Sample> = scenarios.iter().map(|_| Sample::default()).collect();
     let mut cpu: Vec<Option<Duration>> = vec![Some(Duration::ZERO); scenarios.len()];
     for _ in 0..opts.rounds {
-        for ((_, scenario), (sample, cpu)) in scenarios.iter().zip(samples.iter_mut().zip(&mut cpu))
+        for ((_, scenario, pid), (sample, cpu)) in
+            scenarios.iter().zip(samples.iter_mut().zip(&mut cpu))
         {
-            let before = server.cpu_time();
+            let before = pid.and_then(cpu_time);
             sample.add(measure(scenario, opts.connections, warmup, window).await?);
-            let used = server
-                .cpu_time()
+            let used = pid
+                .and_then(cpu_time)
                 .zip(before)
                 .map(|(after, before)| after - before);
             *cpu = cpu.zip(used).map(|(total, used)| total + used);
@@ -276,7 +319,7 @@ pub async fn run_table(
     let results: Vec<(&str, Outcome, Option<f64>)> = scenarios
         .iter()
         .zip(samples.into_iter().zip(cpu))
-        .map(|((name, _), (sample, cpu))| {
+        .map(|((name, _, _), (sample, cpu))| {
             let outcome = sample.outcome(measured);
             let cpu_us = cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / outcome.answered as f64);
             (*name, outcome, cpu_us)
@@ -307,4 +350,14 @@ pub async fn run_table(
         );
     }
     Ok(results.into_iter().map(|(_, r, _)| r).collect())
+}
+
+/// A process's CPU time so far (user and system), where `/proc` tells it.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // Linux reports clock ticks of 1/100 s (USER_HZ) on every architecture we run on.
+    Some(Duration::from_millis(ticks * 10))
 }

@@ -37,6 +37,7 @@
 //!   completed steps per second through the workflows plugin with 32
 //!   workers, with p50/p99 and 409 counts of claim and complete (issue 19).
 
+mod apps_bench;
 mod cache_bench;
 mod checks_bench;
 mod cron_bench;
@@ -116,6 +117,14 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(email_bench::run(opts))
         }
+        ["bench", "apps", rest @ ..] => {
+            let opts = apps_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(apps_bench::run(opts))
+        }
         ["bench", "cache", rest @ ..] => {
             let opts = cache_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -136,7 +145,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
         ),
     }
 }

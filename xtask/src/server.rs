@@ -12,6 +12,8 @@ pub struct Server {
     child: Child,
     dir: tempfile::TempDir,
     pub base: String,
+    /// The apps edge, `http://127.0.0.1:PORT`.
+    pub edge: String,
     pub token: String,
 }
 
@@ -63,7 +65,11 @@ impl Server {
             .with_context(|| format!("starting {}", bin.display()))?;
         let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
         let mut base = None;
+        let mut edge = String::new();
         while let Some(line) = lines.next_line().await? {
+            if let Some(url) = line.strip_prefix("edge listening on ") {
+                edge = url.to_owned();
+            }
             if let Some(url) = line.strip_prefix("listening on ") {
                 base = Some(url.to_owned());
                 break;
@@ -74,6 +80,7 @@ impl Server {
             child,
             dir,
             base: base.context("plateau exited before listening")?,
+            edge,
             token: TOKEN.to_owned(),
         })
     }
@@ -83,14 +90,11 @@ impl Server {
     /// The server process's CPU time so far (user and system), where
     /// `/proc` tells it.
     pub fn cpu_time(&self) -> Option<std::time::Duration> {
-        let pid = self.child.id()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command name, which is in parentheses.
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let ticks: u64 =
-            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        // Linux reports clock ticks of 1/100 s (USER_HZ) on every architecture we run on.
-        Some(std::time::Duration::from_millis(ticks * 10))
+        crate::load::cpu_time(self.pid()?)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Runs `plateau ARGS` (the release binary) on this server's store and
