@@ -120,7 +120,10 @@ impl Api {
             &self.client,
             Method::POST,
             &format!("{}{path}", self.base),
-            &[("authorization", &auth), ("content-type", "application/json")],
+            &[
+                ("authorization", &auth),
+                ("content-type", "application/json"),
+            ],
             Some(body.to_string()),
         )
         .await?;
