@@ -15,6 +15,7 @@ use anyhow::{Context, bail};
 use plateau_testkit::Client;
 use serde_json::{Value, json};
 
+use crate::harness::percentiles;
 use crate::server::Server;
 
 pub struct Options {
@@ -350,15 +351,4 @@ impl Drop for PlainRedis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// p50 and p99 (nearest rank) of `samples`.
-fn percentiles(samples: &[f64]) -> (f64, f64) {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-        sorted[rank - 1]
-    };
-    (at(0.50), at(0.99))
 }

@@ -15,14 +15,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-use crate::server::{ADMIN_PASSWORD, Server};
+use crate::harness::{HttpClient, call, http_client, login, parse_flags};
+use crate::server::Server;
 
 pub struct Options {
     /// Checks, all every `interval` seconds.
@@ -39,15 +38,14 @@ impl Options {
             interval: 60,
             seconds: 120,
         };
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
-            match *flag {
+        parse_flags(args, "--checks N, --seconds N", |flag, value| {
+            match flag {
                 "--checks" => opts.checks = value.parse()?,
                 "--seconds" => opts.seconds = value.parse()?,
-                other => bail!("unknown option {other} (use --checks N, --seconds N)"),
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(opts)
     }
 
@@ -56,8 +54,6 @@ impl Options {
         self.checks as f64 / self.interval as f64
     }
 }
-
-pub(crate) type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// One row of the table.
 struct Row {
@@ -284,56 +280,6 @@ async fn create_checks(
     // The rest of the warm-up interval, if creating was quicker.
     tokio::time::sleep_until(start + Duration::from_secs(opts.interval)).await;
     Ok(created.load(Ordering::Relaxed))
-}
-
-/// Logs in as the operator; the session cookie.
-pub(crate) async fn login(client: &HttpClient, api: &str) -> anyhow::Result<String> {
-    let req = Request::post(format!("{api}/admin/login"))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(
-            json!({ "password": ADMIN_PASSWORD }).to_string(),
-        )))?;
-    let res = client.request(req).await.context("admin login")?;
-    if res.status() != StatusCode::OK {
-        bail!("admin login answered {}", res.status());
-    }
-    let cookie = res
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .context("admin login set no cookie")?;
-    Ok(cookie.split(';').next().unwrap_or_default().to_owned())
-}
-
-pub(crate) fn http_client(keep_alive: bool) -> HttpClient {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let mut builder = Client::builder(TokioExecutor::new());
-    if !keep_alive {
-        builder.pool_max_idle_per_host(0);
-    }
-    builder.build(connector)
-}
-
-pub(crate) async fn call(
-    client: &HttpClient,
-    method: Method,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: Option<String>,
-) -> anyhow::Result<(StatusCode, Bytes)> {
-    let mut req = Request::builder().method(method).uri(url);
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
-    let res = client
-        .request(req)
-        .await
-        .with_context(|| format!("requesting {url}"))?;
-    let status = res.status();
-    let body = res.into_body().collect().await?.to_bytes();
-    Ok((status, body))
 }
 
 /// The local HTTP server the checks probe: `200 ok` at once, counting hits.

@@ -8,12 +8,14 @@
 //! after its due time each job run started, `GET /admin/jobs`), reset just
 //! before the minute, are printed next to it. The method is the checks
 //! bench's (`checks_bench.rs`), with every run due at once instead of
-//! spread over the interval.
+//! spread over the interval. The bound of the machine is measured first:
+//! the same requests sent straight from tokio, a new connection each, 32
+//! at a time (the host's job runner runs 32 jobs at once).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
@@ -22,7 +24,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-use crate::checks_bench::{HttpClient, call, http_client, login};
+use crate::harness::{HttpClient, call, http_client, login, now_ms, parse_flags, percentile};
 use crate::server::Server;
 
 pub struct Options {
@@ -36,22 +38,15 @@ const PER_ORG: usize = 200;
 impl Options {
     pub fn parse(args: &[&str]) -> anyhow::Result<Options> {
         let mut opts = Options { jobs: 10_000 };
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
-            match *flag {
+        parse_flags(args, "--jobs N", |flag, value| {
+            match flag {
                 "--jobs" => opts.jobs = value.parse()?,
-                other => bail!("unknown option {other} (use --jobs N)"),
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(opts)
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 pub async fn run(opts: Options) -> anyhow::Result<()> {
@@ -60,6 +55,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "cron jobs benchmark: {} http cron jobs on `* * * * *`, all due in the same minute, against a local sink; SQLite, release build\n",
         opts.jobs
     );
+    // The bound of this machine: the same requests sent straight from a
+    // tokio loop, a new connection each (as the egress guard makes), as
+    // many at once as the host's job runner runs (32), all due at once.
+    let baseline = direct(&sink, opts.jobs, 32).await?;
     let server = Server::start_release_with(&[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
     let orgs = opts.jobs.div_ceil(PER_ORG);
     let mut tokens = Vec::with_capacity(orgs);
@@ -169,6 +168,14 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         ms(&lateness["maxMs"])
     );
     println!(
+        "{:<44} {:>8} {:>12} {:>12} {:>12}",
+        "bound: direct from tokio, 32 at a time",
+        baseline.len(),
+        percentile(&baseline, 0.5),
+        percentile(&baseline, 0.99),
+        percentile(&baseline, 1.0)
+    );
+    println!(
         "\ndelivered {} of {} in {:.1} s ({early} arrived before the minute); backlog at the end: {} due, {} running",
         late.len(),
         opts.jobs,
@@ -178,8 +185,36 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     println!("plateau server CPU from the minute on: {cpu}");
     println!("target: p99 lateness under 1000 ms");
-    drop(server);
     Ok(())
+}
+
+/// Sends `n` requests to the sink at once, `at_once` in flight, each on a
+/// new connection; the lateness of each arrival (ms after the start).
+async fn direct(sink: &Sink, n: usize, at_once: usize) -> anyhow::Result<Vec<f64>> {
+    let client = http_client(false);
+    let url = sink.url();
+    let next = Arc::new(AtomicUsize::new(0));
+    let due = now_ms();
+    let mut workers = Vec::new();
+    for _ in 0..at_once {
+        let (client, next, url) = (client.clone(), next.clone(), url.clone());
+        workers.push(tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::Relaxed) < n {
+                call(&client, Method::POST, &url, &[], None).await?;
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for worker in workers {
+        worker.await??;
+    }
+    let mut late: Vec<f64> = sink
+        .arrivals()
+        .into_iter()
+        .map(|at| at.saturating_sub(due) as f64)
+        .collect();
+    late.sort_by(f64::total_cmp);
+    Ok(late)
 }
 
 /// Creates `n` jobs spread over the organisations, 16 requests at a time.

@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
 
+use crate::harness::percentile;
 use crate::server::Server;
 
 pub struct Options {
@@ -68,11 +69,6 @@ fn pgbench() -> anyhow::Result<String> {
         }
     }
     bail!("pgbench not found: install the postgresql package")
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Runs pgbench against `uri`; its TPS.

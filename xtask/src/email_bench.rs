@@ -20,6 +20,7 @@ use plateau_testkit::SmtpSink;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+use crate::harness;
 use crate::load::{self, Scenario};
 use crate::server::{ADMIN_PASSWORD, Server};
 
@@ -343,14 +344,13 @@ async fn relay(api: &Api, sink: &SmtpSink, opts: &Options) -> anyhow::Result<(Ro
     ))
 }
 
-fn percentiles(mut latencies: Vec<Duration>) -> (Option<f64>, Option<f64>) {
-    latencies.sort_unstable();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
-            .map(|d| d.as_secs_f64() * 1000.0)
-    };
-    (at(0.50), at(0.99))
+fn percentiles(latencies: Vec<Duration>) -> (Option<f64>, Option<f64>) {
+    if latencies.is_empty() {
+        return (None, None);
+    }
+    let ms: Vec<f64> = latencies.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    let (p50, p99) = harness::percentiles(&ms);
+    (Some(p50), Some(p99))
 }
 
 /// A keep-alive HTTP client for the API with the owner token, and an

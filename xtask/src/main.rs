@@ -44,6 +44,7 @@ mod cron_bench;
 mod databases_bench;
 mod email_bench;
 mod flags_bench;
+mod harness;
 mod load;
 mod postgres_bins;
 mod queues_bench;

@@ -9,15 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use anyhow::bail;
 use serde_json::{Value, json};
 
+use crate::harness::{Api, Samples, parse_flags, print_samples};
 use crate::server::Server;
 
 pub struct Options {
@@ -31,15 +26,14 @@ impl Options {
             messages: 20_000,
             connections: 32,
         };
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
-            match *flag {
+        parse_flags(args, "--messages N, --connections N", |flag, value| {
+            match flag {
                 "--messages" => opts.messages = value.parse()?,
                 "--connections" => opts.connections = value.parse()?,
-                other => bail!("unknown option {other}"),
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         if opts.connections < 2 {
             bail!("--connections must be at least 2 (producers and consumers)");
         }
@@ -47,44 +41,9 @@ impl Options {
     }
 }
 
-#[derive(Clone)]
-struct Api {
-    client: Client<HttpConnector, Full<Bytes>>,
-    base: String,
-    token: String,
-}
-
-impl Api {
-    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<(u16, Value)> {
-        let request = Request::post(format!("{}{path}", self.base))
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))?;
-        let response = self.client.request(request).await?;
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await?.to_bytes();
-        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok((status, value))
-    }
-}
-
-/// Latencies and outcomes of one operation.
-#[derive(Default)]
-struct Samples {
-    latencies: Vec<Duration>,
-    conflicts: u64,
-    errors: u64,
-}
-
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let server = Server::start_release().await?;
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let api = Api {
-        client: Client::builder(TokioExecutor::new()).build(connector),
-        base: format!("{}/api/v1", server.base),
-        token: server.token.clone(),
-    };
+    let api = Api::new(&server);
     let (status, body) = api
         .post(
             "/queues",
@@ -156,6 +115,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
                     }
                 };
                 if messages.is_empty() {
+                    receive.empty += 1;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     continue;
                 }
@@ -183,51 +143,22 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     for (i, task) in sends.into_iter().enumerate() {
         let (a, b) = task.await?;
         if i < producers {
-            merge(&mut send, a);
+            send.merge(a);
         } else {
-            merge(&mut receive, a);
-            merge(&mut ack, b);
+            receive.merge(a);
+            ack.merge(b);
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "{:<34} {:>8} {:>9} {:>9} {:>10} {:>7}",
-        "operation", "calls", "p50 ms", "p99 ms", "conflicts", "errors"
-    );
-    for (name, s) in [
+    print_samples(&[
         ("send (batch of 10)", &send),
         ("receive (up to 10)", &receive),
         ("ack (batch)", &ack),
-    ] {
-        let (p50, p99) = percentiles(&s.latencies);
-        println!(
-            "{name:<34} {:>8} {p50:>9.2} {p99:>9.2} {:>10} {:>7}",
-            s.latencies.len(),
-            s.conflicts,
-            s.errors
-        );
-    }
+    ]);
     println!(
         "\nend to end: {total} messages sent, received and acknowledged in {seconds:.2} s: {:.0} messages/s",
         total as f64 / seconds
     );
     println!("target: >= 1000 messages/s end to end");
     Ok(())
-}
-
-fn merge(into: &mut Samples, from: Samples) {
-    into.latencies.extend(from.latencies);
-    into.conflicts += from.conflicts;
-    into.errors += from.errors;
-}
-
-fn percentiles(latencies: &[Duration]) -> (f64, f64) {
-    let mut sorted = latencies.to_vec();
-    sorted.sort_unstable();
-    let at = |q: f64| {
-        sorted
-            .get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1)))
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    };
-    (at(0.50), at(0.99))
 }

@@ -9,15 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use anyhow::bail;
 use serde_json::{Value, json};
 
+use crate::harness::{Api, Samples, parse_flags, print_samples};
 use crate::server::Server;
 
 pub struct Options {
@@ -33,59 +28,19 @@ impl Options {
             steps: 5,
             workers: 32,
         };
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
-            match *flag {
+        parse_flags(args, "--runs N, --steps N, --workers N", |flag, value| {
+            match flag {
                 "--runs" => opts.runs = value.parse()?,
                 "--steps" => opts.steps = value.parse()?,
                 "--workers" => opts.workers = value.parse()?,
-                other => bail!("unknown option {other}"),
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         if opts.workers == 0 || opts.runs == 0 || opts.steps == 0 {
             bail!("--runs, --steps and --workers must be at least 1");
         }
         Ok(opts)
-    }
-}
-
-#[derive(Clone)]
-struct Api {
-    client: Client<HttpConnector, Full<Bytes>>,
-    base: String,
-    token: String,
-}
-
-impl Api {
-    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<(u16, Value)> {
-        let request = Request::post(format!("{}{path}", self.base))
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))?;
-        let response = self.client.request(request).await?;
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await?.to_bytes();
-        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok((status, value))
-    }
-}
-
-/// Latencies and outcomes of one operation.
-#[derive(Default)]
-struct Samples {
-    latencies: Vec<Duration>,
-    conflicts: u64,
-    empty: u64,
-    errors: u64,
-}
-
-impl Samples {
-    fn merge(&mut self, from: Samples) {
-        self.latencies.extend(from.latencies);
-        self.conflicts += from.conflicts;
-        self.empty += from.empty;
-        self.errors += from.errors;
     }
 }
 
@@ -125,13 +80,7 @@ async fn start_runs(api: &Api, runs: u64, workers: usize) -> anyhow::Result<Samp
 
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let server = Server::start_release().await?;
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let api = Api {
-        client: Client::builder(TokioExecutor::new()).build(connector),
-        base: format!("{}/api/v1", server.base),
-        token: server.token.clone(),
-    };
+    let api = Api::new(&server);
     let total = opts.runs * opts.steps;
     println!(
         "workflows benchmark: {} runs of {} steps ({total} steps), {} workers (claim, complete, claim again on 409), SQLite, release build\n",
@@ -217,24 +166,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         complete.merge(b);
     }
     let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "{:<24} {:>8} {:>9} {:>9} {:>10} {:>7} {:>7}",
-        "operation", "calls", "p50 ms", "p99 ms", "409s", "204s", "errors"
-    );
-    for (name, s) in [
+    print_samples(&[
         ("start run", &starts),
         ("claim (next)", &claim),
         ("complete", &complete),
-    ] {
-        let (p50, p99) = percentiles(&s.latencies);
-        println!(
-            "{name:<24} {:>8} {p50:>9.2} {p99:>9.2} {:>10} {:>7} {:>7}",
-            s.latencies.len(),
-            s.conflicts,
-            s.empty,
-            s.errors
-        );
-    }
+    ]);
     println!(
         "\nstarted {} runs in {start_seconds:.2} s; completed {total} steps in {seconds:.2} s: {:.0} steps/s",
         opts.runs,
@@ -251,15 +187,4 @@ fn lost_commit(problem: &Value) -> bool {
         || problem["detail"]
             .as_str()
             .is_some_and(|d| d.contains("concurrently"))
-}
-
-fn percentiles(latencies: &[Duration]) -> (f64, f64) {
-    let mut sorted = latencies.to_vec();
-    sorted.sort_unstable();
-    let at = |q: f64| {
-        sorted
-            .get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1)))
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    };
-    (at(0.50), at(0.99))
 }

@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod admin_jobs;
+mod claims;
 pub mod config;
 pub mod cursors;
 pub mod delivery;

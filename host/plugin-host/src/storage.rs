@@ -12,15 +12,22 @@ use plateau_plugin_runtime::{
 use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::jobs::{self, JobKey};
 use plateau_store::plugins as kv;
-use plateau_store::{Db, Tx};
+use plateau_store::{Backend, Db, Tx};
+
+use crate::claims::ClaimGroups;
 
 pub struct SqlStorage {
     db: Db,
+    /// SQLite: claims committed in groups (see `crate::claims`).
+    claims: Option<ClaimGroups>,
 }
 
 impl SqlStorage {
+    /// On SQLite, starts the group commit of claims (inside a tokio
+    /// runtime).
     pub fn new(db: Db) -> Self {
-        SqlStorage { db }
+        let claims = (db.backend() == Backend::Sqlite).then(|| ClaimGroups::start(db.clone()));
+        SqlStorage { db, claims }
     }
 }
 
@@ -31,7 +38,7 @@ fn ns(bucket: &BucketId) -> &str {
     }
 }
 
-fn unavailable(e: plateau_store::Error) -> StorageError {
+pub(crate) fn unavailable(e: plateau_store::Error) -> StorageError {
     StorageError::Unavailable(e.to_string())
 }
 
@@ -120,11 +127,15 @@ impl Storage for SqlStorage {
         tx.commit_last().await.map_err(unavailable)
     }
 
-    /// One short transaction of its own, committed at once whatever the
-    /// request does next: lock the key (PostgreSQL, as commits do, so a
+    /// Committed at once whatever the request does next: on SQLite with
+    /// the claims that wait for the writer with it (`crate::claims`),
+    /// elsewhere in one short transaction of its own: lock the key (PostgreSQL, as commits do, so a
     /// commit expecting the key cannot interleave), a conditional write,
     /// then the writes that change with it.
     async fn claim(&self, claim: Claim) -> Result<bool, StorageError> {
+        if let Some(groups) = &self.claims {
+            return groups.claim(claim).await;
+        }
         let mut tx = self.db.begin().await.map_err(unavailable)?;
         let mut locks: Vec<String> = std::iter::once(lock_key(&claim.bucket, &claim.key))
             .chain(claim.then.iter().filter_map(|w| match w {
@@ -135,17 +146,7 @@ impl Storage for SqlStorage {
         kv::kv_lock(&mut tx, self.db.backend(), &mut locks)
             .await
             .map_err(unavailable)?;
-        let swapped = kv::kv_claim(
-            &mut tx,
-            &claim.bucket.plugin,
-            ns(&claim.bucket),
-            &claim.key,
-            claim.expected.as_deref(),
-            claim.new.as_deref(),
-        )
-        .await
-        .map_err(unavailable)?;
-        if !swapped {
+        if !swap_claimed(&mut tx, &claim).await? {
             return Ok(false);
         }
         for write in &claim.then {
@@ -157,32 +158,53 @@ impl Storage for SqlStorage {
 }
 
 async fn apply(tx: &mut Tx, write: &KvWrite) -> Result<(), StorageError> {
-    match write {
-        KvWrite::Set { bucket, key, value } => {
-            kv::kv_set(tx, &bucket.plugin, ns(bucket), key, value)
-                .await
-                .map_err(unavailable)
-        }
-        KvWrite::Delete { bucket, key } => kv::kv_delete(tx, &bucket.plugin, ns(bucket), key)
-            .await
-            .map_err(unavailable),
+    apply_write(tx, write, false).await
+}
+
+/// Applies `write` in `tx`; `deferred`, sets and deletes travel with the
+/// transaction's next statement (nobody reads their result). An increment
+/// of a key that is not a counter is `NotACounter`, before anything of it
+/// is written.
+pub(crate) async fn apply_write(
+    tx: &mut Tx,
+    write: &KvWrite,
+    deferred: bool,
+) -> Result<(), StorageError> {
+    let (bucket, key, value) = match write {
+        KvWrite::Set { bucket, key, value } => (bucket, key, Some(value.clone())),
+        KvWrite::Delete { bucket, key } => (bucket, key, None),
         KvWrite::Increment { bucket, key, delta } => {
             let current = kv::kv_get_in(tx, &bucket.plugin, ns(bucket), key)
                 .await
                 .map_err(unavailable)?;
             let next = apply_increment(current.as_deref(), *delta)
                 .ok_or_else(|| StorageError::NotACounter { key: key.clone() })?;
-            kv::kv_set(
-                tx,
-                &bucket.plugin,
-                ns(bucket),
-                key,
-                next.to_string().as_bytes(),
-            )
-            .await
-            .map_err(unavailable)
+            (bucket, key, Some(next.to_string().into_bytes()))
         }
+    };
+    let (plugin, ns) = (&bucket.plugin, ns(bucket));
+    match (value, deferred) {
+        (Some(value), false) => kv::kv_set(tx, plugin, ns, key, &value).await,
+        (Some(value), true) => kv::kv_set_deferred(tx, plugin, ns, key, &value).await,
+        (None, false) => kv::kv_delete(tx, plugin, ns, key).await,
+        (None, true) => kv::kv_delete_deferred(tx, plugin, ns, key).await,
     }
+    .map_err(unavailable)
+}
+
+/// The compare-and-swap of `claim` in `tx`: whether the key held the
+/// expected value (and now holds the new one).
+pub(crate) async fn swap_claimed(tx: &mut Tx, claim: &Claim) -> Result<bool, StorageError> {
+    kv::kv_claim(
+        tx,
+        &claim.bucket.plugin,
+        ns(&claim.bucket),
+        &claim.key,
+        claim.expected.as_deref(),
+        claim.new.as_deref(),
+    )
+    .await
+    .map_err(unavailable)
 }
 
 /// The row key of a durable job.

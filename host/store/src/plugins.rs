@@ -6,6 +6,7 @@
 
 use sqlx::FromRow;
 
+use crate::db::Deferred;
 use crate::{Backend, Db, Result, Tx};
 
 /// A stored component version, without its bytes.
@@ -217,6 +218,58 @@ pub async fn kv_delete(tx: &mut Tx, plugin: &str, ns: &str, key: &str) -> Result
         .bind(key)
         .execute(tx.conn())
         .await?;
+    Ok(())
+}
+
+/// [`kv_set`] sent with the transaction's next statement or its commit
+/// (SQLite; at once on PostgreSQL): for writes whose result nobody reads.
+pub async fn kv_set_deferred(
+    tx: &mut Tx,
+    plugin: &str,
+    ns: &str,
+    key: &str,
+    value: &[u8],
+) -> Result<()> {
+    tx.defer(
+        Deferred::new(
+            "INSERT INTO plugin_kv (plugin, namespace, key, value) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (plugin, namespace, key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(plugin.to_owned())
+        .bind(ns.to_owned())
+        .bind(key.to_owned())
+        .bind(value.to_vec()),
+    )
+    .await
+}
+
+/// [`kv_delete`], deferred as [`kv_set_deferred`] is.
+pub async fn kv_delete_deferred(tx: &mut Tx, plugin: &str, ns: &str, key: &str) -> Result<()> {
+    tx.defer(
+        Deferred::new("DELETE FROM plugin_kv WHERE plugin = $1 AND namespace = $2 AND key = $3")
+            .bind(plugin.to_owned())
+            .bind(ns.to_owned())
+            .bind(key.to_owned()),
+    )
+    .await
+}
+
+/// A step of the savepoint that lets one claim of a group commit be undone
+/// alone (SQLite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Savepoint {
+    Begin,
+    RollBack,
+    Release,
+}
+
+pub async fn kv_savepoint(tx: &mut Tx, step: Savepoint) -> Result<()> {
+    let sql = match step {
+        Savepoint::Begin => "SAVEPOINT claim",
+        Savepoint::RollBack => "ROLLBACK TO claim",
+        Savepoint::Release => "RELEASE claim",
+    };
+    sqlx::query(sql).execute(tx.conn()).await?;
     Ok(())
 }
 

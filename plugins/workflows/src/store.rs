@@ -1,5 +1,7 @@
 //! Changing stored runs: every change is a compare-and-swap on the run
-//! that moves its ready index entry and list filter entries with it.
+//! that moves its ready index entry and list filter entries with it,
+//! either buffered to the request's commit ([`swap`]) or committed at once
+//! ([`claim`]).
 
 use plateau_sdk::{ApiError, Bucket};
 
@@ -39,24 +41,52 @@ pub fn swap(bucket: &Bucket, loaded: &Loaded, next: &Run) -> Result<bool, ApiErr
     if !bucket.compare_and_swap(&Run::key(&next.id), Some(&loaded.raw), Some(&encoded))? {
         return Ok(false);
     }
-    let (old_ready, new_ready) = (loaded.run.ready_key(), next.ready_key());
-    if old_ready != new_ready {
-        if let Some(old) = &old_ready {
-            bucket.delete(old)?;
-        }
-        if let Some(new) = &new_ready {
-            bucket.set_raw(new, next.workflow.as_bytes())?;
-        }
-    }
-    if loaded.run.status != next.status {
-        for key in loaded.run.filter_keys() {
-            bucket.delete(&key)?;
-        }
-        for key in next.filter_keys() {
-            bucket.set_raw(&key, MARK)?;
+    for (key, value) in index_writes(loaded, next) {
+        match value {
+            Some(value) => bucket.set_raw(&key, &value)?,
+            None => {
+                bucket.delete(&key)?;
+            }
         }
     }
     Ok(true)
+}
+
+/// [`swap`] committed at once, in a transaction of its own with the moves
+/// of the index entries (kv@0.4.0 `claim`): a lost race costs the caller a
+/// candidate, not its request. Not rolled back if the request fails later.
+pub fn claim(bucket: &Bucket, loaded: &Loaded, next: &Run) -> Result<bool, ApiError> {
+    let encoded = encode(next)?;
+    Ok(bucket.claim(
+        &Run::key(&next.id),
+        Some(&loaded.raw),
+        Some(&encoded),
+        &index_writes(loaded, next),
+    )?)
+}
+
+/// The index entries that change from `loaded` to `next`: a key and its
+/// new value (`None` deletes).
+fn index_writes(loaded: &Loaded, next: &Run) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut writes = Vec::new();
+    let (old_ready, new_ready) = (loaded.run.ready_key(), next.ready_key());
+    if old_ready != new_ready {
+        if let Some(old) = old_ready {
+            writes.push((old, None));
+        }
+        if let Some(new) = new_ready {
+            writes.push((new, Some(next.workflow.as_bytes().to_vec())));
+        }
+    }
+    if loaded.run.status != next.status {
+        writes.extend(loaded.run.filter_keys().into_iter().map(|k| (k, None)));
+        writes.extend(
+            next.filter_keys()
+                .into_iter()
+                .map(|k| (k, Some(MARK.to_vec()))),
+        );
+    }
+    writes
 }
 
 /// Stores a new run; false if its id is taken.

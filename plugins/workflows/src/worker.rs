@@ -4,10 +4,12 @@
 //!
 //! A claim picks at random among the first [`CANDIDATES`] due entries of
 //! the ready index, so concurrent workers spread over the runnable steps;
-//! two that still pick the same run race on its compare-and-swap, and the
-//! host answers the loser 409 with nothing of its claim kept (the worker
-//! claims again). Each claim is an attempt: a step whose lease ran out on
-//! its last attempt fails the run instead of being claimed again.
+//! two that still pick the same run race on its compare-and-swap, committed
+//! at once with `kv.claim` (kv@0.4.0): the loser moves on to the next
+//! candidate rather than answering 409. A lease stays when the request
+//! fails after its claim: the step is then claimable again once the lease
+//! runs out. Each claim is an attempt: a step whose lease ran out on its
+//! last attempt fails the run instead of being claimed again.
 
 use plateau_sdk::jobs::{self, Job, NewJob};
 use plateau_sdk::serde_json::{Value, json};
@@ -129,7 +131,7 @@ fn claim(
     let was_sleeping = run.status == Status::Sleeping;
     next.status = Status::Running;
     next.step = Some(current.clone());
-    if !store::swap(bucket, &loaded, &next)? {
+    if !store::claim(bucket, &loaded, &next)? {
         return Ok(None);
     }
     if was_sleeping {
