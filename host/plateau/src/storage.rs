@@ -61,11 +61,12 @@ pub async fn open(
     }
     .context("opening the object storage store")?;
     tracing::info!(store = %blobs.location, "object storage");
-    let provider = LocalProvider::new(state.db().clone(), blobs);
+    let ttl = state.config().auth_cache_ttl.max(Duration::from_millis(1));
+    let provider = LocalProvider::new(state.db().clone(), blobs, ttl);
     let keys = Keys::new(
         state.db().clone(),
         Arc::new(HostSealer(Sealer::new(sealing_key))),
-        state.config().auth_cache_ttl.max(Duration::from_millis(1)),
+        ttl,
     );
     let storage = Storage::new(
         Arc::new(provider),

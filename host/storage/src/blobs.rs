@@ -155,6 +155,9 @@ impl Blobs {
         for chunk in first {
             writer.put(chunk);
         }
+        // Past the first part, MD5 runs on a thread of its own, beside the
+        // task that reads (and on a signed payload hashes) the body.
+        let md5 = Md5Worker::start(md5);
         loop {
             let chunk = match next_chunk(&mut body, &mut written, cap).await {
                 Ok(Some(chunk)) => chunk,
@@ -164,7 +167,7 @@ impl Blobs {
                     return Err(failure);
                 }
             };
-            md5.update(&chunk);
+            md5.update(chunk.clone()).await;
             if let Err(e) = writer.wait_for_capacity(WRITE_CONCURRENCY).await {
                 return Err(WriteFailure::Store(e.into()));
             }
@@ -176,7 +179,7 @@ impl Blobs {
             .map_err(|e| WriteFailure::Store(e.into()))?;
         Ok(Written {
             size: written,
-            md5: md5.finalize().into(),
+            md5: md5.finish().await?,
         })
     }
 
@@ -216,6 +219,38 @@ impl Blobs {
                 Err(e) => tracing::warn!(error = %e, key, "deleting an object's bytes"),
             }
         }
+    }
+}
+
+/// MD5 on a blocking thread, fed chunks through a short queue (memory
+/// stays a few chunks).
+struct Md5Worker {
+    chunks: tokio::sync::mpsc::Sender<Bytes>,
+    digest: tokio::task::JoinHandle<[u8; 16]>,
+}
+
+impl Md5Worker {
+    fn start(mut md5: Md5) -> Md5Worker {
+        let (chunks, mut queue) = tokio::sync::mpsc::channel::<Bytes>(16);
+        let digest = tokio::task::spawn_blocking(move || {
+            while let Some(chunk) = queue.blocking_recv() {
+                md5.update(&chunk);
+            }
+            md5.finalize().into()
+        });
+        Md5Worker { chunks, digest }
+    }
+
+    async fn update(&self, chunk: Bytes) {
+        // The worker only stops when `chunks` is dropped.
+        let _ = self.chunks.send(chunk).await;
+    }
+
+    async fn finish(self) -> std::result::Result<[u8; 16], WriteFailure> {
+        drop(self.chunks);
+        self.digest.await.map_err(|e| {
+            WriteFailure::Store(Error::Internal(format!("hashing the body failed: {e}")))
+        })
     }
 }
 

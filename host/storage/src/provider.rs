@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use plateau_store::storage::Usage;
 pub use plateau_store::storage::buckets::Bucket;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Object content, streamed.
 pub type ByteStream = BoxStream<'static, std::io::Result<Bytes>>;
@@ -92,6 +92,36 @@ pub struct PartInfo {
     pub modified_at: i64,
 }
 
+/// An object found for reading: its description, and its bytes on demand
+/// (nothing is read before [`Opened::read`]), so that conditions and
+/// ranges are checked on the one lookup that found it.
+pub struct Opened {
+    pub info: ObjectInfo,
+    reader: Box<dyn FnOnce(std::ops::Range<u64>) -> ByteStream + Send>,
+}
+
+impl Opened {
+    pub fn new(
+        info: ObjectInfo,
+        reader: impl FnOnce(std::ops::Range<u64>) -> ByteStream + Send + 'static,
+    ) -> Opened {
+        Opened {
+            info,
+            reader: Box::new(reader),
+        }
+    }
+
+    /// The bytes of `range` (all of them for None); InvalidRange when it
+    /// passes the end.
+    pub fn read(self, range: Option<std::ops::Range<u64>>) -> Result<(ObjectInfo, ByteStream)> {
+        let want = range.unwrap_or(0..self.info.size);
+        if want.end > self.info.size || want.start > want.end {
+            return Err(Error::InvalidRange);
+        }
+        Ok((self.info, (self.reader)(want)))
+    }
+}
+
 /// A write's body and what is known of it before reading it.
 pub struct Upload {
     pub body: ByteStream,
@@ -131,13 +161,8 @@ pub trait Provider: Send + Sync + 'static {
         actor: &Actor,
     ) -> Result<ObjectInfo>;
     async fn head_object(&self, bucket: &Bucket, key: &str) -> Result<ObjectInfo>;
-    /// The bytes of `range` (all of them for None) of an object.
-    async fn get_object(
-        &self,
-        bucket: &Bucket,
-        key: &str,
-        range: Option<std::ops::Range<u64>>,
-    ) -> Result<(ObjectInfo, ByteStream)>;
+    /// An object, to read.
+    async fn get_object(&self, bucket: &Bucket, key: &str) -> Result<Opened>;
     /// Deletes an object; false when there was none.
     async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool>;
     /// Copies an object, with new headers or the source's.

@@ -5,17 +5,25 @@
 //! one transaction with the usage it adds and its event; a refused or
 //! interrupted write deletes its blob and leaves nothing visible.
 
+mod cache;
+mod group;
 mod list;
 mod multipart;
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use plateau_core::{id::new_id, time};
-use plateau_store::Db;
 use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::storage::{self, buckets, objects};
+use plateau_store::{Backend, Db};
 use serde_json::json;
 
+use self::cache::BucketCache;
+use self::group::Commits;
 use crate::blobs::{Blobs, WriteFailure, Written};
 use crate::error::{Error, Result};
 use crate::names;
@@ -26,6 +34,9 @@ use crate::provider::*;
 pub struct LocalProvider {
     db: Db,
     blobs: Blobs,
+    buckets: Arc<BucketCache>,
+    /// SQLite: object rows committed in groups.
+    commits: Option<Commits>,
 }
 
 /// The largest object or part accepted in one request (S3's limit).
@@ -43,8 +54,16 @@ pub(crate) struct Room {
 }
 
 impl LocalProvider {
-    pub fn new(db: Db, blobs: Blobs) -> Self {
-        LocalProvider { db, blobs }
+    /// `bucket_ttl` is how long a bucket found by its S3 name is trusted
+    /// without reading the database ([`cache`]).
+    pub fn new(db: Db, blobs: Blobs, bucket_ttl: Duration) -> Self {
+        let commits = (db.backend() == Backend::Sqlite).then(|| Commits::start(db.clone()));
+        LocalProvider {
+            db,
+            blobs,
+            buckets: Arc::new(BucketCache::new(bucket_ttl)),
+            commits,
+        }
     }
 
     pub fn blobs(&self) -> &Blobs {
@@ -116,21 +135,44 @@ impl LocalProvider {
     ) -> Result<ObjectInfo> {
         let event = object_event(bucket, &row.key, "storage.object.written", actor)
             .data(json!({ "bucket": bucket.bucket, "key": row.key, "size": row.size }));
-        let mut tx = self.db.begin().await?;
-        match objects::put(&mut tx, &bucket.org_id, &row, room.limit, &event).await {
+        let outcome = match &self.commits {
+            Some(commits) => {
+                let put = objects::Put {
+                    org_id: bucket.org_id.clone(),
+                    object: row.clone(),
+                    limit: room.limit,
+                    event,
+                };
+                commits.put(put).await
+            }
+            None => self.commit_alone(bucket, &row, room.limit, &event).await,
+        };
+        match outcome {
             Ok(old) => {
-                tx.commit().await?;
                 if let Some(old) = old {
                     self.blobs.delete_all(segment_keys(&old.blobs)).await;
                 }
                 Ok(info(row))
             }
             Err(e) => {
-                drop(tx);
                 self.blobs.delete_all(written).await;
                 Err(Error::from_write(e, || room.message))
             }
         }
+    }
+
+    /// Commits an object row in a transaction of its own (PostgreSQL).
+    async fn commit_alone(
+        &self,
+        bucket: &Bucket,
+        row: &objects::Object,
+        limit: i64,
+        event: &NewEvent,
+    ) -> std::result::Result<Option<objects::Object>, storage::WriteError> {
+        let mut tx = self.db.begin().await?;
+        let old = objects::put(&mut tx, &bucket.org_id, row, limit, event).await?;
+        tx.commit().await?;
+        Ok(old)
     }
 }
 
@@ -145,6 +187,38 @@ fn object_event(bucket: &Bucket, key: &str, kind: &str, actor: &Actor) -> NewEve
 /// The blob keys of an object's `blobs` column.
 pub(crate) fn segments(blobs: &str) -> Vec<(String, u64)> {
     serde_json::from_str(blobs).unwrap_or_default()
+}
+
+/// The bytes `want` of an object made of `parts`, each segment that
+/// overlaps the range read with its own sub-range, lazily.
+fn read_segments(blobs: Blobs, parts: Vec<(String, u64)>, want: Range<u64>) -> ByteStream {
+    let mut pieces = Vec::new();
+    let mut offset = 0u64;
+    for (blob, size) in parts {
+        let (start, end) = (offset, offset + size);
+        offset = end;
+        if end <= want.start || start >= want.end {
+            continue;
+        }
+        let from = want.start.max(start) - start;
+        let to = want.end.min(end) - start;
+        pieces.push((blob, from..to));
+    }
+    futures::stream::iter(pieces)
+        .then(move |(blob, range)| {
+            let blobs = blobs.clone();
+            async move {
+                match blobs.read(&blob, Some(range)).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let e = std::io::Error::other(format!("reading {blob}: {e}"));
+                        futures::stream::once(async { Err(e) }).boxed()
+                    }
+                }
+            }
+        })
+        .flatten()
+        .boxed()
 }
 
 fn segment_keys(blobs: &str) -> Vec<String> {
@@ -222,11 +296,19 @@ impl Provider for LocalProvider {
         .data(json!({ "name": bucket.name, "bucket": bucket.bucket }));
         events::record(&mut tx, &event, time::now_ms()).await?;
         tx.commit_last().await?;
+        self.buckets.forget(&bucket.bucket);
         Ok(())
     }
 
     async fn bucket_by_name(&self, name: &str) -> Result<Option<Bucket>> {
-        Ok(buckets::by_name(&self.db, name).await?)
+        if let Some(bucket) = self.buckets.get(name) {
+            return Ok(Some(bucket));
+        }
+        let found = buckets::by_name(&self.db, name).await?;
+        if let Some(bucket) = &found {
+            self.buckets.insert(bucket);
+        }
+        Ok(found)
     }
 
     async fn buckets(&self, org_id: &str) -> Result<Vec<Bucket>> {
@@ -267,49 +349,13 @@ impl Provider for LocalProvider {
         Ok(info(self.object_row(bucket, key).await?))
     }
 
-    async fn get_object(
-        &self,
-        bucket: &Bucket,
-        key: &str,
-        range: Option<std::ops::Range<u64>>,
-    ) -> Result<(ObjectInfo, ByteStream)> {
+    async fn get_object(&self, bucket: &Bucket, key: &str) -> Result<Opened> {
         let row = self.object_row(bucket, key).await?;
         let parts = segments(&row.blobs);
-        let object = info(row);
-        let want = range.unwrap_or(0..object.size);
-        if want.end > object.size || want.start > want.end {
-            return Err(Error::InvalidRange);
-        }
-        // The segments that overlap the range, each with its own sub-range.
-        let mut pieces = Vec::new();
-        let mut offset = 0u64;
-        for (blob, size) in parts {
-            let (start, end) = (offset, offset + size);
-            offset = end;
-            if end <= want.start || start >= want.end {
-                continue;
-            }
-            let from = want.start.max(start) - start;
-            let to = want.end.min(end) - start;
-            pieces.push((blob, from..to));
-        }
         let blobs = self.blobs.clone();
-        let body = futures::stream::iter(pieces)
-            .then(move |(blob, range)| {
-                let blobs = blobs.clone();
-                async move {
-                    match blobs.read(&blob, Some(range)).await {
-                        Ok(s) => s,
-                        Err(e) => {
-                            let e = std::io::Error::other(format!("reading {blob}: {e}"));
-                            futures::stream::once(async { Err(e) }).boxed()
-                        }
-                    }
-                }
-            })
-            .flatten()
-            .boxed();
-        Ok((object, body))
+        Ok(Opened::new(info(row), move |want| {
+            read_segments(blobs, parts, want)
+        }))
     }
 
     async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {

@@ -324,20 +324,21 @@ impl S3 for Front {
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let (_, bucket) = self.bucket(&req, &req.input.bucket, false).await?;
         let input = &req.input;
-        let provider = self.storage.provider();
-        let head = provider
-            .head_object(&bucket, &input.key)
+        let opened = self
+            .storage
+            .provider()
+            .get_object(&bucket, &input.key)
             .await
             .map_err(s3_error)?;
         preconditions(
-            &head,
+            &opened.info,
             input.if_match.as_ref(),
             input.if_none_match.as_ref(),
             input.if_modified_since.as_ref(),
             input.if_unmodified_since.as_ref(),
         )?;
         let range = match &input.range {
-            Some(r) => Some(r.check(head.size).map_err(|_| {
+            Some(r) => Some(r.check(opened.info.size).map_err(|_| {
                 S3Error::with_message(
                     S3ErrorCode::InvalidRange,
                     "the requested range is not satisfiable",
@@ -345,10 +346,7 @@ impl S3 for Front {
             })?),
             None => None,
         };
-        let (info, stream) = provider
-            .get_object(&bucket, &input.key, range.clone())
-            .await
-            .map_err(s3_error)?;
+        let (info, stream) = opened.read(range.clone()).map_err(s3_error)?;
         let (length, content_range) = match &range {
             Some(r) => (
                 r.end - r.start,

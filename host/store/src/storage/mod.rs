@@ -135,3 +135,6 @@ async fn add_bucket_usage(
         Err(WriteError::Gone)
     }
 }
+
+#[cfg(test)]
+mod group_tests;

@@ -125,3 +125,129 @@ pub async fn delete(
     events::record(tx, event, now).await?;
     Ok(Some(old))
 }
+
+/// One object write of a [`put_group`].
+#[derive(Clone, Debug)]
+pub struct Put {
+    pub org_id: String,
+    pub object: Object,
+    /// The organisation's limit in bytes.
+    pub limit: i64,
+    pub event: NewEvent,
+}
+
+/// Records many objects in one SQLite transaction, in order, as [`put`]
+/// would one by one: each is refused alone (quota, bucket gone) without
+/// failing the others, and returns the object it replaced. Three round
+/// trips whatever the group's size: the replaced rows, the usage and
+/// buckets, then every write with the commit, which the caller sends.
+/// SQLite only: its one writer holds everything read here until the commit.
+pub async fn put_group(
+    tx: &mut Tx,
+    puts: &[Put],
+) -> Result<Vec<std::result::Result<Option<Object>, WriteError>>> {
+    use std::collections::HashMap;
+    let mut sql =
+        format!("SELECT {COLUMNS} FROM storage_objects WHERE (bucket_id, key) IN (VALUES ");
+    let mut binds = Vec::new();
+    for (i, p) in puts.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("(${}, ${})", 2 * i + 1, 2 * i + 2));
+        binds.push(p.object.bucket_id.as_str());
+        binds.push(p.object.key.as_str());
+    }
+    sql.push(')');
+    let mut query = sqlx::query_as::<_, Object>(&sql);
+    for b in &binds {
+        query = query.bind(*b);
+    }
+    let mut current: HashMap<(String, String), Object> = query
+        .fetch_all(tx.conn())
+        .await?
+        .into_iter()
+        .map(|o| ((o.bucket_id.clone(), o.key.clone()), o))
+        .collect();
+    let (usage, buckets) = usage_and_buckets(tx, puts).await?;
+    let mut usage: HashMap<String, (i64, i64, i64)> = usage
+        .into_iter()
+        .map(|(org, bytes)| (org, (bytes, 0, 0)))
+        .collect();
+    let mut buckets: HashMap<String, (i64, i64)> =
+        buckets.into_iter().map(|b| (b, (0, 0))).collect();
+    let mut outcomes = Vec::with_capacity(puts.len());
+    for p in puts {
+        let o = &p.object;
+        let id = (o.bucket_id.clone(), o.key.clone());
+        let (old_size, old_count) = current.get(&id).map_or((0, 0), |old| (old.size, 1));
+        let (bytes, objects) = (o.size - old_size, 1 - old_count);
+        let (Some(org), Some(bucket)) = (usage.get_mut(&p.org_id), buckets.get_mut(&o.bucket_id))
+        else {
+            outcomes.push(Err(WriteError::Gone));
+            continue;
+        };
+        if bytes > 0 && org.0 + bytes > p.limit {
+            outcomes.push(Err(WriteError::Quota));
+            continue;
+        }
+        *org = (org.0 + bytes, org.1 + bytes, org.2 + objects);
+        *bucket = (bucket.0 + bytes, bucket.1 + objects);
+        upsert(tx, o).await?;
+        events::record(tx, &p.event, o.modified_at).await?;
+        outcomes.push(Ok(current.insert(id, o.clone())));
+    }
+    const USAGE: &str = "UPDATE storage_usage SET bytes = bytes + $2, objects = objects + $3 \
+                         WHERE org_id = $1";
+    const BUCKET: &str = "UPDATE storage_buckets SET bytes = bytes + $2, objects = objects + $3 \
+                          WHERE id = $1";
+    let counters = usage
+        .into_iter()
+        .map(|(org, (_, bytes, objects))| (USAGE, org, bytes, objects))
+        .chain(
+            buckets
+                .into_iter()
+                .map(|(id, (bytes, objects))| (BUCKET, id, bytes, objects)),
+        );
+    for (sql, id, bytes, objects) in counters {
+        tx.defer(Deferred::new(sql).bind(id).bind(bytes).bind(objects))
+            .await?;
+    }
+    Ok(outcomes)
+}
+
+/// The bytes stored by the organisations of `puts`, and which of their
+/// buckets still exist.
+async fn usage_and_buckets(tx: &mut Tx, puts: &[Put]) -> Result<(Vec<(String, i64)>, Vec<String>)> {
+    let mut orgs: Vec<&str> = puts.iter().map(|p| p.org_id.as_str()).collect();
+    let mut ids: Vec<&str> = puts.iter().map(|p| p.object.bucket_id.as_str()).collect();
+    orgs.sort_unstable();
+    orgs.dedup();
+    ids.sort_unstable();
+    ids.dedup();
+    let list = |from: usize, n: usize| {
+        (from + 1..=from + n)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sql = format!(
+        "SELECT 'usage', org_id, bytes FROM storage_usage WHERE org_id IN ({}) \
+         UNION ALL SELECT 'bucket', id, 0 FROM storage_buckets WHERE id IN ({})",
+        list(0, orgs.len()),
+        list(orgs.len(), ids.len())
+    );
+    let mut query = sqlx::query_as::<_, (String, String, i64)>(&sql);
+    for v in orgs.iter().chain(&ids) {
+        query = query.bind(*v);
+    }
+    let (mut usage, mut buckets) = (Vec::new(), Vec::new());
+    for (kind, id, bytes) in query.fetch_all(tx.conn()).await? {
+        if kind == "usage" {
+            usage.push((id, bytes));
+        } else {
+            buckets.push(id);
+        }
+    }
+    Ok((usage, buckets))
+}
