@@ -110,9 +110,11 @@ pub async fn create(
            ("uploadId" = String, Path, description = "upload id"),
            ("expires" = i64, Query, description = "from the presigned URL"),
            ("signature" = String, Query, description = "from the presigned URL")),
-    request_body(content = Vec<u8>, content_type = "application/gzip", description = "a gzip-compressed tar archive"),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "a gzip-compressed tar archive, whatever the content type says"),
     responses((status = 200, description = "the stored archive", body = StoredUpload),
+              (status = 400, description = "not a tar.gz archive, or the URL's query is not a presigned one", body = plateau_api::error::Problem),
               (status = 403, description = "a wrong signature, or an expired URL", body = plateau_api::error::Problem),
+              (status = 404, description = "no such upload", body = plateau_api::error::Problem),
               (status = 409, description = "the upload already has its archive", body = plateau_api::error::Problem),
               (status = 413, description = "the archive is larger than the URL takes", body = plateau_api::error::Problem),
               (status = 503, description = "this host takes no uploads", body = plateau_api::error::Problem)))]
