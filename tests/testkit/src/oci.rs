@@ -1,6 +1,7 @@
 //! Linux images made on the spot and pushed over the OCI distribution
 //! protocol to a server's registry: a busybox rootfs (Debian's
-//! busybox-static) whose `httpd` answers `$GREETING <version>` on `$PORT`.
+//! busybox-static) whose `httpd` answers `$GREETING <version>` on `$PORT`,
+//! pushed over HTTP here or by skopeo from an OCI layout.
 //! The apps tests deploy it; the apps bench measures it.
 
 use std::io::Write as _;
@@ -148,5 +149,63 @@ impl ImagePusher {
         }
         let host = self.base.trim_start_matches("http://");
         format!("{host}/{repo}:{tag}")
+    }
+
+    /// Pushes the busybox httpd image of `version` (one `layer`, one
+    /// manifest) as `repo:tag` with skopeo, as a user would: an OCI image
+    /// layout written to a temporary directory, then `skopeo copy`.
+    /// Returns the reference `host:port/repo:tag`.
+    pub async fn skopeo_push_busybox(
+        &self,
+        repo: &str,
+        tag: &str,
+        version: &str,
+        layer: &[u8],
+    ) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = dir.path().join("blobs/sha256");
+        std::fs::create_dir_all(&blobs).unwrap();
+        let blob = |bytes: &[u8]| {
+            let digest = sha256(bytes);
+            std::fs::write(blobs.join(&digest["sha256:".len()..]), bytes).unwrap();
+            digest
+        };
+        let config = busybox_httpd_config(version);
+        let manifest = serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": { "mediaType": "application/vnd.oci.image.config.v1+json",
+                        "digest": blob(&config), "size": config.len() },
+            "layers": [{ "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                         "digest": blob(layer), "size": layer.len() }],
+        }))
+        .unwrap();
+        let index = json!({
+            "schemaVersion": 2,
+            "manifests": [{ "mediaType": OCI_MANIFEST, "digest": blob(&manifest),
+                            "size": manifest.len(),
+                            "annotations": { "org.opencontainers.image.ref.name": tag } }],
+        });
+        std::fs::write(dir.path().join("index.json"), index.to_string()).unwrap();
+        std::fs::write(
+            dir.path().join("oci-layout"),
+            r#"{"imageLayoutVersion":"1.0.0"}"#,
+        )
+        .unwrap();
+        let reference = format!("{}/{repo}:{tag}", self.base.trim_start_matches("http://"));
+        let out = tokio::process::Command::new("skopeo")
+            .args(["copy", "--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!("plateau:{}", self.token))
+            .arg(format!("oci:{}:{tag}", dir.path().display()))
+            .arg(format!("docker://{reference}"))
+            .output()
+            .await
+            .expect("skopeo runs (install the skopeo package)");
+        assert!(
+            out.status.success(),
+            "skopeo copy: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        reference
     }
 }

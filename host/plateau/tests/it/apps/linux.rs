@@ -1,7 +1,7 @@
 //! A Linux image as an app: a busybox rootfs (Debian's busybox-static)
 //! packed in the test as an OCI image (a gzip layer, a config, a manifest,
-//! and for v1 an index naming it for linux/amd64), pushed over the OCI
-//! protocol to the server's registry, deployed, served through the edge
+//! and for v1 an index naming it for linux/amd64), pushed to the server's
+//! registry over the OCI protocol (v1) and by skopeo (v2), deployed, served through the edge
 //! with the app's env, redeployed and rolled back, brought back by a
 //! restart; pause and delete leave no container, state or network
 //! namespace behind. Needs root and runc.
@@ -77,7 +77,7 @@ async fn linux_image_lifecycle(backend: Backend) {
     let repo = format!("{}/web", env.org);
     let v1 = registry.push_busybox(&repo, "v1", "v1", &layer, true).await;
     let v2 = registry
-        .push_busybox(&repo, "v2", "v2", &layer, false)
+        .skopeo_push_busybox(&repo, "v2", "v2", &layer)
         .await;
 
     // The env is set before the first deployment, which then carries it.
