@@ -15,6 +15,7 @@
 //! PostgreSQL runs many writers at once, and keeps a transaction per claim.
 
 use plateau_plugin_runtime::{Claim, KvWrite, StorageError};
+use plateau_store::group::next_group;
 use plateau_store::plugins::{self as kv, Savepoint};
 use plateau_store::{Db, Tx};
 use tokio::sync::{mpsc, oneshot};
@@ -53,15 +54,7 @@ impl ClaimGroups {
 
 async fn run(db: Db, mut queue: mpsc::UnboundedReceiver<Job>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
-    while queue.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let tx = db.begin().await;
-        // Whoever arrived while we waited for the writer comes along.
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
+    while let Some(tx) = next_group(&mut queue, &mut group, MAX_GROUP, || db.begin()).await {
         let outcome = match tx {
             Ok(tx) => commit_group(tx, &group).await,
             Err(e) => Err(unavailable(e)),

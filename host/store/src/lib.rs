@@ -16,6 +16,7 @@ pub mod deliveries;
 pub mod error;
 pub mod events;
 pub mod grants;
+pub mod group;
 pub mod idempotency;
 pub mod jobs;
 pub mod orgs;

@@ -9,6 +9,7 @@
 //! row is as durable as one written alone; when the commit fails, every
 //! caller of the group is told and deletes its bytes.
 
+use plateau_store::group::next_group;
 use plateau_store::storage::WriteError;
 use plateau_store::storage::objects::{self, Object, Put};
 use plateau_store::{Db, Error};
@@ -54,15 +55,7 @@ impl Commits {
 
 async fn run(db: Db, mut queue: mpsc::UnboundedReceiver<Job>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
-    while queue.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let tx = db.begin().await;
-        // Whoever arrived while we waited for the turn comes along.
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
+    while let Some(tx) = next_group(&mut queue, &mut group, MAX_GROUP, || db.begin()).await {
         let puts: Vec<Put> = group.iter().map(|j| j.put.clone()).collect();
         let outcome = match tx {
             Ok(mut tx) => match objects::put_group(&mut tx, &puts).await {

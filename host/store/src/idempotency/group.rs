@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 
+use crate::group::next_group;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::db::Writer;
@@ -71,15 +72,8 @@ impl Reservations {
 
 async fn run(writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
-    while queue.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let conn = writer.acquire().await;
-        // Whoever arrived while we waited for the turn comes along.
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
+    while let Some(conn) = next_group(&mut queue, &mut group, MAX_GROUP, || writer.acquire()).await
+    {
         let outcome = match conn {
             Ok(mut conn) => insert_all(&mut conn, &group).await,
             Err(e) => Err(e),
