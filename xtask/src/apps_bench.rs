@@ -22,6 +22,7 @@ use plateau_testkit::oci::{ImagePusher, busybox_layer};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
+use crate::harness::percentiles;
 use crate::load::{self, Scenario};
 use crate::server::{Server, release_binary};
 
@@ -57,7 +58,7 @@ impl Options {
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let wasmtime = ensure_wasmtime().await?;
     let server = Server::start_release().await?;
-    let token = create_org(&server).await?;
+    let token = server.create_org("apps-bench", "pro").await?;
     let api = Client::new(&server.base).with_token(&token);
     let org = api.get("/me").await.json()["organization"]["id"]
         .as_str()
@@ -139,15 +140,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         ("wasm (hello)", &wasm_app, [&wasm_v2, &wasm_v1]),
         ("linux (busybox httpd)", &linux_app, [&linux_v2, &linux_v1]),
     ] {
-        let mut times = deploy_times(&api, app, images, opts.deploys).await?;
-        times.sort_unstable();
-        println!(
-            "{:<24} {:>10} {:>10} {:>10}",
-            name,
-            percentile(&times, 0.50),
-            percentile(&times, 0.99),
-            times.last().copied().unwrap_or(0)
-        );
+        let times = deploy_times(&api, app, images, opts.deploys).await?;
+        let (p50, p99) = percentiles(&times);
+        let max = times.iter().copied().fold(0.0, f64::max);
+        println!("{name:<24} {p50:>10.0} {p99:>10.0} {max:>10.0}");
     }
     println!(
         "\ntargets: wasm edge/peer {:.0}% (at least 90%), linux edge/direct {:.0}% (at least 80%), wasm deploy p50 under 1000 ms",
@@ -161,17 +157,6 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 struct App {
     id: String,
     host: String,
-}
-
-async fn create_org(server: &Server) -> anyhow::Result<String> {
-    let out = server
-        .command(&["admin", "create-org", "apps-bench", "--plan", "pro"])
-        .await?;
-    String::from_utf8_lossy(&out)
-        .lines()
-        .find_map(|l| l.strip_prefix("owner token (shown once): "))
-        .map(str::to_owned)
-        .context("create-org printed no owner token")
 }
 
 async fn push_component(
@@ -245,7 +230,7 @@ async fn deploy_times(
     app: &App,
     images: [&String; 2],
     count: usize,
-) -> anyhow::Result<Vec<i64>> {
+) -> anyhow::Result<Vec<f64>> {
     let mut times = Vec::with_capacity(count);
     for n in 0..count {
         let path = format!("/apps/{}/deployments", app.id);
@@ -268,7 +253,7 @@ async fn deploy_times(
                 .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
                 .with_context(|| format!("deployment {field}"))
         };
-        times.push(at("liveAt")? - at("createdAt")?);
+        times.push((at("liveAt")? - at("createdAt")?) as f64);
     }
     Ok(times)
 }
@@ -287,11 +272,6 @@ async fn settled(api: &Client, path: &str, id: &str) -> anyhow::Result<Value> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     bail!("deployment {id} still pending after 120 s")
-}
-
-fn percentile(sorted: &[i64], p: f64) -> i64 {
-    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
-    sorted.get(i).copied().unwrap_or(0)
 }
 
 /// `http://ADDRESS:PORT` of the one running Linux replica, read from its

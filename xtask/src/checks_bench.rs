@@ -78,14 +78,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let baseline = direct(&target, opts.rate(), opts.seconds.min(30)).await?;
 
     let server = Server::start_release_with(&[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
-    let out = server
-        .command(&["admin", "create-org", "Bench", "--plan", "pro"])
-        .await?;
-    let owner = String::from_utf8_lossy(&out)
-        .lines()
-        .find_map(|l| l.strip_prefix("owner token (shown once): "))
-        .context("create-org printed no owner token")?
-        .to_owned();
+    let owner = server.create_org("Bench", "pro").await?;
     let client = http_client(true);
     let api = format!("{}/api/v1", server.base);
     let cookie = login(&client, &api).await?;

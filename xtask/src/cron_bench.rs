@@ -63,20 +63,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let orgs = opts.jobs.div_ceil(PER_ORG);
     let mut tokens = Vec::with_capacity(orgs);
     for i in 0..orgs {
-        let out = server
-            .command(&[
-                "admin",
-                "create-org",
-                &format!("Cron {i}"),
-                "--plan",
-                "scale",
-            ])
-            .await?;
-        let owner = String::from_utf8_lossy(&out)
-            .lines()
-            .find_map(|l| l.strip_prefix("owner token (shown once): "))
-            .context("create-org printed no owner token")?
-            .to_owned();
+        let owner = server.create_org(&format!("Cron {i}"), "scale").await?;
         tokens.push(owner);
     }
     let client = http_client(true);

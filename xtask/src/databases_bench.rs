@@ -198,14 +198,7 @@ async fn failovers(server: &Server, opts: &Options) -> anyhow::Result<()> {
     if opts.failovers == 0 {
         return Ok(());
     }
-    let out = server
-        .command(&["admin", "create-org", "ha-bench", "--plan", "pro"])
-        .await?;
-    let token = String::from_utf8_lossy(&out)
-        .lines()
-        .find_map(|l| l.strip_prefix("owner token (shown once): "))
-        .context("create-org printed no token")?
-        .to_owned();
+    let token = server.create_org("ha-bench", "pro").await?;
     let c = Client::new(&server.base).with_token(&token);
     let r = c
         .post("/databases", json!({ "name": "ha", "replicas": 2 }))

@@ -97,6 +97,19 @@ impl Server {
         self.child.id()
     }
 
+    /// A new organisation on `plan` made with `plateau admin create-org`;
+    /// its owner token.
+    pub async fn create_org(&self, name: &str, plan: &str) -> anyhow::Result<String> {
+        let out = self
+            .command(&["admin", "create-org", name, "--plan", plan])
+            .await?;
+        String::from_utf8_lossy(&out)
+            .lines()
+            .find_map(|l| l.strip_prefix("owner token (shown once): "))
+            .map(str::to_owned)
+            .context("create-org printed no owner token")
+    }
+
     /// Runs `plateau ARGS` (the release binary) on this server's store and
     /// against its admin API, as an operator would; its standard output.
     pub async fn command(&self, args: &[&str]) -> anyhow::Result<Vec<u8>> {

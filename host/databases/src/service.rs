@@ -281,11 +281,17 @@ impl DatabaseService {
                     "quotaBytes": quota,
                     "readOnly": over,
                 }));
-            let mut tx = self.db.begin().await?;
-            events::record(&mut tx, &event, time::now_ms()).await?;
-            tx.commit().await?;
+            self.record_event(&event).await?;
         }
         let _ = conn.close().await;
+        Ok(())
+    }
+
+    /// Records `event` of a change already made in a cluster.
+    pub async fn record_event(&self, event: &NewEvent) -> Result<()> {
+        let mut tx = self.db.begin().await?;
+        events::record(&mut tx, event, time::now_ms()).await?;
+        tx.commit().await?;
         Ok(())
     }
 

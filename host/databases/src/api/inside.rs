@@ -10,8 +10,7 @@ use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_api::json::Body;
 use plateau_api::routes::Pairs;
-use plateau_core::time;
-use plateau_store::events::{self, NewEvent};
+use plateau_store::events::NewEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -30,14 +29,6 @@ const WRITE: &str = "databases:write";
 fn changed(caller: &Caller, id: &str, kind: &str, action: &str) -> NewEvent {
     NewEvent::audited(&caller.org_id, kind, "resources", action, &caller.actor())
         .resource("database", id)
-}
-
-/// Records the event of a change already made inside the cluster.
-async fn record(app: &AppState, event: &NewEvent) -> Result<(), ApiError> {
-    let mut tx = app.db().begin().await?;
-    events::record(&mut tx, event, time::now_ms()).await?;
-    tx.commit().await?;
-    Ok(())
 }
 
 /// The database's roles (never superusers).
@@ -110,7 +101,7 @@ pub async fn create_role(
     let _ = conn.close().await;
     let event = changed(&caller, &d.id, "database.role_created", "create")
         .data(json!({ "role": input.name, "login": login, "createdb": createdb }));
-    record(&app, &event).await?;
+    service.record_event(&event).await?;
     Ok((
         StatusCode::CREATED,
         Json(RoleView {
@@ -141,7 +132,7 @@ pub async fn drop_role(
     let _ = conn.close().await;
     let event =
         changed(&caller, &d.id, "database.role_dropped", "delete").data(json!({ "role": name }));
-    record(&app, &event).await?;
+    service.record_event(&event).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -180,7 +171,7 @@ pub async fn reset_password(
     let _ = conn.close().await;
     let event = changed(&caller, &d.id, "database.role_password_reset", "update")
         .data(json!({ "role": name }));
-    record(&app, &event).await?;
+    service.record_event(&event).await?;
     Ok(Json(RolePassword { name, password }))
 }
 
@@ -247,7 +238,7 @@ pub async fn create_extension(
     let event = changed(&caller, &d.id, "database.extension_created", "create").data(
         json!({ "extension": view.name, "schema": input.schema.as_deref().unwrap_or("public") }),
     );
-    record(&app, &event).await?;
+    service.record_event(&event).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 

@@ -8,13 +8,12 @@ mod clients;
 mod gc;
 mod manifests;
 
+use plateau_testkit::oci::ImagePusher;
 use plateau_testkit::{Backend, Server, ServerOptions};
 use reqwest::{Method, RequestBuilder};
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 
-pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub use plateau_testkit::oci::{OCI_INDEX, OCI_MANIFEST, sha256};
 
 /// A running server with its first organisation.
 pub struct Reg {
@@ -70,19 +69,9 @@ impl Reg {
 
     /// Pushes a blob with a single POST; returns its digest.
     pub async fn push_blob(&self, token: &str, repo: &str, bytes: &[u8]) -> String {
-        let digest = sha256(bytes);
-        let r = self
-            .req(
-                Method::POST,
-                &format!("/v2/{repo}/blobs/uploads/?digest={digest}"),
-                Some(token),
-            )
-            .body(bytes.to_vec())
-            .send()
+        ImagePusher::new(&self.server.url, token)
+            .blob(repo, bytes)
             .await
-            .unwrap();
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-        digest
     }
 
     /// Pushes a manifest; returns the status and the OCI error code, if any.
@@ -139,10 +128,6 @@ pub fn image_manifest(config: &str, config_size: usize, layer: &str, layer_size:
         "layers": [{ "mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer, "size": layer_size }]
     }))
     .unwrap()
-}
-
-pub fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 /// The first OCI error code of a body (empty when there is none).
