@@ -16,12 +16,12 @@
 
 pub mod admin;
 pub mod admin_jobs;
-mod claims;
 pub mod config;
 pub mod cursors;
 pub mod delivery;
 pub mod dispatch;
 pub mod docs;
+mod groups;
 pub mod host;
 pub mod jobs;
 pub mod meter;

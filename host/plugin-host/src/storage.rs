@@ -9,29 +9,30 @@ use plateau_plugin_runtime::{
     BucketId, Claim, Entry, EventRecord, JobId, JobWrite, KvWrite, Namespace, Storage,
     StorageError, WriteSet,
 };
+use plateau_store::db::holds_last_commit;
 use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::jobs::{self, JobKey};
 use plateau_store::plugins as kv;
 use plateau_store::{Backend, Db, Tx};
 
-use crate::claims::ClaimGroups;
+use crate::groups::WriteGroups;
 
 pub struct SqlStorage {
     db: Db,
-    /// SQLite: claims committed in groups (see `crate::claims`).
-    claims: Option<ClaimGroups>,
+    /// SQLite: claims and call commits committed in groups (see
+    /// `crate::groups`).
+    groups: Option<WriteGroups>,
 }
 
 impl SqlStorage {
-    /// On SQLite, starts the group commit of claims (inside a tokio
-    /// runtime).
+    /// On SQLite, starts the group commit (inside a tokio runtime).
     pub fn new(db: Db) -> Self {
-        let claims = (db.backend() == Backend::Sqlite).then(|| ClaimGroups::start(db.clone()));
-        SqlStorage { db, claims }
+        let groups = (db.backend() == Backend::Sqlite).then(|| WriteGroups::start(db.clone()));
+        SqlStorage { db, groups }
     }
 }
 
-fn ns(bucket: &BucketId) -> &str {
+pub(crate) fn ns(bucket: &BucketId) -> &str {
     match &bucket.namespace {
         Namespace::Organization(id) => id,
         Namespace::Global => "",
@@ -81,6 +82,11 @@ impl Storage for SqlStorage {
         if set.is_empty() {
             return Ok(());
         }
+        if let Some(groups) = &self.groups
+            && !holds_last_commit()
+        {
+            return groups.commit(set).await;
+        }
         let mut tx = self.db.begin().await.map_err(unavailable)?;
         let mut locks: Vec<String> = set
             .expectations
@@ -128,12 +134,12 @@ impl Storage for SqlStorage {
     }
 
     /// Committed at once whatever the request does next: on SQLite with
-    /// the claims that wait for the writer with it (`crate::claims`),
+    /// the operations that wait for the writer with it (`crate::groups`),
     /// elsewhere in one short transaction of its own: lock the key (PostgreSQL, as commits do, so a
     /// commit expecting the key cannot interleave), a conditional write,
     /// then the writes that change with it.
     async fn claim(&self, claim: Claim) -> Result<bool, StorageError> {
-        if let Some(groups) = &self.claims {
+        if let Some(groups) = &self.groups {
             return groups.claim(claim).await;
         }
         let mut tx = self.db.begin().await.map_err(unavailable)?;
@@ -222,7 +228,7 @@ fn millis(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
-async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), StorageError> {
+pub(crate) async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), StorageError> {
     match job {
         JobWrite::Schedule {
             id,
@@ -249,7 +255,7 @@ async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), StorageError> {
     .map_err(unavailable)
 }
 
-async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
+pub(crate) async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
     let actor = match event.actor.as_deref().and_then(|a| a.split_once(':')) {
         Some((kind, id)) => Actor {
             kind: kind.to_owned(),

@@ -17,7 +17,7 @@ use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
 use tokio::sync::Mutex;
 
 use held::commit_held;
-pub use held::hold_last_commit;
+pub use held::{hold_last_commit, holds_last_commit};
 pub use tx::{Deferred, Tx};
 pub use writer::WriteConn;
 pub(crate) use writer::Writer;

@@ -265,9 +265,9 @@ pub enum Savepoint {
 
 pub async fn kv_savepoint(tx: &mut Tx, step: Savepoint) -> Result<()> {
     let sql = match step {
-        Savepoint::Begin => "SAVEPOINT claim",
-        Savepoint::RollBack => "ROLLBACK TO claim",
-        Savepoint::Release => "RELEASE claim",
+        Savepoint::Begin => "SAVEPOINT grouped",
+        Savepoint::RollBack => "ROLLBACK TO grouped",
+        Savepoint::Release => "RELEASE grouped",
     };
     sqlx::query(sql).execute(tx.conn()).await?;
     Ok(())

@@ -48,6 +48,12 @@ pub async fn hold_last_commit<F: Future>(request: F) -> (F::Output, Option<Tx>) 
     (output, held)
 }
 
+/// Whether this task runs inside [`hold_last_commit`], where a
+/// [`Tx::commit_last`] is held open rather than committed.
+pub fn holds_last_commit() -> bool {
+    HELD.try_with(|_| ()).is_ok()
+}
+
 /// Commits the transaction this task holds, if any: the request writes
 /// again after [`Tx::commit_last`]. On SQLite the held transaction has the
 /// one writer connection, so anything else would wait for it forever.
