@@ -2,8 +2,9 @@
 //! schedules, one host at a time per job.
 //!
 //! Each pass reads when the next job is due (sleeping until then, at most
-//! one poll), claims the due jobs under a lease (see `plateau_store::jobs`),
-//! runs each in the plugin's current version, and commits the end of the
+//! one poll), claims the due jobs under a lease (see `plateau_store::jobs`)
+//! in batches of up to [`HELD`] claimed and unfinished jobs, runs each in
+//! the plugin's current version (at most `concurrency` at once), and commits the end of the
 //! run (the next due time of a repeating job, or its removal) with the
 //! run's own writes. A failed run is retried with exponential backoff; a
 //! one-shot job that fails [`MAX_ATTEMPTS`] times is dropped, a repeating
@@ -31,8 +32,13 @@ pub const MAX_ATTEMPTS: i32 = 8;
 const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
 /// How long a claim holds; longer than any plugin's deadline.
 const LEASE_MS: i64 = 5 * 60 * 1000;
-/// The most jobs one pass claims.
-const BATCH: i64 = 256;
+/// The most jobs a host holds claimed and not yet ended: the runs under
+/// way and those waiting for one of the runner's `concurrency` permits.
+const HELD: usize = 256;
+/// A pass claims at least this many jobs (when so many are due): with
+/// fewer places free it waits for runs to end first, so that a busy
+/// runner claims in batches rather than one job per ended run.
+const CLAIM_AT_LEAST: usize = 32;
 /// How many lateness samples the statistics keep.
 const SAMPLES: usize = 100_000;
 
@@ -52,6 +58,8 @@ pub struct JobRunner {
     clock: Arc<dyn Clock>,
     owner: String,
     permits: Arc<Semaphore>,
+    /// Places for claimed jobs ([`HELD`]).
+    held: Arc<Semaphore>,
     wake: Notify,
     poll: Duration,
     samples: Mutex<VecDeque<u64>>,
@@ -74,6 +82,7 @@ impl JobRunner {
             clock,
             owner: new_id("host"),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            held: Arc::new(Semaphore::new(HELD)),
             wake: Notify::new(),
             poll,
             samples: Mutex::new(VecDeque::with_capacity(SAMPLES)),
@@ -143,10 +152,11 @@ impl JobRunner {
     /// to wait before the next pass (zero: at once, more may be due).
     async fn pass(self: Arc<Self>) -> Result<Duration, plateau_store::Error> {
         self.sync_ticks().await?;
-        let free = self.permits.available_permits().min(BATCH as usize);
-        if free == 0 {
-            // Wait for one run to end rather than spin.
-            drop(self.permits.acquire().await);
+        let free = self.held.available_permits();
+        if free < CLAIM_AT_LEAST {
+            // Wait for runs to end rather than spin or claim one at a time.
+            let wanted = u32::try_from(CLAIM_AT_LEAST).expect("small");
+            drop(self.held.acquire_many(wanted).await);
             return Ok(Duration::ZERO);
         }
         let now = self.now();
@@ -177,16 +187,23 @@ impl JobRunner {
             return Ok(self.poll);
         }
         for job in claimed {
-            let permit = self
-                .permits
+            // Only this loop takes places, and it claimed no more than
+            // were free.
+            let place = self
+                .held
                 .clone()
-                .acquire_owned()
-                .await
-                .expect("the semaphore is never closed");
+                .try_acquire_owned()
+                .expect("a place for each claimed job");
             let runner = self.clone();
             tokio::spawn(async move {
+                let permit = runner
+                    .permits
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
                 runner.run_one(job).await;
-                drop(permit);
+                drop((permit, place));
             });
         }
         Ok(Duration::ZERO)
