@@ -9,8 +9,8 @@
 //! before the minute, are printed next to it. The method is the checks
 //! bench's (`checks_bench.rs`), with every run due at once instead of
 //! spread over the interval. The bound of the machine is measured first:
-//! the same requests sent straight from tokio, a new connection each, 32
-//! at a time (the host's job runner runs 32 jobs at once).
+//! the same requests sent straight from tokio, a new connection each, 64
+//! at a time (the host's job runner runs 64 jobs at once).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -57,8 +57,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     // The bound of this machine: the same requests sent straight from a
     // tokio loop, a new connection each (as the egress guard makes), as
-    // many at once as the host's job runner runs (32), all due at once.
-    let baseline = direct(&sink, opts.jobs, 32).await?;
+    // many at once as the host's job runner runs (64), all due at once.
+    let baseline = direct(&sink, opts.jobs, 64).await?;
     let server = Server::start_release_with(&[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
     let orgs = opts.jobs.div_ceil(PER_ORG);
     let mut tokens = Vec::with_capacity(orgs);
@@ -156,7 +156,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     println!(
         "{:<44} {:>8} {:>12} {:>12} {:>12}",
-        "bound: direct from tokio, 32 at a time",
+        "bound: direct from tokio, 64 at a time",
         baseline.len(),
         percentile(&baseline, 0.5),
         percentile(&baseline, 0.99),

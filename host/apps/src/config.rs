@@ -25,6 +25,9 @@ pub struct AppsConfig {
     pub upload_max_bytes: u64,
     /// How long an upload URL is valid.
     pub upload_ttl: std::time::Duration,
+    /// How long a stored archive that no deployment builds is kept
+    /// (`PLATEAU_APPS_UPLOAD_KEEP_SECONDS`).
+    pub upload_keep: std::time::Duration,
     /// The API's public address (`http://host:port`), for upload URLs.
     pub public_url: String,
     /// How long a build may run (`PLATEAU_APPS_BUILD_TIMEOUT_SECONDS`).
@@ -45,6 +48,7 @@ impl AppsConfig {
             uploads_dir: None,
             upload_max_bytes: 100 << 20,
             upload_ttl: std::time::Duration::from_secs(15 * 60),
+            upload_keep: std::time::Duration::from_secs(24 * 60 * 60),
             public_url: "http://127.0.0.1:8080".to_owned(),
             build_timeout: crate::build::BUILD_TIMEOUT,
             build_memory_bytes: crate::build::BUILD_MEMORY_BYTES,

@@ -148,12 +148,14 @@ impl Apps {
     }
 
     /// Starts the background work: log flushing, the supervision loop,
-    /// and the deployments a previous run left pending.
+    /// the deployments a previous run left pending, and the sweep of
+    /// uploads nobody built.
     pub fn start(&self) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
             tokio::spawn(self.inner.logs.clone().keep_flushing()),
             tokio::spawn(self.clone().supervise()),
             tokio::spawn(self.clone().resume_pending()),
+            tokio::spawn(self.clone().sweep_uploads()),
         ]
     }
 

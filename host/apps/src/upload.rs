@@ -178,3 +178,35 @@ pub fn unpack(archive: &Path, into: &Path) -> Result<(), String> {
 fn bad(e: std::io::Error) -> String {
     format!("the upload is not a readable tar.gz archive: {e}")
 }
+
+/// The longest pause between two sweeps of uploads.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl crate::Apps {
+    /// Removes, on a timer, the uploads nobody can build any more: never
+    /// stored once their URL expired, or stored and not deployed within
+    /// [`AppsConfig::upload_keep`](crate::AppsConfig), with their archives.
+    pub(crate) async fn sweep_uploads(self) {
+        let Some(dir) = self.config().uploads_dir.clone() else {
+            return;
+        };
+        let keep = self.config().upload_keep;
+        let every = SWEEP_EVERY.min(keep / 2).max(std::time::Duration::from_secs(1));
+        loop {
+            tokio::time::sleep(every).await;
+            let now = plateau_core::time::now_ms();
+            let stored_before = now - i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+            match plateau_store::apps::uploads::sweep(self.db(), now, stored_before).await {
+                Ok(ids) => {
+                    for id in &ids {
+                        let _ = tokio::fs::remove_file(archive_path(&dir, id)).await;
+                    }
+                    if !ids.is_empty() {
+                        tracing::info!(count = ids.len(), "apps: removed uploads nobody built");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "apps: sweeping uploads"),
+            }
+        }
+    }
+}

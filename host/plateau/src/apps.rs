@@ -41,6 +41,14 @@ pub struct AppsArgs {
     /// The largest source archive an upload takes, in MiB.
     #[arg(long, env = "PLATEAU_APPS_UPLOAD_MAX_MB", default_value_t = 100)]
     pub apps_upload_max_mb: u64,
+    /// How long a stored source archive that no deployment builds is
+    /// kept, in seconds; then it and its upload are removed.
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_UPLOAD_KEEP_SECONDS",
+        default_value_t = 86_400
+    )]
+    pub apps_upload_keep_seconds: u64,
     /// How long a build (of a git or uploaded source) may run, in seconds;
     /// past it the deployment fails with `build_timeout`.
     #[arg(
@@ -159,6 +167,7 @@ pub async fn prepare(
     config.builds_dir = Some(data_dir.join("apps/builds/scratch"));
     config.uploads_dir = Some(data_dir.join("apps/uploads"));
     config.upload_max_bytes = args.apps_upload_max_mb.max(1) << 20;
+    config.upload_keep = std::time::Duration::from_secs(args.apps_upload_keep_seconds);
     config.build_timeout = std::time::Duration::from_secs(args.apps_build_timeout_seconds.max(1));
     config.build_memory_bytes = args.apps_build_memory_mb.max(16) << 20;
     // Upload URLs point at the host's public address, which serves the

@@ -49,7 +49,7 @@ pub struct Running {
 }
 
 /// How many plugin jobs one host runs at once.
-const JOB_CONCURRENCY: usize = 32;
+const JOB_CONCURRENCY: usize = 64;
 
 /// Paths of the core API that no plugin may claim.
 const CORE_PREFIXES: &[&str] = &[

@@ -89,3 +89,23 @@ pub async fn set_app_source(tx: &mut Tx, app_id: &str, now: i64) -> Result<()> {
         .await?;
     Ok(())
 }
+
+/// Removes the uploads nobody can build any more and no deployment names:
+/// those never stored whose URL expired before `now`, and those stored
+/// before `stored_before` and never deployed. Their ids, whose archives
+/// the caller removes.
+pub async fn sweep(db: &Db, now: i64, stored_before: i64) -> Result<Vec<String>> {
+    let mut tx = db.begin().await?;
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "DELETE FROM app_uploads WHERE \
+         ((stored_at IS NULL AND expires_at < $1) OR stored_at < $2) \
+         AND NOT EXISTS (SELECT 1 FROM app_deployments d WHERE d.upload_id = app_uploads.id) \
+         RETURNING id",
+    )
+    .bind(now)
+    .bind(stored_before)
+    .fetch_all(tx.conn())
+    .await?;
+    tx.commit().await?;
+    Ok(ids.into_iter().map(|(id,)| id).collect())
+}

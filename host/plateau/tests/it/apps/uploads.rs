@@ -14,6 +14,7 @@ use super::{Apps, Edge, id, slug};
 use crate::on_both_backends;
 
 on_both_backends!(uploaded_dockerfile_builds);
+on_both_backends!(uploads_nobody_builds_are_removed);
 
 /// A gzip-compressed tar of `files` (name, content, mode).
 pub(super) fn archive(files: &[(&str, Vec<u8>, u32)]) -> Vec<u8> {
@@ -233,4 +234,42 @@ async fn uploaded_dockerfile_builds(backend: Backend) {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A stored archive that no deployment builds within
+/// `PLATEAU_APPS_UPLOAD_KEEP_SECONDS` is removed, file and upload: a
+/// deployment of it then finds no upload. One deployed in time is built.
+async fn uploads_nobody_builds_are_removed(backend: Backend) {
+    let env = Apps::start_with(
+        ServerOptions::new(backend).env("PLATEAU_APPS_UPLOAD_KEEP_SECONDS", "2"),
+    )
+    .await;
+    let c = env.client();
+    let r = c
+        .post(
+            "/apps",
+            json!({ "name": "Swept", "sourceType": "upload", "port": 9090 }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let app_id = id(&r.json());
+    let t = ticket(&c, &app_id).await;
+    let (status, stored) = put(t["url"].as_str().unwrap(), site_on_port()).await;
+    assert_eq!(status, 200, "{stored}");
+    let uploads = env.server.data_dir.path().join("apps/uploads");
+    let archive = uploads.join(format!("{}.tar.gz", t["uploadId"].as_str().unwrap()));
+    assert!(archive.exists(), "{}", archive.display());
+
+    // Waits for the sweep (deploying now would build it).
+    let gone = async {
+        while archive.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), gone)
+        .await
+        .expect("the archive is removed within a minute");
+    let r = deploy_upload(&c, &app_id, &t).await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.json()["code"], "not_found", "{}", r.text());
 }
