@@ -1,11 +1,13 @@
 //! The Wasm runtime: `wasi:http/proxy` components run in-process by
-//! wasmtime, a fresh instance per request (as `wasmtime serve` does).
+//! wasmtime, a fresh instance per request (as `wasmtime serve` does),
+//! allocated from a pool of instance slots (as `wasmtime serve` does).
 //!
 //! Limits: `memoryMb` caps the linear memory of an instance; `milliCpu`
-//! is each request's fuel (1000 milli-CPU is [`FUEL_PER_CORE`] units,
-//! about a second of one core's work) and its guest yields to the
-//! executor every epoch tick so one app cannot hold a thread; `replicas`
-//! is how many requests run at once, the others wait.
+//! is each request's CPU budget, counted in epoch ticks the guest runs
+//! through (1000 milli-CPU is [`CPU_PER_CORE`], a second of one core's
+//! work) and its guest yields to the executor every tick so one app
+//! cannot hold a thread; `replicas` is how many requests of an app run at
+//! once, the others wait, as they wait for a free slot of the pool.
 
 mod output;
 mod replicas;
@@ -18,41 +20,52 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
 use crate::{Artifact, Error, LaunchSpec, Replicas, Result, Runner};
 pub use replicas::WasmReplicas;
 use state::RequestState;
 
-/// Fuel of one request per whole core of `milliCpu`.
-pub const FUEL_PER_CORE: u64 = 2_000_000_000;
-/// How often the epoch advances (each tick, a running guest yields).
+/// Guest time of one request per whole core of `milliCpu`.
+pub const CPU_PER_CORE: Duration = Duration::from_secs(1);
+/// How often the epoch advances (each tick, a running guest yields and
+/// one tick of its CPU budget is spent).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// Longest time one request may run, whatever its fuel.
+/// Longest time one request may run, whatever its CPU budget.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+/// Instances of every app of this host alive at once: the slots of the
+/// pooling allocator. A request past them waits for a slot.
+pub const POOLED_INSTANCES: u32 = 1000;
 /// Compiled components kept, by digest; rollbacks and restarts of the
 /// same image skip compilation.
 const COMPILED_CACHE: usize = 64;
+/// Core instances, memories and tables a Rust component needs at most; a
+/// wasm32-wasip2 component has one main module plus a few shims.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+const MEMORIES_PER_COMPONENT: u32 = 2;
+const TABLES_PER_COMPONENT: u32 = 8;
+/// Bytes of each pooled memory and table that stay mapped when an
+/// instance ends: its dirty pages are reset in place rather than
+/// unmapped, which costs a request less than the page faults after.
+const MEMORY_KEEP_RESIDENT: usize = 4 << 20;
+const TABLE_KEEP_RESIDENT: usize = 1 << 20;
 
 /// Runs Wasm components; one engine for every app of this host.
 pub struct WasmRunner {
     engine: Engine,
     linker: Arc<Linker<RequestState>>,
     compiled: Mutex<HashMap<String, Component>>,
+    /// One permit per slot of the pool, shared by every app.
+    slots: Arc<Semaphore>,
     _ticker: Ticker,
 }
 
 impl WasmRunner {
     pub fn new() -> Result<WasmRunner> {
-        let mut config = Config::new();
-        config
-            .wasm_component_model(true)
-            .epoch_interruption(true)
-            .consume_fuel(true);
-        let engine = Engine::new(&config)
-            .map_err(|e| Error::NotRunnable(format!("cannot start wasmtime: {e}")))?;
+        let engine = engine()?;
         let mut linker = Linker::new(&engine);
         // All of WASI 0.2 (an app reads its environment through
         // wasi:cli; no directories are preopened and no network is
@@ -66,6 +79,7 @@ impl WasmRunner {
             engine,
             linker: Arc::new(linker),
             compiled: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(POOLED_INSTANCES as usize)),
             _ticker: ticker,
         })
     }
@@ -93,6 +107,38 @@ impl WasmRunner {
     }
 }
 
+/// The engine: component model, epoch interruption (no fuel: the CPU
+/// budget is counted in epoch ticks, which costs a guest nothing between
+/// ticks) and the pooling allocator, or on-demand allocation where the
+/// pool's address space cannot be reserved.
+fn engine() -> Result<Engine> {
+    let mut config = Config::new();
+    config.wasm_component_model(true).epoch_interruption(true);
+    let n = POOLED_INSTANCES;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+        .total_memories(n.saturating_mul(MEMORIES_PER_COMPONENT))
+        .total_tables(n.saturating_mul(TABLES_PER_COMPONENT))
+        .total_stacks(n)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(TABLES_PER_COMPONENT)
+        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
+        .table_keep_resident(TABLE_KEEP_RESIDENT)
+        .pagemap_scan(Enabled::Auto);
+    let mut pooled = config.clone();
+    pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    match Engine::new(&pooled) {
+        Ok(engine) => return Ok(engine),
+        Err(e) => tracing::warn!(
+            error = %e,
+            "apps: the pooling allocator could not reserve its memory; instances are allocated on demand"
+        ),
+    }
+    Engine::new(&config).map_err(|e| Error::NotRunnable(format!("cannot start wasmtime: {e}")))
+}
+
 #[async_trait]
 impl Runner for WasmRunner {
     async fn launch(&self, spec: LaunchSpec) -> Result<Arc<dyn Replicas>> {
@@ -111,7 +157,12 @@ impl Runner for WasmRunner {
                 "the component does not export wasi:http/incoming-handler: {e:#}"
             ))
         })?;
-        Ok(Arc::new(WasmReplicas::new(self.engine.clone(), pre, spec)))
+        Ok(Arc::new(WasmReplicas::new(
+            self.engine.clone(),
+            pre,
+            self.slots.clone(),
+            spec,
+        )))
     }
 }
 

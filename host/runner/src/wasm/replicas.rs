@@ -16,7 +16,7 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
 use super::output;
 use super::state::RequestState;
-use super::{FUEL_PER_CORE, REQUEST_DEADLINE};
+use super::{CPU_PER_CORE, EPOCH_TICK, REQUEST_DEADLINE};
 use crate::logs::{LogSink, Stream};
 use crate::{Body, BoxError, Error, LaunchSpec, Limits, Replicas, Result};
 
@@ -26,6 +26,8 @@ pub struct WasmReplicas {
     env: Vec<(String, String)>,
     limits: Limits,
     logs: Arc<dyn LogSink>,
+    /// The pool's slots, shared by every app of the runner.
+    slots: Arc<Semaphore>,
     /// One permit per replica: requests beyond them wait. Replaced whole
     /// on a scale change; requests holding the old one finish with it.
     permits: ArcSwap<Semaphore>,
@@ -33,10 +35,16 @@ pub struct WasmReplicas {
 }
 
 impl WasmReplicas {
-    pub(super) fn new(engine: Engine, pre: ProxyPre<RequestState>, spec: LaunchSpec) -> Self {
+    pub(super) fn new(
+        engine: Engine,
+        pre: ProxyPre<RequestState>,
+        slots: Arc<Semaphore>,
+        spec: LaunchSpec,
+    ) -> Self {
         WasmReplicas {
             engine,
             pre,
+            slots,
             permits: ArcSwap::from_pointee(Semaphore::new(spec.limits.replicas.max(1) as usize)),
             env: spec.env,
             limits: spec.limits,
@@ -45,8 +53,10 @@ impl WasmReplicas {
         }
     }
 
-    fn fuel(&self) -> u64 {
-        FUEL_PER_CORE / 1000 * u64::from(self.limits.milli_cpu.max(1))
+    /// The epoch ticks one request's guest may run through.
+    fn cpu_ticks(&self) -> u64 {
+        let per_core = (CPU_PER_CORE.as_millis() / EPOCH_TICK.as_millis()) as u64;
+        (per_core * u64::from(self.limits.milli_cpu) / 1000).max(1)
     }
 }
 
@@ -62,6 +72,12 @@ impl Replicas for WasmReplicas {
             .acquire_owned()
             .await
             .map_err(|_| Error::Stopped)?;
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Stopped)?;
         let stdout = output::new(Stream::Stdout, self.logs.clone());
         let stderr = output::new(Stream::Stderr, self.logs.clone());
         let state = RequestState::new(
@@ -72,13 +88,18 @@ impl Replicas for WasmReplicas {
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s.limiter());
-        let fuel = self.fuel();
-        store
-            .set_fuel(fuel)
-            .map_err(|e| Error::Failed(e.to_string()))?;
+        // Called at the first check of the guest after each tick it runs
+        // through (or waits to run through: a tick spent ready but not
+        // scheduled counts too, which errs on stopping a runaway sooner).
+        let budget = self.cpu_ticks();
+        let mut ticks = 0u64;
         let deadline = Instant::now() + REQUEST_DEADLINE;
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
+        store.epoch_deadline_callback(move |mut cx| {
+            ticks += 1;
+            if ticks > budget {
+                cx.data_mut().out_of_cpu = true;
+                Ok(UpdateDeadline::Interrupt)
+            } else if Instant::now() >= deadline {
                 Ok(UpdateDeadline::Interrupt)
             } else {
                 Ok(UpdateDeadline::Yield(1))
@@ -102,7 +123,7 @@ impl Replicas for WasmReplicas {
             .map_err(|e| Error::Failed(format!("{e:#}")))?;
         let pre = self.pre.clone();
         let task = tokio::spawn(async move {
-            let _permit = permit;
+            let _permits = (permit, slot);
             let result = async {
                 let proxy = pre.instantiate_async(&mut store).await?;
                 proxy
@@ -113,8 +134,10 @@ impl Replicas for WasmReplicas {
             .await;
             output::finish(&stdout);
             output::finish(&stderr);
-            let spent = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-            result.map_err(|e| explain(e, spent >= fuel))
+            let out_of_cpu = store.data().out_of_cpu;
+            // The store goes back to the pool before the slot's permit.
+            drop(store);
+            result.map_err(|e| explain(e, out_of_cpu))
         });
         match rx.await {
             Ok(Ok(response)) => {
@@ -151,8 +174,8 @@ impl Replicas for WasmReplicas {
 }
 
 /// Says why a guest stopped: its CPU budget, its memory, or its trap.
-fn explain(e: wasmtime::Error, out_of_fuel: bool) -> String {
-    if out_of_fuel {
+fn explain(e: wasmtime::Error, out_of_cpu: bool) -> String {
+    if out_of_cpu {
         return "the request used up its CPU budget (milliCpu); raise milliCpu or do less per request".to_owned();
     }
     format!("the app trapped: {e:#}")

@@ -14,6 +14,8 @@ pub struct RequestState {
     http: WasiHttpCtx,
     hooks: NoOutbound,
     limits: StoreLimits,
+    /// Set when the request used up its CPU budget.
+    pub out_of_cpu: bool,
 }
 
 impl RequestState {
@@ -33,6 +35,7 @@ impl RequestState {
                 .instances(64)
                 .trap_on_grow_failure(true)
                 .build(),
+            out_of_cpu: false,
         }
     }
 
