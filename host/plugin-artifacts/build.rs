@@ -112,7 +112,13 @@ const FIXTURES: &[Package] = &[
         name: "plateau-fixture-apps",
         dir: "tests/fixture-apps",
         module: "apps",
-        targets: Targets::Examples(&["hello-app", "hello-app-v2", "broken-app", "echo-command", "spin-app"]),
+        targets: Targets::Examples(&[
+            "hello-app",
+            "hello-app-v2",
+            "broken-app",
+            "echo-command",
+            "spin-app",
+        ]),
     },
 ];
 

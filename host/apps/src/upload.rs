@@ -191,7 +191,9 @@ impl crate::Apps {
             return;
         };
         let keep = self.config().upload_keep;
-        let every = SWEEP_EVERY.min(keep / 2).max(std::time::Duration::from_secs(1));
+        let every = SWEEP_EVERY
+            .min(keep / 2)
+            .max(std::time::Duration::from_secs(1));
         loop {
             tokio::time::sleep(every).await;
             let now = plateau_core::time::now_ms();

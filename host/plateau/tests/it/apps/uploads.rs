@@ -13,8 +13,10 @@ use super::builds::{BUSYBOX, dockerfile, finished};
 use super::{Apps, Edge, id, slug};
 use crate::on_both_backends;
 
-on_both_backends!(uploaded_dockerfile_builds);
-on_both_backends!(uploads_nobody_builds_are_removed);
+on_both_backends!(
+    uploaded_dockerfile_builds,
+    uploads_nobody_builds_are_removed
+);
 
 /// A gzip-compressed tar of `files` (name, content, mode).
 pub(super) fn archive(files: &[(&str, Vec<u8>, u32)]) -> Vec<u8> {
@@ -240,10 +242,9 @@ async fn uploaded_dockerfile_builds(backend: Backend) {
 /// `PLATEAU_APPS_UPLOAD_KEEP_SECONDS` is removed, file and upload: a
 /// deployment of it then finds no upload. One deployed in time is built.
 async fn uploads_nobody_builds_are_removed(backend: Backend) {
-    let env = Apps::start_with(
-        ServerOptions::new(backend).env("PLATEAU_APPS_UPLOAD_KEEP_SECONDS", "2"),
-    )
-    .await;
+    let env =
+        Apps::start_with(ServerOptions::new(backend).env("PLATEAU_APPS_UPLOAD_KEEP_SECONDS", "2"))
+            .await;
     let c = env.client();
     let r = c
         .post(
