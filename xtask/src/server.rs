@@ -22,6 +22,16 @@ const TOKEN: &str = "plt_BenchBenchBenchBenchBenchBenchBenchBench";
 /// The operator password of benchmark servers, for the admin API.
 pub const ADMIN_PASSWORD: &str = "bench-admin-password";
 
+/// A bench's server takes down what it started under its data directory
+/// (apps' runc containers, database and cache servers), which by design
+/// outlive `plateau serve`.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        plateau_testkit::kill_under(self.dir.path());
+    }
+}
+
 impl Server {
     /// The server's data directory.
     pub fn data_dir(&self) -> &std::path::Path {

@@ -6,6 +6,7 @@ pub mod bounds;
 mod client;
 pub mod oci;
 mod orphans;
+pub use orphans::kill_under;
 mod postgres;
 mod server;
 mod smtp_session;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// SIGKILLs every process whose working directory lies under `dir` or whose
 /// command line names a path under it.
-pub(crate) fn kill_under(dir: &Path) {
+pub fn kill_under(dir: &Path) {
     stop_containers(dir);
     let Some(needle) = dir.to_str() else { return };
     let me = std::process::id().to_string();
