@@ -6,25 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy,
-};
+use wasmtime::{Config, Engine, ProfilingStrategy};
 
 use crate::config::RuntimeConfig;
 use crate::error::{Error, Result};
-
-/// Core instances, memories and tables a Rust component needs at most; a
-/// wasm32-wasip2 component has one main module plus a few shims.
-const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
-const MEMORIES_PER_COMPONENT: u32 = 2;
-const TABLES_PER_COMPONENT: u32 = 8;
-/// Bytes of each pooled linear memory and table that stay mapped when an
-/// instance ends: the pages a call dirtied are reset in place (found with
-/// `PAGEMAP_SCAN` where the kernel has it) instead of being unmapped with
-/// `madvise`, whose TLB shootdowns and the page faults of the next call
-/// cost more than the guest's own work. Bounds the RSS a warm slot keeps.
-const MEMORY_KEEP_RESIDENT: usize = 4 << 20;
-const TABLE_KEEP_RESIDENT: usize = 1 << 20;
 
 fn base_config(runtime: &RuntimeConfig) -> Config {
     let mut config = Config::new();
@@ -45,30 +30,11 @@ pub(crate) fn build(config: &RuntimeConfig) -> Result<(Engine, bool)> {
     if config.max_concurrency == 0 {
         return Err(Error::Config("max_concurrency must be at least 1".into()));
     }
-    if config.pooling {
-        let n = config.max_concurrency;
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(n)
-            .total_core_instances(n.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-            .total_memories(n.saturating_mul(MEMORIES_PER_COMPONENT))
-            .total_tables(n.saturating_mul(TABLES_PER_COMPONENT))
-            .total_stacks(n)
-            .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
-            .max_memories_per_component(MEMORIES_PER_COMPONENT)
-            .max_tables_per_component(TABLES_PER_COMPONENT)
-            .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
-            .table_keep_resident(TABLE_KEEP_RESIDENT)
-            .pagemap_scan(Enabled::Auto);
-        let mut pooled = base_config(config);
-        pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        match Engine::new(&pooled) {
-            Ok(engine) => return Ok((engine, true)),
-            Err(e) => tracing::warn!(
-                error = %e,
-                max_concurrency = n,
-                "the pooling allocator could not reserve its memory; falling back to on-demand allocation"
-            ),
-        }
+    if config.pooling
+        && let Some(engine) =
+            plateau_wasm_pool::pooled_engine(&base_config(config), config.max_concurrency)
+    {
+        return Ok((engine, true));
     }
     let engine = Engine::new(&base_config(config)).map_err(Error::Engine)?;
     Ok((engine, false))

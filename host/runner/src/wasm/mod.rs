@@ -22,7 +22,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
 use crate::{Artifact, Error, LaunchSpec, Replicas, Result, Runner};
@@ -42,17 +42,6 @@ pub const POOLED_INSTANCES: u32 = 1000;
 /// Compiled components kept, by digest; rollbacks and restarts of the
 /// same image skip compilation.
 const COMPILED_CACHE: usize = 64;
-/// Core instances, memories and tables a Rust component needs at most; a
-/// wasm32-wasip2 component has one main module plus a few shims.
-const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
-const MEMORIES_PER_COMPONENT: u32 = 2;
-const TABLES_PER_COMPONENT: u32 = 8;
-/// Bytes of each pooled memory and table that stay mapped when an
-/// instance ends: its dirty pages are reset in place rather than
-/// unmapped, which costs a request less than the page faults after.
-const MEMORY_KEEP_RESIDENT: usize = 4 << 20;
-const TABLE_KEEP_RESIDENT: usize = 1 << 20;
-
 /// Runs Wasm components; one engine for every app of this host.
 pub struct WasmRunner {
     engine: Engine,
@@ -114,27 +103,8 @@ impl WasmRunner {
 fn engine() -> Result<Engine> {
     let mut config = Config::new();
     config.wasm_component_model(true).epoch_interruption(true);
-    let n = POOLED_INSTANCES;
-    let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(n)
-        .total_core_instances(n.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-        .total_memories(n.saturating_mul(MEMORIES_PER_COMPONENT))
-        .total_tables(n.saturating_mul(TABLES_PER_COMPONENT))
-        .total_stacks(n)
-        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
-        .max_memories_per_component(MEMORIES_PER_COMPONENT)
-        .max_tables_per_component(TABLES_PER_COMPONENT)
-        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
-        .table_keep_resident(TABLE_KEEP_RESIDENT)
-        .pagemap_scan(Enabled::Auto);
-    let mut pooled = config.clone();
-    pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    match Engine::new(&pooled) {
-        Ok(engine) => return Ok(engine),
-        Err(e) => tracing::warn!(
-            error = %e,
-            "apps: the pooling allocator could not reserve its memory; instances are allocated on demand"
-        ),
+    if let Some(engine) = plateau_wasm_pool::pooled_engine(&config, POOLED_INSTANCES) {
+        return Ok(engine);
     }
     Engine::new(&config).map_err(|e| Error::NotRunnable(format!("cannot start wasmtime: {e}")))
 }
