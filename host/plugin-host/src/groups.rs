@@ -255,15 +255,22 @@ mod tests {
             .unwrap()
     }
 
+    /// A SQLite database in a fresh directory (kept while the first is),
+    /// and its storage.
+    async fn sqlite_storage() -> (tempfile::TempDir, Db, std::sync::Arc<SqlStorage>) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(&Db::sqlite_url(dir.path())).await.unwrap();
+        let storage = std::sync::Arc::new(SqlStorage::new(db.clone()));
+        (dir, db, storage)
+    }
+
     /// Many claims of one key at once, grouped: exactly one wins, and only
     /// its writes are kept; a claim whose increment cannot apply fails
     /// alone, with nothing of it kept, while the claims grouped with it
     /// stand.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn grouped_claims_answer_as_claims_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::connect(&Db::sqlite_url(dir.path())).await.unwrap();
-        let storage = std::sync::Arc::new(SqlStorage::new(db.clone()));
+        let (_dir, db, storage) = sqlite_storage().await;
         let mut racers = Vec::new();
         for i in 0..64 {
             let storage = storage.clone();
@@ -345,9 +352,7 @@ mod tests {
     /// fails alone.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn grouped_commits_answer_as_commits_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::connect(&Db::sqlite_url(dir.path())).await.unwrap();
-        let storage = std::sync::Arc::new(SqlStorage::new(db.clone()));
+        let (_dir, db, storage) = sqlite_storage().await;
         let mut racers = Vec::new();
         for i in 0..64 {
             let storage = storage.clone();
