@@ -33,7 +33,8 @@ const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
 /// How long a claim holds; longer than any plugin's deadline.
 const LEASE_MS: i64 = 5 * 60 * 1000;
 /// The most jobs a host holds claimed and not yet ended: the runs under
-/// way and those waiting for one of the runner's `concurrency` permits.
+/// way and those waiting for one of the runner's `concurrency` permits
+/// (one that waited half its lease is left to be claimed again).
 const HELD: usize = 256;
 /// A pass claims at least this many jobs (when so many are due): with
 /// fewer places free it waits for runs to end first, so that a busy
@@ -202,7 +203,11 @@ impl JobRunner {
                     .acquire_owned()
                     .await
                     .expect("the semaphore is never closed");
-                runner.run_one(job).await;
+                // A job that waited in hand for half its lease could be
+                // claimed again while it runs: leave it to the next pass.
+                if time::now_ms() < lease_now + LEASE_MS / 2 {
+                    runner.run_one(job).await;
+                }
                 drop((permit, place));
             });
         }
