@@ -194,9 +194,7 @@ async fn a_busybox_container_serves_and_goes_away() {
             .filter(|n| !before.contains(n))
             .collect()
     };
-    // A stop first drains requests in flight (up to 30 s), then tears
-    // down: wait past both on a loaded machine.
-    for _ in 0..2400 {
+    for _ in 0..400 {
         if runner.containers().is_empty() && ours().is_empty() {
             break;
         }

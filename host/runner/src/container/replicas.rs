@@ -91,10 +91,16 @@ impl Shared {
             }
             let id = replica_id(&self.template, &self.next_id);
             let replica = Replica::start(id, &self.template, self.paths.clone()).await?;
-            self.running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(Arc::new(replica));
+            // A stop while it started has taken the running list already:
+            // under the list's lock, either the stop's teardown gets it or
+            // it is torn down here.
+            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            if self.stopped.load(Ordering::Acquire) {
+                drop(running);
+                tokio::task::spawn_blocking(move || drop(replica));
+                break;
+            }
+            running.push(Arc::new(replica));
         }
         let extra: Vec<Arc<Replica>> = {
             let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
