@@ -34,6 +34,9 @@ pub struct Options {
 
 /// Jobs per organisation: the `scale` plan's limit.
 const PER_ORG: usize = 200;
+/// How many jobs the host's job runner runs at once (`JOB_CONCURRENCY` in
+/// `plateau`'s `plugins.rs`): the bound sends as many requests at once.
+const RUNNER_CONCURRENCY: usize = 64;
 
 impl Options {
     pub fn parse(args: &[&str]) -> anyhow::Result<Options> {
@@ -57,8 +60,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     // The bound of this machine: the same requests sent straight from a
     // tokio loop, a new connection each (as the egress guard makes), as
-    // many at once as the host's job runner runs (64), all due at once.
-    let baseline = direct(&sink, opts.jobs, 64).await?;
+    // many at once as the host's job runner runs, all due at once.
+    let baseline = direct(&sink, opts.jobs, RUNNER_CONCURRENCY).await?;
     let server = Server::start_release_with(&[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
     let orgs = opts.jobs.div_ceil(PER_ORG);
     let mut tokens = Vec::with_capacity(orgs);
@@ -156,7 +159,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     println!(
         "{:<44} {:>8} {:>12} {:>12} {:>12}",
-        "bound: direct from tokio, 64 at a time",
+        format!("bound: direct from tokio, {RUNNER_CONCURRENCY} at a time"),
         baseline.len(),
         percentile(&baseline, 0.5),
         percentile(&baseline, 0.99),

@@ -29,7 +29,7 @@ use plateau_store::plugins::{self as kv, Savepoint};
 use plateau_store::{Db, Tx};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::storage::{apply_job, apply_write, ns, record, swap_claimed, unavailable};
+use crate::storage::{claim_in, commit_in, unavailable};
 
 /// The most operations one transaction commits.
 const MAX_GROUP: usize = 256;
@@ -101,7 +101,24 @@ async fn run(db: Db, mut queue: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
+impl Answer {
+    fn failed(&self) -> bool {
+        match self {
+            Answer::Claim(answer) => answer.is_err(),
+            Answer::Commit(answer) => answer.is_err(),
+        }
+    }
+}
+
 impl Job {
+    /// The key-value writes of this operation.
+    fn writes(&self) -> &[KvWrite] {
+        match self {
+            Job::Claim(claim, _) => &claim.then,
+            Job::Commit(set, _) => &set.writes,
+        }
+    }
+
     /// This job's answer when its whole group failed with `e`.
     fn failed(&self, e: &StorageError) -> Answer {
         match self {
@@ -128,95 +145,30 @@ impl Job {
 async fn commit_group(mut tx: Tx, group: &[Job]) -> Result<Vec<Answer>, StorageError> {
     let mut answers = Vec::with_capacity(group.len());
     for job in group {
-        answers.push(match job {
+        // Only an increment can fail on its own once writing began: an
+        // operation with one gets a savepoint to roll back to, so that
+        // nothing of it stays while the rest of the group does.
+        let guarded = job
+            .writes()
+            .iter()
+            .any(|w| matches!(w, KvWrite::Increment { .. }));
+        if guarded {
+            savepoint(&mut tx, Savepoint::Begin).await?;
+        }
+        let answer = match job {
             Job::Claim(claim, _) => Answer::Claim(claim_in(&mut tx, claim).await?),
             Job::Commit(set, _) => Answer::Commit(commit_in(&mut tx, set).await?),
-        });
+        };
+        if guarded {
+            if answer.failed() {
+                savepoint(&mut tx, Savepoint::RollBack).await?;
+            }
+            savepoint(&mut tx, Savepoint::Release).await?;
+        }
+        answers.push(answer);
     }
     tx.commit().await.map_err(unavailable)?;
     Ok(answers)
-}
-
-/// Only an increment can fail on its own once writing began; writes with
-/// one get a savepoint to roll back to.
-fn has_increment(writes: &[KvWrite]) -> bool {
-    writes
-        .iter()
-        .any(|w| matches!(w, KvWrite::Increment { .. }))
-}
-
-/// Applies `writes` in order: the outer error is a database error (the
-/// group fails), the inner one the operation's own.
-async fn apply_all(
-    tx: &mut Tx,
-    writes: &[KvWrite],
-) -> Result<Result<(), StorageError>, StorageError> {
-    for write in writes {
-        match apply_write(tx, write, true).await {
-            Ok(()) => {}
-            Err(e @ StorageError::NotACounter { .. }) => return Ok(Err(e)),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Ok(()))
-}
-
-/// One claim inside the group's transaction: the outer error is a database
-/// error (the group fails), the inner one this claim's own.
-async fn claim_in(tx: &mut Tx, claim: &Claim) -> Result<Result<bool, StorageError>, StorageError> {
-    let guarded = has_increment(&claim.then);
-    if guarded {
-        savepoint(tx, Savepoint::Begin).await?;
-    }
-    let swapped = swap_claimed(tx, claim).await?;
-    let mut answer = Ok(swapped);
-    if swapped && let Err(e) = apply_all(tx, &claim.then).await? {
-        answer = Err(e);
-    }
-    if guarded {
-        if answer.is_err() {
-            savepoint(tx, Savepoint::RollBack).await?;
-        }
-        savepoint(tx, Savepoint::Release).await?;
-    }
-    Ok(answer)
-}
-
-/// One write set inside the group's transaction: its expectations are
-/// checked before anything of it is written, then its writes, events and
-/// jobs. Errors as for [`claim_in`].
-async fn commit_in(tx: &mut Tx, set: &WriteSet) -> Result<Result<(), StorageError>, StorageError> {
-    for expectation in &set.expectations {
-        let bucket = &expectation.bucket;
-        let current = kv::kv_get_in(tx, &bucket.plugin, ns(bucket), &expectation.key)
-            .await
-            .map_err(unavailable)?;
-        if current != expectation.value {
-            return Ok(Err(StorageError::Conflict {
-                key: expectation.key.clone(),
-            }));
-        }
-    }
-    let guarded = has_increment(&set.writes);
-    if guarded {
-        savepoint(tx, Savepoint::Begin).await?;
-    }
-    let answer = apply_all(tx, &set.writes).await?;
-    if answer.is_ok() {
-        for event in &set.events {
-            record(tx, event).await?;
-        }
-        for job in &set.jobs {
-            apply_job(tx, job).await?;
-        }
-    }
-    if guarded {
-        if answer.is_err() {
-            savepoint(tx, Savepoint::RollBack).await?;
-        }
-        savepoint(tx, Savepoint::Release).await?;
-    }
-    Ok(answer)
 }
 
 async fn savepoint(tx: &mut Tx, step: Savepoint) -> Result<(), StorageError> {

@@ -32,7 +32,7 @@ impl SqlStorage {
     }
 }
 
-pub(crate) fn ns(bucket: &BucketId) -> &str {
+fn ns(bucket: &BucketId) -> &str {
     match &bucket.namespace {
         Namespace::Organization(id) => id,
         Namespace::Global => "",
@@ -100,30 +100,7 @@ impl Storage for SqlStorage {
         kv::kv_lock(&mut tx, self.db.backend(), &mut locks)
             .await
             .map_err(unavailable)?;
-        for expectation in &set.expectations {
-            let current = kv::kv_get_in(
-                &mut tx,
-                &expectation.bucket.plugin,
-                ns(&expectation.bucket),
-                &expectation.key,
-            )
-            .await
-            .map_err(unavailable)?;
-            if current != expectation.value {
-                return Err(StorageError::Conflict {
-                    key: expectation.key.clone(),
-                });
-            }
-        }
-        for write in &set.writes {
-            apply(&mut tx, write).await?;
-        }
-        for event in &set.events {
-            record(&mut tx, event).await?;
-        }
-        for job in &set.jobs {
-            apply_job(&mut tx, job).await?;
-        }
+        commit_in(&mut tx, &set).await??;
         // Under an `Idempotency-Key` the middleware adds the record of the
         // response to this transaction and commits both at once, so a crash
         // cannot keep the writes and lose the record (the retry would run
@@ -152,30 +129,77 @@ impl Storage for SqlStorage {
         kv::kv_lock(&mut tx, self.db.backend(), &mut locks)
             .await
             .map_err(unavailable)?;
-        if !swap_claimed(&mut tx, &claim).await? {
+        if !claim_in(&mut tx, &claim).await?? {
             return Ok(false);
-        }
-        for write in &claim.then {
-            apply(&mut tx, write).await?;
         }
         tx.commit().await.map_err(unavailable)?;
         Ok(true)
     }
 }
 
-async fn apply(tx: &mut Tx, write: &KvWrite) -> Result<(), StorageError> {
-    apply_write(tx, write, false).await
+/// One write set in `tx`: its expectations are checked before anything of
+/// it is written, then its writes, events and jobs. The outer error is a
+/// database error; the inner one the set's own (a `Conflict`, or an
+/// increment that cannot apply), after which the caller rolls back what
+/// the set wrote.
+pub(crate) async fn commit_in(
+    tx: &mut Tx,
+    set: &WriteSet,
+) -> Result<Result<(), StorageError>, StorageError> {
+    for expectation in &set.expectations {
+        let bucket = &expectation.bucket;
+        let current = kv::kv_get_in(tx, &bucket.plugin, ns(bucket), &expectation.key)
+            .await
+            .map_err(unavailable)?;
+        if current != expectation.value {
+            return Ok(Err(StorageError::Conflict {
+                key: expectation.key.clone(),
+            }));
+        }
+    }
+    if let Err(e) = apply_all(tx, &set.writes).await? {
+        return Ok(Err(e));
+    }
+    for event in &set.events {
+        record(tx, event).await?;
+    }
+    for job in &set.jobs {
+        apply_job(tx, job).await?;
+    }
+    Ok(Ok(()))
 }
 
-/// Applies `write` in `tx`; `deferred`, sets and deletes travel with the
-/// transaction's next statement (nobody reads their result). An increment
-/// of a key that is not a counter is `NotACounter`, before anything of it
-/// is written.
-pub(crate) async fn apply_write(
+/// One claim in `tx`: whether its compare-and-swap held, then its writes.
+/// Errors as for [`commit_in`].
+pub(crate) async fn claim_in(
     tx: &mut Tx,
-    write: &KvWrite,
-    deferred: bool,
-) -> Result<(), StorageError> {
+    claim: &Claim,
+) -> Result<Result<bool, StorageError>, StorageError> {
+    if !swap_claimed(tx, claim).await? {
+        return Ok(Ok(false));
+    }
+    Ok(apply_all(tx, &claim.then).await?.map(|()| true))
+}
+
+/// Applies `writes` in order. Errors as for [`commit_in`].
+async fn apply_all(
+    tx: &mut Tx,
+    writes: &[KvWrite],
+) -> Result<Result<(), StorageError>, StorageError> {
+    for write in writes {
+        match apply_write(tx, write).await {
+            Ok(()) => {}
+            Err(e @ StorageError::NotACounter { .. }) => return Ok(Err(e)),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Applies `write` in `tx`: sets and deletes travel with the transaction's
+/// next statement (nobody reads their result). An increment of a key that
+/// is not a counter is `NotACounter`, before anything of it is written.
+async fn apply_write(tx: &mut Tx, write: &KvWrite) -> Result<(), StorageError> {
     let (bucket, key, value) = match write {
         KvWrite::Set { bucket, key, value } => (bucket, key, Some(value.clone())),
         KvWrite::Delete { bucket, key } => (bucket, key, None),
@@ -189,18 +213,16 @@ pub(crate) async fn apply_write(
         }
     };
     let (plugin, ns) = (&bucket.plugin, ns(bucket));
-    match (value, deferred) {
-        (Some(value), false) => kv::kv_set(tx, plugin, ns, key, &value).await,
-        (Some(value), true) => kv::kv_set_deferred(tx, plugin, ns, key, &value).await,
-        (None, false) => kv::kv_delete(tx, plugin, ns, key).await,
-        (None, true) => kv::kv_delete_deferred(tx, plugin, ns, key).await,
+    match value {
+        Some(value) => kv::kv_set(tx, plugin, ns, key, &value).await,
+        None => kv::kv_delete(tx, plugin, ns, key).await,
     }
     .map_err(unavailable)
 }
 
 /// The compare-and-swap of `claim` in `tx`: whether the key held the
 /// expected value (and now holds the new one).
-pub(crate) async fn swap_claimed(tx: &mut Tx, claim: &Claim) -> Result<bool, StorageError> {
+async fn swap_claimed(tx: &mut Tx, claim: &Claim) -> Result<bool, StorageError> {
     kv::kv_claim(
         tx,
         &claim.bucket.plugin,
@@ -228,7 +250,7 @@ fn millis(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
-pub(crate) async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), StorageError> {
+async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), StorageError> {
     match job {
         JobWrite::Schedule {
             id,
@@ -255,7 +277,7 @@ pub(crate) async fn apply_job(tx: &mut Tx, job: &JobWrite) -> Result<(), Storage
     .map_err(unavailable)
 }
 
-pub(crate) async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
+async fn record(tx: &mut Tx, event: &EventRecord) -> Result<(), StorageError> {
     let actor = match event.actor.as_deref().and_then(|a| a.split_once(':')) {
         Some((kind, id)) => Actor {
             kind: kind.to_owned(),

@@ -197,39 +197,9 @@ pub async fn kv_count(db: &Db, plugin: &str, ns: &str, prefix: &str) -> Result<u
     Ok(n as u64)
 }
 
+/// Sets `key`; sent with the transaction's next statement or its commit
+/// (SQLite; at once on PostgreSQL), as nobody reads its result.
 pub async fn kv_set(tx: &mut Tx, plugin: &str, ns: &str, key: &str, value: &[u8]) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO plugin_kv (plugin, namespace, key, value) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (plugin, namespace, key) DO UPDATE SET value = excluded.value",
-    )
-    .bind(plugin)
-    .bind(ns)
-    .bind(key)
-    .bind(value)
-    .execute(tx.conn())
-    .await?;
-    Ok(())
-}
-
-pub async fn kv_delete(tx: &mut Tx, plugin: &str, ns: &str, key: &str) -> Result<()> {
-    sqlx::query("DELETE FROM plugin_kv WHERE plugin = $1 AND namespace = $2 AND key = $3")
-        .bind(plugin)
-        .bind(ns)
-        .bind(key)
-        .execute(tx.conn())
-        .await?;
-    Ok(())
-}
-
-/// [`kv_set`] sent with the transaction's next statement or its commit
-/// (SQLite; at once on PostgreSQL): for writes whose result nobody reads.
-pub async fn kv_set_deferred(
-    tx: &mut Tx,
-    plugin: &str,
-    ns: &str,
-    key: &str,
-    value: &[u8],
-) -> Result<()> {
     tx.defer(
         Deferred::new(
             "INSERT INTO plugin_kv (plugin, namespace, key, value) VALUES ($1, $2, $3, $4) \
@@ -243,8 +213,8 @@ pub async fn kv_set_deferred(
     .await
 }
 
-/// [`kv_delete`], deferred as [`kv_set_deferred`] is.
-pub async fn kv_delete_deferred(tx: &mut Tx, plugin: &str, ns: &str, key: &str) -> Result<()> {
+/// Deletes `key`, deferred as [`kv_set`] is.
+pub async fn kv_delete(tx: &mut Tx, plugin: &str, ns: &str, key: &str) -> Result<()> {
     tx.defer(
         Deferred::new("DELETE FROM plugin_kv WHERE plugin = $1 AND namespace = $2 AND key = $3")
             .bind(plugin.to_owned())
@@ -254,8 +224,8 @@ pub async fn kv_delete_deferred(tx: &mut Tx, plugin: &str, ns: &str, key: &str) 
     .await
 }
 
-/// A step of the savepoint that lets one claim of a group commit be undone
-/// alone (SQLite).
+/// A step of the savepoint that lets one operation of a group commit be
+/// undone alone (SQLite).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Savepoint {
     Begin,

@@ -95,7 +95,6 @@ pub async fn set_app_source(tx: &mut Tx, app_id: &str, now: i64) -> Result<()> {
 /// before `stored_before` and never deployed. Their ids, whose archives
 /// the caller removes.
 pub async fn sweep(db: &Db, now: i64, stored_before: i64) -> Result<Vec<String>> {
-    let mut tx = db.begin().await?;
     let ids: Vec<(String,)> = sqlx::query_as(
         "DELETE FROM app_uploads WHERE \
          ((stored_at IS NULL AND expires_at < $1) OR stored_at < $2) \
@@ -104,8 +103,7 @@ pub async fn sweep(db: &Db, now: i64, stored_before: i64) -> Result<Vec<String>>
     )
     .bind(now)
     .bind(stored_before)
-    .fetch_all(tx.conn())
+    .fetch_all(&mut *db.writer().await?)
     .await?;
-    tx.commit().await?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
 }

@@ -11,10 +11,10 @@
 
 use std::collections::HashSet;
 
-use crate::group::next_group;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::db::Writer;
+use crate::group::next_group;
 use crate::{Error, Result};
 
 /// At most this many reservations share a statement (8 values each).
