@@ -9,8 +9,9 @@
 //! before the minute, are printed next to it. The method is the checks
 //! bench's (`checks_bench.rs`), with every run due at once instead of
 //! spread over the interval. The bound of the machine is measured first:
-//! the same requests sent straight from tokio, a new connection each, 64
-//! at a time (the host's job runner runs 64 jobs at once).
+//! the same requests sent straight from tokio, a new connection each, 128
+//! at a time (the egress guard keeps at most 128 connections open to one
+//! destination).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,9 +35,10 @@ pub struct Options {
 
 /// Jobs per organisation: the `scale` plan's limit.
 const PER_ORG: usize = 200;
-/// How many jobs the host's job runner runs at once (`JOB_CONCURRENCY` in
-/// `plateau`'s `plugins.rs`): the bound sends as many requests at once.
-const RUNNER_CONCURRENCY: usize = 64;
+/// How many connections the egress guard keeps open to one destination
+/// (`PER_DESTINATION` in `plugin-runtime`'s `egress/gates.rs`): the bound
+/// sends as many requests at once.
+const AT_ONCE: usize = 128;
 
 impl Options {
     pub fn parse(args: &[&str]) -> anyhow::Result<Options> {
@@ -60,8 +62,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     // The bound of this machine: the same requests sent straight from a
     // tokio loop, a new connection each (as the egress guard makes), as
-    // many at once as the host's job runner runs, all due at once.
-    let baseline = direct(&sink, opts.jobs, RUNNER_CONCURRENCY).await?;
+    // many at once as the guard opens to one destination, all due at once.
+    let baseline = direct(&sink, opts.jobs, AT_ONCE).await?;
     let server = Server::start_release_with(&[("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8")]).await?;
     let orgs = opts.jobs.div_ceil(PER_ORG);
     let mut tokens = Vec::with_capacity(orgs);
@@ -159,7 +161,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     );
     println!(
         "{:<44} {:>8} {:>12} {:>12} {:>12}",
-        format!("bound: direct from tokio, {RUNNER_CONCURRENCY} at a time"),
+        format!("bound: direct from tokio, {AT_ONCE} at a time"),
         baseline.len(),
         percentile(&baseline, 0.5),
         percentile(&baseline, 0.99),
@@ -174,8 +176,42 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         jobs["running"]
     );
     println!("plateau server CPU from the minute on: {cpu}");
+    match settled(&client, &api, &cookie, deadline).await? {
+        Some(ms) => println!(
+            "every run of the minute recorded (no job due or running) {:.1} s after it",
+            ms as f64 / 1000.0
+        ),
+        None => println!("runs of the minute still being recorded 55 s after it"),
+    }
     println!("target: p99 lateness under 1000 ms");
     Ok(())
+}
+
+/// When, after the due minute, the host had no job due or running (ms),
+/// polled until `deadline`.
+async fn settled(
+    client: &HttpClient,
+    api: &str,
+    cookie: &str,
+    deadline: u64,
+) -> anyhow::Result<Option<u64>> {
+    let due = deadline - 55_000;
+    while now_ms() < deadline {
+        let (_, jobs) = call(
+            client,
+            Method::GET,
+            &format!("{api}/admin/jobs"),
+            &[("cookie", cookie)],
+            None,
+        )
+        .await?;
+        let jobs: Value = serde_json::from_slice(&jobs).context("GET /admin/jobs")?;
+        if jobs["due"] == 0 && jobs["running"] == 0 {
+            return Ok(Some(now_ms() - due));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(None)
 }
 
 /// Sends `n` requests to the sink at once, `at_once` in flight, each on a

@@ -44,7 +44,7 @@ pub const SPLIT_PACKAGES: &[(&str, &[&str])] = &[
     ("plateau:handler", &["0.3.0"]),
     ("plateau:kv", &["0.3.0", "0.4.0"]),
     ("plateau:events", &["0.3.0"]),
-    ("plateau:outbound-http", &["0.3.0"]),
+    ("plateau:outbound-http", &["0.3.0", "0.4.0"]),
     ("plateau:log", &["0.3.0"]),
     ("plateau:config", &["0.3.0"]),
     ("plateau:clock", &["0.3.0"]),

@@ -10,6 +10,7 @@ use plateau_sdk::{
 use crate::input::{Checked, JobInput};
 use crate::record::{self, CronJob, Run};
 use crate::run;
+use crate::stored::{self, Stored};
 
 /// Cron jobs per plan (spec section 8).
 pub fn plan_limit(plan: Option<&str>) -> u64 {
@@ -27,11 +28,11 @@ fn not_found(id: &str) -> ApiError {
     ))
 }
 
-fn load(bucket: &Bucket, id: &str) -> Result<CronJob, ApiError> {
+fn load(bucket: &Bucket, id: &str) -> Result<Stored, ApiError> {
     if !record::is_id(id) {
         return Err(not_found(id));
     }
-    bucket.get(&CronJob::key(id))?.ok_or_else(|| not_found(id))
+    Stored::load(bucket, id)?.ok_or_else(|| not_found(id))
 }
 
 /// A job as the API shows it.
@@ -119,12 +120,13 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         image: String::new(),
         command: Vec::new(),
         next_run_at: None,
+        last_run: Some(0),
         created_at: now,
         updated_at: now,
     };
     apply(&mut job, checked);
     run::reschedule(&org, &mut job, now)?;
-    if !bucket.insert_new(&CronJob::key(&job.id), &job)? {
+    if !stored::insert(&bucket, &job)? {
         return Err(ApiError::conflict(
             "a cron job id collided: retry the request",
         ));
@@ -147,10 +149,9 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
 
 /// `GET /cron-jobs/{id}`
 pub fn get(_req: &Request, params: &Params) -> Result<Response, ApiError> {
-    Ok(Response::ok(&view(&load(
-        &Bucket::caller()?,
-        &params["id"],
-    )?)))
+    Ok(Response::ok(&view(
+        &load(&Bucket::caller()?, &params["id"])?.job,
+    )))
 }
 
 /// `PATCH /cron-jobs/{id}`: the fields sent, over the stored ones.
@@ -158,7 +159,8 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let org = req.caller.organization()?.to_owned();
     let id = &params["id"];
     let bucket = Bucket::caller()?;
-    let mut job = load(&bucket, id)?;
+    let old = load(&bucket, id)?;
+    let mut job = old.job.clone();
     let patch: Map<String, Value> = req.json()?;
     let mut merged = match view(&job) {
         Value::Object(map) => map,
@@ -174,7 +176,7 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let now = clock::now_millis();
     job.updated_at = now;
     run::reschedule(&org, &mut job, now)?;
-    bucket.set(&CronJob::key(id), &job)?;
+    stored::save(&bucket, &old, &job)?;
     NewEvent::new("cron.job.updated", "update")
         .resource("cron_job", id)
         .data(&summary(&job))
@@ -188,8 +190,7 @@ pub fn delete(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let org = req.caller.organization()?.to_owned();
     let id = &params["id"];
     let bucket = Bucket::caller()?;
-    load(&bucket, id)?;
-    bucket.delete(&CronJob::key(id))?;
+    stored::remove(&bucket, &load(&bucket, id)?)?;
     jobs::cancel(plateau_sdk::Namespace::Organization(org), &run::job_key(id))?;
     for entry in bucket.list(&record::runs_prefix(id), None, 200)?.entries {
         bucket.delete(&entry.key)?;
@@ -208,7 +209,10 @@ pub fn trigger(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let id = &params["id"];
     let bucket = Bucket::caller()?;
     let job = load(&bucket, id)?;
-    let run = run::execute(&bucket, &org, &job, "manual", clock::now_millis())?;
+    let mut run = run::execute(&org, &job.job, "manual", clock::now_millis());
+    if stored::record_run(&bucket, job, &mut run, None)?.is_none() {
+        return Err(not_found(id));
+    }
     NewEvent::new("cron.job.triggered", "trigger")
         .resource("cron_job", id)
         .data(&json!({ "run": run.number, "status": run.status }))

@@ -9,20 +9,27 @@
 //! Layers:
 //! - the pure core: [`schedule`] (cron in a time zone, with Vixie cron's
 //!   daylight saving rules) and [`input`] (the rules of a job's fields);
-//! - [`record`] (stored shapes and keys), [`run`] (running, recording,
-//!   scheduling the next run as a durable job) and [`api`], wired in
-//!   [`plugin`].
+//! - [`record`] (stored shapes and keys), [`stored`] (writing a job with
+//!   its due index entry, recording a run), [`run`] (running one job, its
+//!   next time and the durable job that runs it), [`batch`] (the http jobs
+//!   of an organisation due together) and [`api`], wired in [`plugin`].
 //!
-//! **Architecture Invariant:** a job has one durable `cron:{id}` job, due
-//! at its `nextRunAt`; a delivery whose due time is not the job's
-//! `nextRunAt` (a replaced schedule) runs nothing.
+//! **Architecture Invariants:** an http job that is not paused has one
+//! entry in the due index, `d/{nextRunAt}/{id}`, holding the bytes of its
+//! record, and its organisation has a durable `due:{nextRunAt}` job; a
+//! container job has a durable `cron:{id}` job due at its `nextRunAt`.
+//! Every write of a record expects the bytes it read, so a run never
+//! undoes a change made through the API, and a delivery whose time is not
+//! the job's `nextRunAt` runs nothing.
 
 pub mod api;
+pub mod batch;
 pub mod input;
 pub mod plugin;
 pub mod record;
 pub mod run;
 pub mod schedule;
+pub mod stored;
 
 pub use plugin::CronPlugin;
 

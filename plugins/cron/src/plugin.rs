@@ -6,12 +6,13 @@
 //! | `POST /cron-jobs`, `PATCH /cron-jobs/{id}`, `DELETE /cron-jobs/{id}` | `cron:write` |
 //! | `POST /cron-jobs/{id}/trigger` | `cron:write` |
 //!
-//! Jobs: `cron:{id}` is a cron job's next scheduled run.
+//! Jobs: `due:{at}` runs an organisation's http jobs due at `at`;
+//! `cron:{id}` is a container job's next run.
 
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{Capability, Description, Plugin, Router, log};
 
-use crate::{api, run};
+use crate::{api, batch, run};
 
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
 pub struct CronPlugin;
@@ -62,7 +63,12 @@ impl Plugin for CronPlugin {
     }
 
     fn on_job(job: &Job) -> Result<(), String> {
-        if job.key.starts_with("cron:") {
+        if job.key.starts_with("due:") {
+            match job.organization_id.as_deref() {
+                Some(org) => batch::due(org, job.due).map_err(|e| e.detail().to_owned()),
+                None => Ok(()),
+            }
+        } else if job.key.starts_with("cron:") {
             run::scheduled(job)
         } else {
             log::warn(&format!("unknown job {} dropped", job.key));

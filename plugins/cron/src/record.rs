@@ -3,10 +3,12 @@
 //! | Key | Value |
 //! |---|---|
 //! | `j/{id}` | a [`CronJob`] |
-//! | `n/{id}` | a counter: the job's last run number |
+//! | `d/{due}/{id}` | the due index: an http job's record, the same bytes as `j/{id}`, under the time it is next due (13 digits of milliseconds) |
 //! | `r/{id}/{inverted run number}` | a [`Run`], newest first in key order |
+//! | `n/{id}` | jobs stored before `lastRun` existed: a counter of their runs |
 //!
-//! Durable jobs: `cron:{id}` is the job's next scheduled run.
+//! Durable jobs: `due:{at}` runs the organisation's http jobs due at `at`
+//! together; `cron:{id}` is a container job's next run.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +37,10 @@ pub struct CronJob {
     pub command: Vec<String>,
     /// When the next scheduled run is due (milliseconds); none when paused.
     pub next_run_at: Option<u64>,
+    /// The number of its last run (0: none yet); none for a job stored
+    /// before it existed, whose count is the counter `n/{id}`.
+    #[serde(default)]
+    pub last_run: Option<i64>,
     pub created_at: u64,
     pub updated_at: u64,
 }
@@ -45,6 +51,20 @@ impl CronJob {
     }
 }
 
+/// The due index: where a job due at `at` is kept until it runs.
+pub fn due_key(at: u64, id: &str) -> String {
+    format!("{}{id}", due_prefix(at))
+}
+
+/// Every job due at `at`.
+pub fn due_prefix(at: u64) -> String {
+    format!("{DUE_INDEX}{at:013}/")
+}
+
+/// The due index, earliest first.
+pub const DUE_INDEX: &str = "d/";
+
+/// The counter of a job stored before [`CronJob::last_run`] existed.
 pub fn run_counter_key(id: &str) -> String {
     format!("n/{id}")
 }
@@ -77,9 +97,12 @@ pub struct Run {
     pub status: String,
     pub http_status: Option<u16>,
     pub error: Option<String>,
-    /// The response head and the first 4 KiB of its body.
+    /// The response head and the first 4 KiB of its body; the flag says
+    /// whether the answer had more.
     pub response_headers: Vec<(String, String)>,
     pub response_body: Option<String>,
+    #[serde(default)]
+    pub response_body_truncated: bool,
     /// A container run's exit code, and the first 4 KiB of its stdout and
     /// stderr; the flags say whether the command wrote more.
     #[serde(default)]

@@ -1,14 +1,16 @@
-//! Running a job: the HTTP request through the host's outbound capability
-//! (the egress guard refuses internal addresses), the recorded run, and the
-//! durable job of the next scheduled run.
+//! Running one job: the HTTP request through the host's outbound
+//! capability (the egress guard refuses internal addresses) or the command
+//! through its runner; the job's next time, and the durable job that runs
+//! it then.
 
 use plateau_sdk::jobs::{self, Job, NewJob};
-use plateau_sdk::outbound::OutgoingRequest;
+use plateau_sdk::outbound::{HttpError, IncomingResponse, OutgoingRequest};
 use plateau_sdk::runner::{self, Command, Owner, RunnerError};
 use plateau_sdk::{ApiError, Bucket, Namespace, clock};
 
-use crate::record::{self, CronJob, Run};
+use crate::record::{CronJob, Run};
 use crate::schedule::Schedule;
+use crate::stored::{self, Stored};
 
 /// The most bytes of a response body, or of a command's stdout or stderr,
 /// a run keeps.
@@ -16,18 +18,21 @@ const KEPT_BODY: usize = 4096;
 /// Linear memory of a container job's command, in MiB.
 pub const COMMAND_MEMORY_MB: u32 = 128;
 
-/// The key of a job's next scheduled run.
+/// The durable job of a container job's next run.
 pub fn job_key(id: &str) -> String {
     format!("cron:{id}")
 }
 
-/// Sets `next_run_at` to the first time after `after` and schedules it, or
-/// cancels the schedule of a paused job.
-pub fn reschedule(org: &str, job: &mut CronJob, after: u64) -> Result<(), ApiError> {
-    let namespace = Namespace::Organization(org.to_owned());
+/// The durable job that runs an organisation's http jobs due at `at`.
+pub fn due_job_key(at: u64) -> String {
+    format!("due:{at}")
+}
+
+/// Sets `next_run_at` to the job's first time after `after`, or to none
+/// when it is paused.
+pub fn advance(job: &mut CronJob, after: u64) -> Result<(), ApiError> {
     if job.paused {
         job.next_run_at = None;
-        jobs::cancel(namespace, &job_key(&job.id))?;
         return Ok(());
     }
     let schedule = Schedule::new(&job.schedule, &job.timezone).map_err(|e| {
@@ -37,24 +42,52 @@ pub fn reschedule(org: &str, job: &mut CronJob, after: u64) -> Result<(), ApiErr
         .next_after(after)
         .map_err(|e| ApiError::validation(e.field, e.message))?;
     job.next_run_at = Some(next);
+    Ok(())
+}
+
+/// Schedules the durable job that runs the job next: the organisation's
+/// `due:{at}` for an http job (shared by every job due then), its own
+/// `cron:{id}` for a container job; a paused job has none.
+pub fn schedule_delivery(org: &str, job: &CronJob) -> Result<(), ApiError> {
+    let Some(at) = job.next_run_at else {
+        return Ok(());
+    };
+    if job.kind != "container" {
+        return schedule_due(org, at);
+    }
     jobs::schedule(
-        NewJob::at(job_key(&job.id), next)
-            .namespace(namespace)
+        NewJob::at(job_key(&job.id), at)
+            .namespace(Namespace::Organization(org.to_owned()))
             .payload(job.id.clone()),
     )?;
     Ok(())
 }
 
-/// Runs `job` now (as organisation `org`) and records the run; the run.
-pub fn execute(
-    bucket: &Bucket,
-    org: &str,
-    job: &CronJob,
-    trigger: &str,
-    scheduled_at: u64,
-) -> Result<Run, ApiError> {
-    let started = clock::now_millis();
-    let mut run = Run {
+/// Schedules the organisation's `due:{at}`, which runs every http job due
+/// then (scheduled again, it is replaced by the same).
+pub fn schedule_due(org: &str, at: u64) -> Result<(), ApiError> {
+    jobs::schedule(
+        NewJob::at(due_job_key(at), at)
+            .namespace(Namespace::Organization(org.to_owned()))
+            .payload(at.to_string()),
+    )?;
+    Ok(())
+}
+
+/// A job changed through the API: its next time after `now`, and the
+/// durable job that runs it (a container job's own is cancelled when it no
+/// longer needs one).
+pub fn reschedule(org: &str, job: &mut CronJob, now: u64) -> Result<(), ApiError> {
+    advance(job, now)?;
+    if job.kind != "container" || job.paused {
+        jobs::cancel(Namespace::Organization(org.to_owned()), &job_key(&job.id))?;
+    }
+    schedule_delivery(org, job)
+}
+
+/// A run of `job` that has not started: `failed` until it is known.
+pub fn new_run(job: &CronJob, trigger: &str, scheduled_at: u64, started: u64) -> Run {
+    Run {
         number: 0,
         job_id: job.id.clone(),
         trigger: trigger.to_owned(),
@@ -66,48 +99,62 @@ pub fn execute(
         error: None,
         response_headers: Vec::new(),
         response_body: None,
+        response_body_truncated: false,
         exit_code: None,
         stdout: None,
         stderr: None,
         stdout_truncated: false,
         stderr_truncated: false,
         duration_ms: 0,
-    };
+    }
+}
+
+/// Sets the end of `run`, started at `started`, to `ended`.
+pub fn end_run(run: &mut Run, started: u64, ended: u64) {
+    run.ended_at = clock::rfc3339(ended);
+    run.duration_ms = ended.saturating_sub(started);
+}
+
+/// Runs `job` now (as organisation `org`); the run, not yet recorded.
+pub fn execute(org: &str, job: &CronJob, trigger: &str, scheduled_at: u64) -> Run {
+    let started = clock::now_millis();
+    let mut run = new_run(job, trigger, scheduled_at, started);
     if job.kind == "container" {
         run_command(org, job, scheduled_at, &mut run);
     } else {
-        send_request(job, &mut run);
+        let answer = request(job).send();
+        answered(&mut run, answer);
     }
-    let ended = clock::now_millis();
-    run.ended_at = clock::rfc3339(ended);
-    run.duration_ms = ended.saturating_sub(started);
-    let number = bucket.increment(&record::run_counter_key(&job.id), 1)?;
-    run.number = number;
-    bucket.set(&record::run_key(&job.id, number), &run)?;
-    if number > record::KEPT_RUNS {
-        bucket.delete(&record::run_key(&job.id, number - record::KEPT_RUNS))?;
-    }
-    Ok(run)
+    end_run(&mut run, started, clock::now_millis());
+    run
 }
 
-/// An http job: the request through the egress guard.
-fn send_request(job: &CronJob, run: &mut Run) {
+/// An http job's request, keeping the part of the answer a run records.
+pub fn request(job: &CronJob) -> OutgoingRequest {
     let mut request = OutgoingRequest::new(job.method.clone(), job.url.clone())
-        .timeout_ms(job.timeout_seconds * 1000);
+        .timeout_ms(job.timeout_seconds * 1000)
+        .keep_body_bytes(KEPT_BODY as u32);
     for (name, value) in &job.headers {
         request = request.header(name, value.clone());
     }
     if let Some(body) = &job.body {
         request = request.body(body.clone().into_bytes());
     }
-    match request.send() {
+    request
+}
+
+/// The outcome of an http job's request, into its run.
+pub fn answered(run: &mut Run, answer: Result<IncomingResponse, HttpError>) {
+    match answer {
         Ok(response) => {
-            if (200..300).contains(&response.status) {
+            if response.is_success() {
                 run.status = "succeeded".to_owned();
             }
             run.http_status = Some(response.status);
-            run.response_headers = response.headers.clone();
-            run.response_body = Some(kept(&response.body).0);
+            let (body, cut) = kept(&response.body);
+            run.response_body = Some(body);
+            run.response_body_truncated = response.body_truncated || cut;
+            run.response_headers = response.headers;
         }
         Err(e) => run.error = Some(e.to_string()),
     }
@@ -170,27 +217,30 @@ fn run_command(org: &str, job: &CronJob, scheduled_at: u64, run: &mut Run) {
     }
 }
 
-/// Job `cron:{id}`: runs the job when due, records the run (a failed run
-/// is recorded, not retried) and schedules the next.
+/// Job `cron:{id}`: runs a container job when due, records the run (a
+/// failed run is recorded, not retried) with the job's next time, and
+/// schedules it. An http job of a version that scheduled each job on its
+/// own runs here once, and joins the due index as its run is recorded.
 pub fn scheduled(job: &Job) -> Result<(), String> {
     let Some(org) = job.organization_id.as_deref() else {
         return Ok(());
     };
-    let id = &job.payload;
     let run = || -> Result<(), ApiError> {
         let bucket = Bucket::organization(org)?;
-        let Some(mut cron) = bucket.get::<CronJob>(&CronJob::key(id))? else {
+        let Some(stored) = Stored::load(&bucket, &job.payload)? else {
             return Ok(());
         };
-        if cron.paused || cron.next_run_at != Some(job.due) {
-            return Ok(());
+        if stored.job.paused || stored.job.next_run_at != Some(job.due) {
+            // Moved by the API, or by a run whose commit failed: make sure
+            // its next time has its durable job.
+            return schedule_delivery(org, &stored.job);
         }
-        execute(&bucket, org, &cron, "schedule", job.due)?;
-        // The next time after now: runs missed while the host was down are
-        // not made up, as in cron.
-        let after = clock::now_millis().max(job.due);
-        reschedule(org, &mut cron, after)?;
-        bucket.set(&CronJob::key(id), &cron)?;
+        let mut run = execute(org, &stored.job, "schedule", job.due);
+        if let Some(cron) = stored::record_run(&bucket, stored, &mut run, Some(job.due))?
+            && cron.next_run_at != Some(job.due)
+        {
+            schedule_delivery(org, &cron)?;
+        }
         Ok(())
     };
     run().map_err(|e| e.detail().to_owned())

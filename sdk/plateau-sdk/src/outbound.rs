@@ -2,6 +2,7 @@
 //!
 //! Only hosts granted to the plugin are reachable, and never loopback,
 //! private or metadata addresses. Bodies and timeouts are capped by the host.
+//! [`send_many`] sends a list of requests concurrently in one host call.
 //!
 //! ```no_run
 //! # fn run() -> Result<(), plateau_sdk::ApiError> {
@@ -32,6 +33,10 @@ pub struct OutgoingRequest {
     pub body: Vec<u8>,
     /// Capped by the host.
     pub timeout_ms: Option<u32>,
+    /// Keep at most this many bytes of the response body and drop the rest
+    /// ([`IncomingResponse::body_truncated`]); none fails a body over the
+    /// host's cap with [`HttpError::ResponseTooLarge`].
+    pub keep_body_bytes: Option<u32>,
 }
 
 impl OutgoingRequest {
@@ -42,6 +47,7 @@ impl OutgoingRequest {
             headers: Vec::new(),
             body: Vec::new(),
             timeout_ms: None,
+            keep_body_bytes: None,
         }
     }
 
@@ -76,6 +82,13 @@ impl OutgoingRequest {
         self
     }
 
+    /// Keeps at most `bytes` of the response body: a longer answer is cut
+    /// there, not an error.
+    pub fn keep_body_bytes(mut self, bytes: u32) -> Self {
+        self.keep_body_bytes = Some(bytes);
+        self
+    }
+
     /// The first value of header `name` (case-insensitive).
     pub fn header_value(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
@@ -84,6 +97,18 @@ impl OutgoingRequest {
     pub fn send(&self) -> Result<IncomingResponse, HttpError> {
         sys::http_send(self)
     }
+}
+
+/// The most requests one [`send_many`] takes.
+pub const SEND_MANY_MAX: usize = 256;
+
+/// Sends every request concurrently (the host keeps up to 64 in flight),
+/// each under its own timeout; the answers in the order of `reqs`. The
+/// host answers before the call's deadline: a request that would run past
+/// it fails with [`HttpError::Timeout`]. More than [`SEND_MANY_MAX`]
+/// requests fail each with [`HttpError::InvalidRequest`].
+pub fn send_many(reqs: &[OutgoingRequest]) -> Vec<Result<IncomingResponse, HttpError>> {
+    sys::http_send_many(reqs)
 }
 
 /// Shorthand for `OutgoingRequest::get(url).send()`.
@@ -97,6 +122,8 @@ pub struct IncomingResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The answer had more body than the request's `keep_body_bytes`.
+    pub body_truncated: bool,
     /// Time to an established connection (TCP and TLS).
     pub connect_ms: u32,
     /// Time to the whole response.

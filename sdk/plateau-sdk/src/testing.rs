@@ -228,6 +228,7 @@ pub fn json_response(value: &serde_json::Value) -> IncomingResponse {
         status: 200,
         headers: vec![("content-type".to_owned(), "application/json".to_owned())],
         body: value.to_string().into_bytes(),
+        body_truncated: false,
         connect_ms: 1,
         total_ms: 2,
     }

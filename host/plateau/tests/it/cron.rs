@@ -18,28 +18,32 @@ use crate::{create_org, start_with, until};
 crate::on_both_backends!(cron_jobs_follow_daylight_saving_and_record_runs);
 
 /// One request the target received: method, `x-token` header, body.
-type Hit = (String, String, String);
+pub(crate) type Hit = (String, String, String);
 
-async fn target() -> (SocketAddr, Arc<Mutex<Vec<Hit>>>) {
+/// A local target: `/hook` answers `done` and notes each request; `/big`
+/// answers 10,000 bytes.
+pub(crate) async fn target() -> (SocketAddr, Arc<Mutex<Vec<Hit>>>) {
     let hits: Arc<Mutex<Vec<Hit>>> = Arc::default();
     let seen = hits.clone();
-    let app = Router::new().route(
-        "/hook",
-        any(
-            move |method: axum::http::Method, headers: HeaderMap, body: String| {
-                let seen = seen.clone();
-                async move {
-                    let token = headers
-                        .get("x-token")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default()
-                        .to_owned();
-                    seen.lock().unwrap().push((method.to_string(), token, body));
-                    "done"
-                }
-            },
-        ),
-    );
+    let app = Router::new()
+        .route(
+            "/hook",
+            any(
+                move |method: axum::http::Method, headers: HeaderMap, body: String| {
+                    let seen = seen.clone();
+                    async move {
+                        let token = headers
+                            .get("x-token")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned();
+                        seen.lock().unwrap().push((method.to_string(), token, body));
+                        "done"
+                    }
+                },
+            ),
+        )
+        .route("/big", any(|| async { "x".repeat(10_000) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

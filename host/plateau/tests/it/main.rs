@@ -12,6 +12,7 @@ mod checks;
 mod connect;
 mod cron;
 mod cron_container;
+mod cron_due;
 mod databases;
 mod email;
 mod errors;

@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use super::gates::Gates;
 use super::{check_address, host_granted};
 use crate::error::Error;
 
@@ -26,6 +27,9 @@ pub struct OutgoingRequest {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub timeout: Duration,
+    /// Keep at most this many bytes of the response body and drop the
+    /// rest (`body_truncated`); none fails a body over the cap instead.
+    pub keep_body: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -33,6 +37,8 @@ pub struct IncomingResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The body had more than the request's `keep_body` bytes.
+    pub body_truncated: bool,
     /// Time to an established connection.
     pub connect: Duration,
     /// Time to the whole response.
@@ -55,13 +61,17 @@ pub enum HttpError {
     ConnectionFailed(String),
 }
 
-/// Outbound HTTP and SMTP under the operator's address policy.
+/// Outbound HTTP and SMTP under the operator's address policy; at most
+/// [`super::gates::PER_DESTINATION`] HTTP connections open to one
+/// destination at once.
 #[derive(Clone)]
 pub struct EgressGuard {
     allow: Vec<IpNet>,
     tls: TlsConnector,
     /// The same roots and protocol versions, without ALPN (SMTP has none).
     smtp_tls: TlsConnector,
+    /// The connections open to each destination, shared by the clones.
+    gates: Arc<Gates>,
 }
 
 impl std::fmt::Debug for EgressGuard {
@@ -104,6 +114,7 @@ impl EgressGuard {
             allow,
             tls: TlsConnector::from(Arc::new(http)),
             smtp_tls: TlsConnector::from(Arc::new(config)),
+            gates: Arc::default(),
         })
     }
 
@@ -145,9 +156,22 @@ impl EgressGuard {
         if !host_granted(&host, port, granted) {
             return Err(HttpError::HostNotAllowed(host));
         }
-        let addrs = self.resolve(&host, port, req.timeout).await?;
         let deadline = start + req.timeout;
+        let _entered = tokio::time::timeout_at(deadline.into(), self.gates.enter(&host, port))
+            .await
+            .map_err(|_| HttpError::Timeout)?;
+        let addrs = self
+            .resolve(
+                &host,
+                port,
+                deadline.saturating_duration_since(Instant::now()),
+            )
+            .await?;
         let request = build_request(&req, &uri, &authority)?;
+        let cap = BodyCap {
+            max: max_body,
+            keep: req.keep_body.map(|keep| keep.min(max_body)),
+        };
 
         let tcp = connect(&addrs, deadline).await?;
         let exchanged = if tls {
@@ -161,20 +185,21 @@ impl EgressGuard {
             let connected = start.elapsed();
             (
                 connected,
-                timed_exchange(stream, request, max_body, deadline).await?,
+                timed_exchange(stream, request, cap, deadline).await?,
             )
         } else {
             let connected = start.elapsed();
             (
                 connected,
-                timed_exchange(tcp, request, max_body, deadline).await?,
+                timed_exchange(tcp, request, cap, deadline).await?,
             )
         };
-        let (connect, (status, headers, body)) = exchanged;
+        let (connect, answer) = exchanged;
         Ok(IncomingResponse {
-            status,
-            headers,
-            body,
+            status: answer.status,
+            headers: answer.headers,
+            body: answer.body,
+            body_truncated: answer.truncated,
             connect,
             total: start.elapsed(),
         })
@@ -258,18 +283,31 @@ fn build_request(
         .map_err(invalid)
 }
 
-type Exchanged = (u16, Vec<(String, String)>, Vec<u8>);
+/// How much of a response body is read: past `keep`, the rest is dropped
+/// unread; without it, past `max` the request fails.
+#[derive(Debug, Clone, Copy)]
+struct BodyCap {
+    max: usize,
+    keep: Option<usize>,
+}
+
+struct Exchanged {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    truncated: bool,
+}
 
 async fn timed_exchange<S>(
     stream: S,
     request: http::Request<Full<Bytes>>,
-    max_body: usize,
+    cap: BodyCap,
     deadline: Instant,
 ) -> Result<Exchanged, HttpError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    tokio::time::timeout_at(deadline.into(), exchange(stream, request, max_body))
+    tokio::time::timeout_at(deadline.into(), exchange(stream, request, cap))
         .await
         .map_err(|_| HttpError::Timeout)?
 }
@@ -278,7 +316,7 @@ where
 async fn exchange<S>(
     stream: S,
     request: http::Request<Full<Bytes>>,
-    max_body: usize,
+    cap: BodyCap,
 ) -> Result<Exchanged, HttpError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -291,22 +329,32 @@ where
     let result = async {
         let response = sender.send_request(request).await.map_err(failed)?;
         let (parts, mut body) = response.into_parts();
-        if let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH)
+        if cap.keep.is_none()
+            && let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH)
             && length
                 .to_str()
                 .ok()
                 .and_then(|l| l.parse::<usize>().ok())
-                .is_some_and(|l| l > max_body)
+                .is_some_and(|l| l > cap.max)
         {
             return Err(HttpError::ResponseTooLarge);
         }
         let mut bytes = Vec::new();
+        let mut truncated = false;
         while let Some(frame) = body.frame().await {
-            if let Ok(data) = frame.map_err(failed)?.into_data() {
-                if bytes.len() + data.len() > max_body {
+            let Ok(data) = frame.map_err(failed)?.into_data() else {
+                continue;
+            };
+            match cap.keep {
+                Some(keep) if bytes.len() + data.len() > keep => {
+                    bytes.extend_from_slice(&data[..keep - bytes.len()]);
+                    truncated = true;
+                    break;
+                }
+                None if bytes.len() + data.len() > cap.max => {
                     return Err(HttpError::ResponseTooLarge);
                 }
-                bytes.extend_from_slice(&data);
+                _ => bytes.extend_from_slice(&data),
             }
         }
         let headers = parts
@@ -319,7 +367,12 @@ where
                 )
             })
             .collect();
-        Ok((parts.status.as_u16(), headers, bytes))
+        Ok(Exchanged {
+            status: parts.status.as_u16(),
+            headers,
+            body: bytes,
+            truncated,
+        })
     }
     .await;
     driver.abort();

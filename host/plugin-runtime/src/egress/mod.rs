@@ -7,6 +7,8 @@
 //! internal address. Loopback, private, shared (CGNAT), link-local (cloud
 //! metadata included), multicast, unspecified, broadcast and reserved
 //! addresses are refused unless the operator exempted them with CIDRs.
+//! At most [`PER_DESTINATION`] HTTP connections are open to one
+//! destination at once (`gates`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -15,10 +17,12 @@ use ipnet::IpNet;
 use crate::error::Error;
 
 mod client;
+mod gates;
 mod mail;
 mod smtp;
 
 pub use self::client::{EgressGuard, HttpError, IncomingResponse, OutgoingRequest};
+pub use self::gates::PER_DESTINATION;
 pub use self::mail::{
     Attachment, MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, MAX_MESSAGE_BYTES, MAX_RECIPIENTS,
     MailMessage,

@@ -1,7 +1,7 @@
 //! Components of every supported WIT version load and run side by side:
 //! `plateau:plugin@0.1.0` (the fixtures), `@0.2.0` (`legacy-v0-2`), the
-//! one-package-per-interface world of 0.3.0 (`legacy-v0-3`) and of 0.4.0,
-//! which imports kv@0.4.0 (the SDK's example).
+//! one-package-per-interface world of 0.3.0 (`legacy-v0-3`) and of the
+//! SDK's newest world, 0.5.0, which imports kv@0.4.0 (the SDK's example).
 
 use plateau_plugin_artifacts::{examples, fixtures};
 use plateau_plugin_runtime::{Job, PluginSettings, WitVersion};
@@ -117,7 +117,7 @@ async fn a_component_of_0_3_0_imports_one_package_per_interface() {
 }
 
 #[tokio::test]
-async fn a_component_of_the_0_4_0_world_imports_kv_0_4_0() {
+async fn a_component_of_the_sdk_world_imports_kv_0_4_0() {
     let h = harness();
     let loaded = h
         .load(examples::HELLO_PLUGIN, PluginSettings::all_granted())

@@ -148,6 +148,7 @@ fn answer(status: u16, body: &str, total_ms: u32) -> IncomingResponse {
         status,
         headers: vec![("content-type".to_owned(), "application/json".to_owned())],
         body: body.as_bytes().to_vec(),
+        body_truncated: false,
         connect_ms: 1,
         total_ms,
     }

@@ -27,6 +27,7 @@ fn receiver(statuses: Vec<u16>) -> Rc<RefCell<Vec<OutgoingRequest>>> {
                 status,
                 headers: vec![],
                 body: vec![],
+                body_truncated: false,
                 connect_ms: 1,
                 total_ms: 2,
             })

@@ -348,14 +348,42 @@ pub(crate) fn emit(event: &NewEvent) -> Result<(), String> {
     Ok(())
 }
 
+/// The mock's answer, its body cut at the request's `keep_body_bytes` as
+/// the host cuts it.
 pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpError> {
-    match with_state(|s| s.http.clone()) {
-        Some(mock) => mock(req),
-        None => Err(HttpError::ConnectionFailed(
-            "a native build has no outbound http: install a mock with testing::mock_http"
-                .to_owned(),
-        )),
+    let mut res = match with_state(|s| s.http.clone()) {
+        Some(mock) => mock(req)?,
+        None => {
+            return Err(HttpError::ConnectionFailed(
+                "a native build has no outbound http: install a mock with testing::mock_http"
+                    .to_owned(),
+            ));
+        }
+    };
+    if let Some(keep) = req.keep_body_bytes
+        && res.body.len() > keep as usize
+    {
+        res.body.truncate(keep as usize);
+        res.body_truncated = true;
     }
+    Ok(res)
+}
+
+/// One request after another through the mock; the host sends them
+/// concurrently.
+pub(crate) fn http_send_many(reqs: &[OutgoingRequest]) -> Vec<Result<IncomingResponse, HttpError>> {
+    if reqs.len() > crate::outbound::SEND_MANY_MAX {
+        let why = format!(
+            "send-many takes at most {} requests, not {}",
+            crate::outbound::SEND_MANY_MAX,
+            reqs.len()
+        );
+        return reqs
+            .iter()
+            .map(|_| Err(HttpError::InvalidRequest(why.clone())))
+            .collect();
+    }
+    reqs.iter().map(http_send).collect()
 }
 
 pub(crate) fn job_schedule(job: &NewJob) -> Result<(), SchedulerError> {

@@ -172,41 +172,53 @@ pub(crate) fn emit(event: &NewEvent) -> Result<(), String> {
     })
 }
 
-pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpError> {
-    let res = wit::outbound_http::outbound_http::send(
-        &wit::outbound_http::outbound_http::OutgoingRequest {
-            method: req.method.clone(),
-            url: req.url.clone(),
-            headers: req.headers.clone(),
-            body: req.body.clone(),
-            timeout_ms: req.timeout_ms,
-        },
-    )
-    .map_err(|e| match e {
-        wit::outbound_http::outbound_http::HttpError::HostNotAllowed(why) => {
-            HttpError::HostNotAllowed(why)
-        }
-        wit::outbound_http::outbound_http::HttpError::AddressRefused(why) => {
-            HttpError::AddressRefused(why)
-        }
-        wit::outbound_http::outbound_http::HttpError::InvalidRequest(why) => {
-            HttpError::InvalidRequest(why)
-        }
-        wit::outbound_http::outbound_http::HttpError::Timeout => HttpError::Timeout,
-        wit::outbound_http::outbound_http::HttpError::ResponseTooLarge => {
-            HttpError::ResponseTooLarge
-        }
-        wit::outbound_http::outbound_http::HttpError::ConnectionFailed(why) => {
-            HttpError::ConnectionFailed(why)
-        }
+mod http_wit {
+    pub use super::wit::outbound_http::outbound_http::*;
+}
+
+fn http_request(req: &OutgoingRequest) -> http_wit::OutgoingRequest {
+    http_wit::OutgoingRequest {
+        method: req.method.clone(),
+        url: req.url.clone(),
+        headers: req.headers.clone(),
+        body: req.body.clone(),
+        timeout_ms: req.timeout_ms,
+        keep_body_bytes: req.keep_body_bytes,
+    }
+}
+
+fn http_answer(
+    answer: Result<http_wit::IncomingResponse, http_wit::HttpError>,
+) -> Result<IncomingResponse, HttpError> {
+    use http_wit::HttpError as E;
+    let res = answer.map_err(|e| match e {
+        E::HostNotAllowed(why) => HttpError::HostNotAllowed(why),
+        E::AddressRefused(why) => HttpError::AddressRefused(why),
+        E::InvalidRequest(why) => HttpError::InvalidRequest(why),
+        E::Timeout => HttpError::Timeout,
+        E::ResponseTooLarge => HttpError::ResponseTooLarge,
+        E::ConnectionFailed(why) => HttpError::ConnectionFailed(why),
     })?;
     Ok(IncomingResponse {
         status: res.status,
         headers: res.headers,
         body: res.body,
+        body_truncated: res.body_truncated,
         connect_ms: res.connect_ms,
         total_ms: res.total_ms,
     })
+}
+
+pub(crate) fn http_send(req: &OutgoingRequest) -> Result<IncomingResponse, HttpError> {
+    http_answer(http_wit::send(&http_request(req)))
+}
+
+pub(crate) fn http_send_many(reqs: &[OutgoingRequest]) -> Vec<Result<IncomingResponse, HttpError>> {
+    let reqs: Vec<_> = reqs.iter().map(http_request).collect();
+    http_wit::send_many(&reqs)
+        .into_iter()
+        .map(http_answer)
+        .collect()
 }
 
 fn scheduler_error(error: wit::scheduler::scheduler::Error) -> SchedulerError {
