@@ -1,10 +1,13 @@
 //! Native tests of the cron plugin: daylight saving rules of the schedule
-//! in two time zones, the rules of a job's fields, and the description.
+//! in two time zones, the rules of a job's fields, the description, and
+//! runs that race changes through the API (`races`).
 
 use plateau_plugin_cron::CronPlugin;
 use plateau_plugin_cron::input::JobInput;
 use plateau_plugin_cron::schedule::Schedule;
 use serde_json::json;
+
+mod races;
 
 fn ms(rfc3339: &str) -> u64 {
     let t: jiff::Timestamp = rfc3339.parse().unwrap();
