@@ -43,7 +43,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// A client with `TCP_NODELAY`; without keep-alive, a new connection per
-/// request (as the egress guard makes).
+/// request.
 pub fn http_client(keep_alive: bool) -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);

@@ -124,7 +124,8 @@ pub struct IncomingResponse {
     pub body: Vec<u8>,
     /// The answer had more body than the request's `keep_body_bytes`.
     pub body_truncated: bool,
-    /// Time to an established connection (TCP and TLS).
+    /// Time to an established connection (TCP and TLS); 0 when a
+    /// connection the host kept alive carried the request.
     pub connect_ms: u32,
     /// Time to the whole response.
     pub total_ms: u32,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use ipnet::IpNet;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -16,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use super::gates::Gates;
+use super::pool::{Conn, Key, Pool};
 use super::{check_address, host_granted};
 use crate::error::Error;
 
@@ -72,6 +74,8 @@ pub struct EgressGuard {
     smtp_tls: TlsConnector,
     /// The connections open to each destination, shared by the clones.
     gates: Arc<Gates>,
+    /// Kept-alive connections, shared by the clones.
+    pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for EgressGuard {
@@ -115,6 +119,7 @@ impl EgressGuard {
             tls: TlsConnector::from(Arc::new(http)),
             smtp_tls: TlsConnector::from(Arc::new(config)),
             gates: Arc::default(),
+            pool: Arc::default(),
         })
     }
 
@@ -160,49 +165,77 @@ impl EgressGuard {
         let _entered = tokio::time::timeout_at(deadline.into(), self.gates.enter(&host, port))
             .await
             .map_err(|_| HttpError::Timeout)?;
-        let addrs = self
-            .resolve(
-                &host,
-                port,
-                deadline.saturating_duration_since(Instant::now()),
-            )
-            .await?;
-        let request = build_request(&req, &uri, &authority)?;
+        let mut request = build_request(&req, &uri, &authority)?;
         let cap = BodyCap {
             max: max_body,
             keep: req.keep_body.map(|keep| keep.min(max_body)),
         };
+        let key = Key { tls, host, port };
+        let mut kept = self.pool.take(&key);
+        loop {
+            let (mut conn, connect, fresh) = match kept.take() {
+                Some(conn) => (conn, Duration::ZERO, false),
+                None => {
+                    let conn = self.open(&key, deadline).await?;
+                    (conn, start.elapsed(), true)
+                }
+            };
+            let exchanged =
+                tokio::time::timeout_at(deadline.into(), exchange(&mut conn.sender, request, cap))
+                    .await
+                    .map_err(|_| HttpError::Timeout)?;
+            let answer = match exchanged {
+                Ok(answer) => answer,
+                // A kept connection the server closed before the request
+                // was written: the request again, on a new one.
+                Err(Unsent::Back(back)) if !fresh => {
+                    request = *back;
+                    continue;
+                }
+                Err(Unsent::Back(_)) => {
+                    return Err(HttpError::ConnectionFailed(
+                        "the connection closed before the request was written".into(),
+                    ));
+                }
+                Err(Unsent::Failed(e)) => return Err(e),
+            };
+            if answer.reusable {
+                self.pool.put(key, conn);
+            }
+            return Ok(IncomingResponse {
+                status: answer.status,
+                headers: answer.headers,
+                body: answer.body,
+                body_truncated: answer.truncated,
+                connect,
+                total: start.elapsed(),
+            });
+        }
+    }
 
+    /// A new connection to `key`: resolved once, to a checked address,
+    /// TLS when asked, the HTTP/1.1 handshake done.
+    async fn open(&self, key: &Key, deadline: Instant) -> Result<Conn, HttpError> {
+        let addrs = self
+            .resolve(
+                &key.host,
+                key.port,
+                deadline.saturating_duration_since(Instant::now()),
+            )
+            .await?;
         let tcp = connect(&addrs, deadline).await?;
-        let exchanged = if tls {
-            let name = ServerName::try_from(host.clone()).map_err(|_| {
-                HttpError::InvalidRequest(format!("`{host}` is not a TLS server name"))
+        if key.tls {
+            let name = ServerName::try_from(key.host.clone()).map_err(|_| {
+                HttpError::InvalidRequest(format!("`{}` is not a TLS server name", key.host))
             })?;
             let stream = tokio::time::timeout_at(deadline.into(), self.tls.connect(name, tcp))
                 .await
                 .map_err(|_| HttpError::Timeout)?
                 .map_err(|e| HttpError::ConnectionFailed(format!("tls: {e}")))?;
-            let connected = start.elapsed();
-            (
-                connected,
-                timed_exchange(stream, request, cap, deadline).await?,
-            )
+            handshake(stream, deadline).await
         } else {
-            let connected = start.elapsed();
-            (
-                connected,
-                timed_exchange(tcp, request, cap, deadline).await?,
-            )
-        };
-        let (connect, answer) = exchanged;
-        Ok(IncomingResponse {
-            status: answer.status,
-            headers: answer.headers,
-            body: answer.body,
-            body_truncated: answer.truncated,
-            connect,
-            total: start.elapsed(),
-        })
+            handshake(tcp, deadline).await
+        }
     }
 
     /// Resolves `host` once and keeps only the addresses the policy allows.
@@ -250,7 +283,11 @@ pub(super) async fn connect(
     for addr in addrs {
         match tokio::time::timeout_at(deadline.into(), TcpStream::connect(addr)).await {
             Err(_) => return Err(HttpError::Timeout),
-            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Ok(stream)) => {
+                // Small requests leave at once, not after a delayed ACK.
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
             Ok(Err(e)) => last_error = format!("{addr}: {e}"),
         }
     }
@@ -296,85 +333,104 @@ struct Exchanged {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     truncated: bool,
+    /// The body was read to its end and neither side closes: the
+    /// connection can carry the next request.
+    reusable: bool,
 }
 
-async fn timed_exchange<S>(
-    stream: S,
-    request: http::Request<Full<Bytes>>,
-    cap: BodyCap,
-    deadline: Instant,
-) -> Result<Exchanged, HttpError>
+/// The HTTP/1.1 handshake on a connected stream, and its driver task.
+async fn handshake<S>(stream: S, deadline: Instant) -> Result<Conn, HttpError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    tokio::time::timeout_at(deadline.into(), exchange(stream, request, cap))
-        .await
-        .map_err(|_| HttpError::Timeout)?
+    let (sender, connection) = tokio::time::timeout_at(
+        deadline.into(),
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| HttpError::Timeout)?
+    .map_err(|e| HttpError::ConnectionFailed(e.to_string()))?;
+    let driver = tokio::spawn(connection).abort_handle();
+    Ok(Conn { sender, driver })
 }
 
-/// One HTTP/1.1 exchange on an established connection.
-async fn exchange<S>(
-    stream: S,
+/// Why an exchange gave no answer.
+enum Unsent {
+    /// The connection closed before the request was written: it is handed
+    /// back, to send on another.
+    Back(Box<http::Request<Full<Bytes>>>),
+    Failed(HttpError),
+}
+
+/// One HTTP/1.1 exchange on an open connection.
+async fn exchange(
+    sender: &mut SendRequest<Full<Bytes>>,
     request: http::Request<Full<Bytes>>,
     cap: BodyCap,
-) -> Result<Exchanged, HttpError>
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let failed = |e: hyper::Error| HttpError::ConnectionFailed(e.to_string());
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(failed)?;
-    let driver = tokio::spawn(connection);
-    let result = async {
-        let response = sender.send_request(request).await.map_err(failed)?;
-        let (parts, mut body) = response.into_parts();
-        if cap.keep.is_none()
-            && let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH)
-            && length
-                .to_str()
-                .ok()
-                .and_then(|l| l.parse::<usize>().ok())
-                .is_some_and(|l| l > cap.max)
-        {
-            return Err(HttpError::ResponseTooLarge);
-        }
-        let mut bytes = Vec::new();
-        let mut truncated = false;
-        while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(failed)?.into_data() else {
-                continue;
-            };
-            match cap.keep {
-                Some(keep) if bytes.len() + data.len() > keep => {
-                    bytes.extend_from_slice(&data[..keep - bytes.len()]);
-                    truncated = true;
-                    break;
-                }
-                None if bytes.len() + data.len() > cap.max => {
-                    return Err(HttpError::ResponseTooLarge);
-                }
-                _ => bytes.extend_from_slice(&data),
-            }
-        }
-        let headers = parts
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        Ok(Exchanged {
-            status: parts.status.as_u16(),
-            headers,
-            body: bytes,
-            truncated,
-        })
+) -> Result<Exchanged, Unsent> {
+    let failed = |e: hyper::Error| Unsent::Failed(HttpError::ConnectionFailed(e.to_string()));
+    if sender.ready().await.is_err() {
+        return Err(Unsent::Back(Box::new(request)));
     }
-    .await;
-    driver.abort();
-    result
+    let response = match sender.try_send_request(request).await {
+        Ok(response) => response,
+        Err(mut e) => {
+            return Err(match e.take_message() {
+                Some(request) => Unsent::Back(Box::new(request)),
+                None => failed(e.into_error()),
+            });
+        }
+    };
+    let (parts, mut body) = response.into_parts();
+    if cap.keep.is_none()
+        && let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH)
+        && length
+            .to_str()
+            .ok()
+            .and_then(|l| l.parse::<usize>().ok())
+            .is_some_and(|l| l > cap.max)
+    {
+        return Err(Unsent::Failed(HttpError::ResponseTooLarge));
+    }
+    let mut bytes = Vec::new();
+    let mut truncated = false;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(failed)?.into_data() else {
+            continue;
+        };
+        match cap.keep {
+            Some(keep) if bytes.len() + data.len() > keep => {
+                bytes.extend_from_slice(&data[..keep - bytes.len()]);
+                truncated = true;
+                break;
+            }
+            None if bytes.len() + data.len() > cap.max => {
+                return Err(Unsent::Failed(HttpError::ResponseTooLarge));
+            }
+            _ => bytes.extend_from_slice(&data),
+        }
+    }
+    let closes = parts.version != http::Version::HTTP_11
+        || parts
+            .headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .any(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    Ok(Exchanged {
+        status: parts.status.as_u16(),
+        headers,
+        body: bytes,
+        reusable: !truncated && !closes,
+        truncated,
+    })
 }

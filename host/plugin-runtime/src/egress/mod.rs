@@ -8,7 +8,8 @@
 //! metadata included), multicast, unspecified, broadcast and reserved
 //! addresses are refused unless the operator exempted them with CIDRs.
 //! At most [`PER_DESTINATION`] HTTP connections are open to one
-//! destination at once (`gates`).
+//! destination at once (`gates`), and a connection whose answer was read
+//! to its end is kept alive briefly for the next request there (`pool`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -19,6 +20,7 @@ use crate::error::Error;
 mod client;
 mod gates;
 mod mail;
+mod pool;
 mod smtp;
 
 pub use self::client::{EgressGuard, HttpError, IncomingResponse, OutgoingRequest};

@@ -1,10 +1,12 @@
-//! Outbound HTTP through the egress guard, against a local server.
+//! Outbound HTTP through the egress guard, against a local server; kept
+//! connections to one server.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use plateau_plugin_artifacts::fixtures;
-use plateau_plugin_runtime::egress::parse_allow_list;
+use plateau_plugin_runtime::egress::{EgressGuard, OutgoingRequest, parse_allow_list};
 use plateau_plugin_runtime::{Capability, PluginSettings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -209,4 +211,76 @@ async fn https_is_verified_against_the_trusted_roots() {
     });
     let (status, body, _) = fetch(&trusted, &hosts, &url).await;
     assert_eq!((status, body.as_str()), (200, "secret"));
+}
+
+/// A local keep-alive HTTP/1.1 server: `hello` to every request, with no
+/// `connection: close`; it closes a connection itself after `per_conn`
+/// answers. Counts the connections it accepted.
+async fn keep_alive_server(per_conn: usize) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                for _ in 0..per_conn {
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        let mut chunk = [0u8; 4096];
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.clear();
+                    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
+                    if socket.write_all(answer).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, accepted)
+}
+
+fn get(port: u16) -> OutgoingRequest {
+    OutgoingRequest {
+        method: "GET".into(),
+        url: format!("http://127.0.0.1:{port}/"),
+        headers: Vec::new(),
+        body: Vec::new(),
+        timeout: Duration::from_secs(5),
+        keep_body: None,
+    }
+}
+
+#[tokio::test]
+async fn requests_to_one_server_reuse_a_kept_connection_and_replace_a_closed_one() {
+    let guard = EgressGuard::new(parse_allow_list("127.0.0.0/8").unwrap());
+    let granted = ["127.0.0.1".to_owned()];
+    let (port, accepted) = keep_alive_server(3).await;
+    // Three answers on one connection; the server then closes it without
+    // saying so, and the fourth request goes out on a new one.
+    for i in 0..4 {
+        let answer = guard.send(&granted, get(port), 1 << 20).await.unwrap();
+        assert_eq!(
+            (answer.status, answer.body.as_slice()),
+            (200, &b"hello"[..]),
+            "{i}"
+        );
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    // An answer read only in part (a kept 2 bytes) closes its connection.
+    let mut partial = get(port);
+    partial.keep_body = Some(2);
+    let answer = guard.send(&granted, partial, 1 << 20).await.unwrap();
+    assert_eq!(
+        (answer.body.as_slice(), answer.body_truncated),
+        (&b"he"[..], true)
+    );
+    guard.send(&granted, get(port), 1 << 20).await.unwrap();
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
 }
