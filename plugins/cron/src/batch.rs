@@ -35,7 +35,7 @@ pub fn due(org: &str, at: u64) -> Result<(), ApiError> {
             let mut run = run::new_run(&stored.job, "schedule", at, started);
             let took = answer
                 .as_ref()
-                .map_or(ended - started, |r| u64::from(r.total_ms));
+                .map_or(ended.saturating_sub(started), |r| u64::from(r.total_ms));
             run::answered(&mut run, answer);
             run::end_run(&mut run, started, started + took);
             if let Some(job) = stored::record_run(&bucket, stored, &mut run, Some(at))?
