@@ -227,11 +227,7 @@ mod tests {
         for i in 0..64 {
             let storage = storage.clone();
             racers.push(tokio::spawn(async move {
-                let then = vec![KvWrite::Set {
-                    bucket: bucket(),
-                    key: format!("won/{i}"),
-                    value: b"1".to_vec(),
-                }];
+                let then = vec![set(&format!("won/{i}"), b"1")];
                 let won = storage
                     .claim(claim("lease", None, format!("{i}").as_bytes(), then))
                     .await

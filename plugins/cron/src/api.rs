@@ -125,7 +125,8 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         updated_at: now,
     };
     apply(&mut job, checked);
-    run::reschedule(&org, &mut job, now)?;
+    run::advance(&mut job, now)?;
+    run::schedule_delivery(&org, &job)?;
     if !stored::insert(&bucket, &job)? {
         return Err(ApiError::conflict(
             "a cron job id collided: retry the request",

@@ -75,7 +75,8 @@ pub fn schedule_due(org: &str, at: u64) -> Result<(), ApiError> {
 }
 
 /// A job changed through the API: its next time after `now`, and the
-/// durable job that runs it (a container job's own is cancelled when it no
+/// durable job that runs it (a container job's own, or an http job's of
+/// the version that scheduled each job alone, is cancelled when it no
 /// longer needs one).
 pub fn reschedule(org: &str, job: &mut CronJob, now: u64) -> Result<(), ApiError> {
     advance(job, now)?;

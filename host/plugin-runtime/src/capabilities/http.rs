@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::{HasData, Linker};
 
-use crate::context::{CallContext, Phase};
+use crate::context::{CallContext, Phase, PluginContext};
 use crate::egress::{HttpError, IncomingResponse, OutgoingRequest};
 
 mod gen_ {
@@ -67,21 +67,12 @@ impl HttpView<'_> {
     /// Sends one request; `Err(trap)` only when the call's deadline passed.
     async fn send(
         &mut self,
-        mut req: OutgoingRequest,
+        req: OutgoingRequest,
     ) -> wasmtime::Result<Result<IncomingResponse, HttpError>> {
         if self.call.phase == Phase::Describe {
-            return Ok(Err(HttpError::InvalidRequest(
-                "outbound http is not available in describe".into(),
-            )));
+            return Ok(Err(not_in_describe()));
         }
-        let plugin = self.call.plugin.clone();
-        let limits = &plugin.settings.limits;
-        req.timeout = req.timeout.min(limits.http_timeout);
-        let send = plugin.egress.send(
-            &plugin.settings.outbound_hosts,
-            req,
-            limits.http_max_response_bytes,
-        );
+        let send = through_guard(self.call.plugin.clone(), req, Duration::MAX);
         match tokio::time::timeout(self.call.remaining(), send).await {
             Ok(result) => Ok(result),
             Err(_) => Err(self.call.deadline_trap()),
@@ -95,26 +86,22 @@ impl HttpView<'_> {
         &mut self,
         reqs: Vec<OutgoingRequest>,
     ) -> wasmtime::Result<Vec<Result<IncomingResponse, HttpError>>> {
-        let refused = |why: &str| {
-            (0..reqs.len())
-                .map(|_| Err(HttpError::InvalidRequest(why.to_owned())))
-                .collect()
-        };
+        let refused = |why: HttpError| (0..reqs.len()).map(|_| Err(why.clone())).collect();
         if self.call.phase == Phase::Describe {
-            return Ok(refused("outbound http is not available in describe"));
+            return Ok(refused(not_in_describe()));
         }
         if reqs.len() > MANY_MAX {
-            return Ok(refused(&format!(
+            return Ok(refused(HttpError::InvalidRequest(format!(
                 "send-many takes at most {MANY_MAX} requests, not {}",
                 reqs.len()
-            )));
+            ))));
         }
         let plugin = self.call.plugin.clone();
         let until = Instant::now() + self.call.remaining().saturating_sub(MANY_MARGIN);
         let permits = Arc::new(tokio::sync::Semaphore::new(MANY_IN_FLIGHT));
         let mut sends = tokio::task::JoinSet::new();
         let count = reqs.len();
-        for (i, mut req) in reqs.into_iter().enumerate() {
+        for (i, req) in reqs.into_iter().enumerate() {
             let (plugin, permits) = (plugin.clone(), permits.clone());
             sends.spawn(async move {
                 let _permit = permits.acquire_owned().await;
@@ -122,17 +109,7 @@ impl HttpView<'_> {
                 if left.is_zero() {
                     return (i, Err(HttpError::Timeout));
                 }
-                let limits = &plugin.settings.limits;
-                req.timeout = req.timeout.min(limits.http_timeout).min(left);
-                let answer = plugin
-                    .egress
-                    .send(
-                        &plugin.settings.outbound_hosts,
-                        req,
-                        limits.http_max_response_bytes,
-                    )
-                    .await;
-                (i, answer)
+                (i, through_guard(plugin, req, left).await)
             });
         }
         let mut answers: Vec<Option<Result<IncomingResponse, HttpError>>> =
@@ -153,6 +130,29 @@ impl HttpView<'_> {
             .map(|a| a.unwrap_or(Err(HttpError::Timeout)))
             .collect())
     }
+}
+
+/// `req` through the egress guard with the plugin's hosts and caps, its
+/// timeout cut to the host's and to `left`.
+async fn through_guard(
+    plugin: Arc<PluginContext>,
+    mut req: OutgoingRequest,
+    left: Duration,
+) -> Result<IncomingResponse, HttpError> {
+    let limits = &plugin.settings.limits;
+    req.timeout = req.timeout.min(limits.http_timeout).min(left);
+    plugin
+        .egress
+        .send(
+            &plugin.settings.outbound_hosts,
+            req,
+            limits.http_max_response_bytes,
+        )
+        .await
+}
+
+fn not_in_describe() -> HttpError {
+    HttpError::InvalidRequest("outbound http is not available in describe".into())
 }
 
 fn millis(d: Duration) -> u32 {
