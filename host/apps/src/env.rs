@@ -2,7 +2,7 @@
 //! per-line errors, and sealing values under the host key, bound to the
 //! app and the name (a value moved to another app or name does not open).
 
-use plateau_plugin_runtime::secrets::Sealer;
+use plateau_seal::Sealer;
 
 /// Longest value, in bytes.
 pub const MAX_VALUE: usize = 32 * 1024;

@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use plateau_edge::Edge;
-use plateau_plugin_runtime::secrets::Sealer;
 use plateau_runner::Runner;
+use plateau_seal::Sealer;
 use plateau_store::Db;
 
 pub use config::AppsConfig;

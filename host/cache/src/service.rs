@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use plateau_core::{secret, time};
-use plateau_plugin_runtime::secrets::Sealer;
+use plateau_seal::Sealer;
 use plateau_store::Db;
 use plateau_store::caches::{self, Cache};
 

@@ -11,11 +11,11 @@ use clap::Args;
 use plateau_apps::build::local::LocalBuilder;
 use plateau_apps::{Apps, AppsConfig, Containers, RegistryAccess};
 use plateau_edge::Edge;
-use plateau_plugin_runtime::secrets::Sealer;
 use plateau_registry::Registry;
 use plateau_registry::auth::{Access, issue_bearer};
 use plateau_runner::container::ContainerRunner;
 use plateau_runner::wasm::WasmRunner;
+use plateau_seal::Sealer;
 use plateau_store::Db;
 use tokio::task::JoinHandle;
 
@@ -127,7 +127,7 @@ impl RegistryAccess for OwnRegistry {
 pub async fn prepare(
     args: &AppsArgs,
     db: &Db,
-    secret_key: [u8; plateau_plugin_runtime::secrets::KEY_LEN],
+    secret_key: [u8; plateau_seal::KEY_LEN],
     registry: Registry,
     api_addr: SocketAddr,
     registry_url: Option<&str>,

@@ -11,8 +11,7 @@ use clap::Args;
 use plateau_cache::local::{LocalConfig, LocalProvider};
 use plateau_cache::snapshots::SnapshotStore;
 use plateau_cache::{CacheService, ServiceConfig};
-use plateau_core::id::new_id;
-use plateau_plugin_runtime::secrets::Sealer;
+use plateau_seal::Sealer;
 use plateau_store::Db;
 
 /// Where and how caches run.
@@ -52,6 +51,7 @@ pub fn start(
     data_dir: &Path,
     db: &Db,
     sealer: Arc<Sealer>,
+    host_id: &str,
 ) -> anyhow::Result<Running> {
     let root = data_dir.join("caches");
     std::fs::create_dir_all(&root)
@@ -72,7 +72,7 @@ pub fn start(
         sealer,
         snapshots,
         ServiceConfig {
-            host_id: host_id(&root)?,
+            host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.cache_supervise_ms.max(100)),
         },
     ));
@@ -81,16 +81,4 @@ pub fn start(
         service,
         supervisor,
     })
-}
-
-/// This host's identity for its caches, made once and kept in the cache
-/// directory: clusters it created carry it, and only it supervises them.
-fn host_id(root: &Path) -> anyhow::Result<String> {
-    let path = root.join("host-id");
-    if let Ok(id) = std::fs::read_to_string(&path) {
-        return Ok(id.trim().to_owned());
-    }
-    let id = new_id("hst");
-    std::fs::write(&path, &id).with_context(|| format!("writing {}", path.display()))?;
-    Ok(id)
 }

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use plateau_core::id::new_id;
 use plateau_databases::local::{LocalConfig, LocalProvider};
 use plateau_databases::{DatabaseService, ServiceConfig, bins};
-use plateau_plugin_runtime::secrets::Sealer;
+use plateau_seal::Sealer;
 use plateau_store::Db;
 
 /// Where and how databases run.
@@ -57,6 +56,7 @@ pub fn start(
     data_dir: &Path,
     db: &Db,
     sealer: Arc<Sealer>,
+    host_id: &str,
 ) -> anyhow::Result<Running> {
     let root = data_dir.join("databases");
     let provider = LocalProvider::new(LocalConfig {
@@ -71,7 +71,7 @@ pub fn start(
         Arc::new(provider),
         sealer,
         ServiceConfig {
-            host_id: host_id(&root)?,
+            host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.database_supervise_ms.max(100)),
             disk_check_every: Duration::from_millis(args.database_disk_check_ms.max(100)),
         },
@@ -81,17 +81,4 @@ pub fn start(
         service,
         supervisor,
     })
-}
-
-/// This host's identity for its databases, made once and kept in the
-/// database directory: clusters it created carry it, and only it
-/// supervises them.
-fn host_id(root: &Path) -> anyhow::Result<String> {
-    let path = root.join("host-id");
-    if let Ok(id) = std::fs::read_to_string(&path) {
-        return Ok(id.trim().to_owned());
-    }
-    let id = new_id("hst");
-    std::fs::write(&path, &id).with_context(|| format!("writing {}", path.display()))?;
-    Ok(id)
 }

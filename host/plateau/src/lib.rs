@@ -9,6 +9,7 @@ mod caches;
 mod commands;
 pub mod config;
 mod databases;
+mod host;
 pub mod logging;
 pub mod plugin_cli;
 mod plugin_push;

@@ -15,10 +15,10 @@ use plateau_plugin_host::storage::SqlStorage;
 use plateau_plugin_host::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
 use plateau_plugin_runtime::commands::Commands;
 use plateau_plugin_runtime::egress::parse_allow_list;
-use plateau_plugin_runtime::secrets::{KEY_LEN, Sealer};
 use plateau_plugin_runtime::{
     Clock, ManualClock, PluginRuntime, RuntimeConfig, Services, SystemClock,
 };
+use plateau_seal::{KEY_LEN, Sealer};
 use plateau_store::{Db, settings};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;

@@ -11,7 +11,7 @@ use clap::Args;
 use plateau_api::{ApiConfig, AppState, Extensions};
 use plateau_core::secret::{self, TOKEN_PREFIX};
 use plateau_core::time;
-use plateau_plugin_runtime::secrets::Sealer;
+use plateau_seal::Sealer;
 use plateau_store::{Db, idempotency, provision, sessions, settings};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -19,6 +19,7 @@ use crate::apps::AppsArgs;
 use crate::caches;
 use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::databases;
+use crate::host;
 use crate::logging;
 use crate::plugins;
 
@@ -135,8 +136,15 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let plugins = plugins::start(&setup, &state).await?;
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
-    let caches = caches::start(&args.caches, &args.store.data_dir, &db, sealer.clone())?;
-    let databases = databases::start(&args.databases, &args.store.data_dir, &db, sealer)?;
+    let host_id = host::identity(&args.store.data_dir, &db).await?;
+    let caches = caches::start(
+        &args.caches,
+        &args.store.data_dir,
+        &db,
+        sealer.clone(),
+        &host_id,
+    )?;
+    let databases = databases::start(&args.databases, &args.store.data_dir, &db, sealer, &host_id)?;
     let (storage, storage_listener) =
         crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
     let routes = plateau_plugin_host::admin::routes()

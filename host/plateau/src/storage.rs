@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use plateau_api::AppState;
-use plateau_plugin_runtime::secrets::Sealer;
+use plateau_seal::Sealer;
 use plateau_storage::blobs::Blobs;
 use plateau_storage::keys::{Keys, Sealing};
 use plateau_storage::local::LocalProvider;

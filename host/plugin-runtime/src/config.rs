@@ -11,8 +11,8 @@ use ipnet::IpNet;
 use crate::clock::Clock;
 use crate::commands::Commands;
 use crate::cursors::CursorCodec;
-use crate::secrets::Sealer;
 use crate::storage::Storage;
+use plateau_seal::Sealer;
 
 /// A host interface a plugin may be granted; the names and the interfaces
 /// they guard are part of the contract with the guests.

@@ -67,7 +67,6 @@ mod inspect;
 mod load;
 mod memory;
 mod overlay;
-pub mod secrets;
 mod slot;
 mod state;
 pub mod storage;

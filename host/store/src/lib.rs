@@ -17,6 +17,7 @@ pub mod error;
 pub mod events;
 pub mod grants;
 pub mod group;
+pub mod hosts;
 pub mod idempotency;
 pub mod jobs;
 pub mod orgs;

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use plateau_plugin_runtime::secrets::{KEY_LEN, Sealer};
 use plateau_plugin_runtime::storage::{BucketId, Namespace, Storage};
 use plateau_plugin_runtime::{
     Caller, MemoryStore, PlainCursorCodec, PluginRuntime, PluginSettings, Request, RuntimeConfig,
     Services, SystemClock,
 };
+use plateau_seal::{KEY_LEN, Sealer};
 
 use crate::flags::{evaluate_stored, production};
 

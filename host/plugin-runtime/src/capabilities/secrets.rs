@@ -1,4 +1,4 @@
-//! The `secrets` capability: the host's [`Sealer`](crate::secrets::Sealer),
+//! The `secrets` capability: the host's [`Sealer`](plateau_seal::Sealer),
 //! bound to the plugin and a namespace under the same rules as `kv`.
 
 use wasmtime::component::{HasData, Linker};

@@ -56,7 +56,7 @@ pub fn runtime_over(
         storage,
         clock: clock.clone(),
         cursors: Arc::new(PlainCursorCodec),
-        sealer: Arc::new(plateau_plugin_runtime::secrets::Sealer::new(&[9; 32])),
+        sealer: Arc::new(plateau_seal::Sealer::new(&[9; 32])),
         commands: None,
     };
     (

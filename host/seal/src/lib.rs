@@ -1,10 +1,12 @@
-//! [`Sealer`]: authenticated encryption under a key only the host holds,
-//! behind the `secrets` capability.
+//! [`Sealer`]: authenticated encryption under a key only the host holds:
+//! plugins' secrets (the `secrets` capability) and the passwords of every
+//! managed service.
 //!
 //! A sealed value is `version (1) || nonce (12) || ciphertext || tag (16)`,
 //! AES-256-GCM with a random nonce. The additional data binds it to a
-//! context (the plugin and the namespace), so a value sealed for one
-//! organisation does not open as another's, nor for another plugin.
+//! context (a plugin and its namespace, or a resource and which of its
+//! passwords), so a value sealed for one organisation does not open as
+//! another's, nor for another plugin or resource.
 
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};

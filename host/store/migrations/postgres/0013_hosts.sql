@@ -1,0 +1,9 @@
+-- The hosts of a deployment (issue 29): one identity per host, made once
+-- and kept in its data directory; resources it runs carry it.
+
+CREATE TABLE hosts (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    seen_at BIGINT NOT NULL
+);
