@@ -20,12 +20,17 @@ const CGI: &str = "#!/bin/sh\necho 'Content-Type: text/plain'\necho\neval \"$(ht
 /// The replica's own address and its host end's (`.2` and `.1`).
 const ADDRESSES: &str = "a=$(ip -4 -o addr | sed -n 's/.* inet \\(10\\.231\\.[0-9.]*\\)\\/30.*/\\1/p'); h=${a%.*}.$((${a##*.}-1))";
 
-/// busybox, `/bin/sh` and the CGI script `/www/cgi-bin/run`, gzipped.
+/// busybox, `/bin/sh`, the CGI script `/www/cgi-bin/run` and an
+/// `index.html` for the health check, gzipped.
 fn layer() -> Vec<u8> {
     let busybox = std::fs::read("/bin/busybox").expect("install the busybox-static package");
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut b = tar::Builder::new(gz);
-    for (path, bytes) in [("bin/busybox", &busybox[..]), ("www/cgi-bin/run", CGI.as_bytes())] {
+    for (path, bytes) in [
+        ("bin/busybox", &busybox[..]),
+        ("www/cgi-bin/run", CGI.as_bytes()),
+        ("www/index.html", b"ok\n"),
+    ] {
         let mut h = tar::Header::new_gnu();
         h.set_mode(0o755);
         h.set_size(bytes.len() as u64);
