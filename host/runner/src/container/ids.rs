@@ -23,6 +23,7 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::{Error, Result};
@@ -85,8 +86,12 @@ impl IdRange {
             .and_then(|()| fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)))
             .and_then(|()| std::os::unix::fs::chown(&dir, Some(self.base()), Some(self.base())))
             .map_err(|e| fail(format!("cannot prepare {}: {e}", dir.display())))?;
+        remove_abandoned(&dir);
+        // Unique to this call: launches of one app may copy at once.
+        static COPIES: AtomicU64 = AtomicU64::new(0);
         let mut partial = shifted.clone().into_os_string();
-        partial.push(format!(".partial-{}", std::process::id()));
+        let copy = COPIES.fetch_add(1, Ordering::Relaxed);
+        partial.push(format!(".partial-{}-{copy}", std::process::id()));
         let partial = PathBuf::from(partial);
         let _ = fs::remove_dir_all(&partial);
         let copied = Command::new("cp")
@@ -114,6 +119,21 @@ impl IdRange {
             return Err(fail(format!("cannot shift the rootfs's owners: {e}")));
         }
         Ok(shifted)
+    }
+}
+
+/// Removes the partial copies in `dir` of processes that are gone.
+fn remove_abandoned(dir: &Path) {
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .split_once(".partial-")
+            .and_then(|(_, rest)| rest.split('-').next());
+        if let Some(pid) = pid
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 
