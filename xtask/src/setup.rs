@@ -25,10 +25,11 @@ const TEST_PACKAGES: &[&str] = &[
     "awscli",
     "pgbouncer",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
-    // iproute2 makes each replica's network namespace.
+    // iproute2 makes each replica's network namespace, nftables its firewall.
     "runc",
     "busybox-static",
     "iproute2",
+    "nftables",
     // Built apps: git clones their repositories, buildah builds Dockerfiles.
     "buildah",
     "git",
@@ -45,6 +46,7 @@ const RUN_PACKAGES: &[&str] = &[
     "pgbouncer",
     "runc",
     "iproute2",
+    "nftables",
     "buildah",
     "git",
 ];

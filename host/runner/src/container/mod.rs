@@ -1,13 +1,17 @@
 //! The Linux container runtime: an OCI image unpacked into a rootfs
 //! ([`unpack`]), each replica run by `runc` from a generated runtime
 //! config ([`spec`]) in its own network namespace ([`net`]), the edge's
-//! requests proxied to the replica's address and `$PORT`.
+//! requests proxied to the replica's address and `$PORT`. A replica runs
+//! as its app's unprivileged host ids ([`ids`]), under a seccomp filter
+//! ([`spec::SECCOMP`]), behind the replicas' firewall ([`firewall`]).
 //!
 //! State lives under one root (`<data dir>/apps/containers`): runc's state
 //! in `state/`, one bundle per replica in `bundles/`. A new runner deletes
 //! every container a previous process left there, and reclaims the
 //! networks of processes that are gone, before it runs anything.
 
+pub mod firewall;
+pub mod ids;
 mod net;
 mod replica;
 mod replicas;
@@ -38,7 +42,10 @@ pub struct Paths {
 /// What every replica of a deployment is started from.
 pub struct Template {
     pub image: ImageConfig,
+    /// The image's rootfs owned by the app's ids.
     pub rootfs: PathBuf,
+    /// The host id the app's container id 0 maps to.
+    pub host_ids: u32,
     pub env: Vec<(String, String)>,
     pub limits: Limits,
     pub logs: Arc<dyn LogSink>,
@@ -72,6 +79,7 @@ impl ContainerRunner {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::NotRunnable(format!("cannot create {}: {e}", dir.display())))?;
         }
+        firewall::install()?;
         let runner = ContainerRunner {
             paths: Arc::new(paths),
             next: Arc::new(AtomicU64::new(0)),
@@ -136,9 +144,18 @@ impl Runner for ContainerRunner {
                 rootfs.display()
             )));
         }
+        let owner = self.paths.state.clone();
+        let app = spec.app_id.clone();
+        let (range, rootfs) = tokio::task::spawn_blocking(move || {
+            let range = ids::IdRange::for_app(&owner, &app)?;
+            Ok::<_, Error>((range, range.rootfs(&rootfs)?))
+        })
+        .await
+        .map_err(|e| Error::NotRunnable(e.to_string()))??;
         let template = Template {
             image: config,
             rootfs,
+            host_ids: range.base(),
             env: spec.env,
             limits: spec.limits,
             logs: spec.logs,

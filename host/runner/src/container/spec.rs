@@ -2,8 +2,10 @@
 //! config) and the OCI runtime `config.json` runc runs it from.
 //!
 //! **Invariant:** every replica gets a read-only rootfs with a writable
-//! `/tmp`, its own namespaces (network: the one [`super::net`] made), no
-//! capabilities, no new privileges, and the app's memory and CPU limits.
+//! `/tmp`, its own namespaces (network: the one [`super::net`] made; user:
+//! container ids 0..65536 mapped to the app's range of [`super::ids`]),
+//! no capabilities, no new privileges, the seccomp profile [`SECCOMP`],
+//! and the app's memory and CPU limits.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -19,6 +21,14 @@ const CPU_PERIOD: u64 = 100_000;
 const TMP_MB: u32 = 64;
 /// Processes one replica may have.
 const PIDS: u32 = 256;
+/// The system calls a replica may make, as the OCI `linux.seccomp`:
+/// containers-common's default allowlist for x86 without the
+/// capability-gated calls (no replica has a capability), clone only
+/// without namespace flags (clone3 answers ENOSYS so libc falls back to
+/// it), personality only with its harmless values, and every other call
+/// EPERM: no keyctl, add_key, bpf, io_uring, unshare, setns, mount,
+/// ptrace, kexec, perf_event_open, userfaultfd or module loading.
+pub const SECCOMP: &str = include_str!("seccomp.json");
 
 /// The parts of an image's config a container starts from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -124,6 +134,8 @@ pub struct Runtime<'a> {
     pub hostname: &'a str,
     /// The cgroup path, `/plateau/<container>`.
     pub cgroup: &'a str,
+    /// The host id container id 0 maps to (`ids::IdRange::base`).
+    pub host_ids: u32,
 }
 
 impl Runtime<'_> {
@@ -138,8 +150,11 @@ impl Runtime<'_> {
         let quota = (u64::from(self.limits.milli_cpu.max(10)) * CPU_PERIOD / 1000).max(1000);
         let namespaces = json!([
             { "type": "pid" }, { "type": "ipc" }, { "type": "uts" }, { "type": "mount" },
-            { "type": "network", "path": self.netns },
+            { "type": "network", "path": self.netns }, { "type": "user" },
         ]);
+        let ids = json!([{ "containerID": 0, "hostID": self.host_ids, "size": super::ids::SIZE }]);
+        let seccomp: Value = serde_json::from_str(SECCOMP)
+            .map_err(|e| Error::NotRunnable(format!("the seccomp profile: {e}")))?;
         let caps = json!({ "bounding": [], "effective": [], "permitted": [], "ambient": [] });
         let config = json!({
             "ociVersion": "1.0.2",
@@ -165,10 +180,17 @@ impl Runtime<'_> {
                     "pids": { "limit": PIDS },
                 },
                 "namespaces": namespaces,
+                "uidMappings": ids,
+                "gidMappings": ids,
+                "seccomp": seccomp,
+                // runc's and Docker's, and the host's cgroups (/sys is the
+                // host's, as sysfs cannot be mounted from a user namespace
+                // that does not own the network namespace).
                 "maskedPaths": [
                     "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
                     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
                     "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+                    "/sys/devices/virtual/powercap", "/sys/fs/cgroup",
                 ],
                 "readonlyPaths": [
                     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
@@ -190,8 +212,8 @@ fn mounts() -> Value {
           "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"] },
         { "destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue",
           "options": ["nosuid", "noexec", "nodev"] },
-        { "destination": "/sys", "type": "sysfs", "source": "sysfs",
-          "options": ["nosuid", "noexec", "nodev", "ro"] },
+        { "destination": "/sys", "type": "none", "source": "/sys",
+          "options": ["rbind", "nosuid", "noexec", "nodev", "ro"] },
         { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
           "options": ["nosuid", "nodev", "mode=1777", format!("size={TMP_MB}m")] },
     ])
@@ -217,5 +239,65 @@ mod tests {
             br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["x"],"User":"www"}}"#,
         );
         assert!(named.unwrap_err().to_string().contains("numeric"));
+    }
+
+    #[test]
+    fn runs_in_the_apps_user_namespace_under_the_filter() {
+        let image =
+            ImageConfig::parse(br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["x"]}}"#)
+                .unwrap();
+        let limits = Limits {
+            memory_mb: 64,
+            milli_cpu: 100,
+            replicas: 1,
+        };
+        let runtime = Runtime {
+            image: &image,
+            env: &[],
+            limits,
+            rootfs: "/r",
+            netns: "/run/netns/n",
+            hostname: "h",
+            cgroup: "/plateau/h",
+            host_ids: 1 << 30,
+        };
+        let config: Value = serde_json::from_slice(&runtime.config_json().unwrap()).unwrap();
+        let linux = &config["linux"];
+        assert!(
+            linux["namespaces"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({ "type": "user" }))
+        );
+        let ids = json!([{ "containerID": 0, "hostID": 1 << 30, "size": 65536 }]);
+        assert_eq!((&linux["uidMappings"], &linux["gidMappings"]), (&ids, &ids));
+        let seccomp = &linux["seccomp"];
+        assert_eq!(seccomp["defaultAction"], "SCMP_ACT_ERRNO");
+        let allowed: Vec<&str> = seccomp["syscalls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["action"] == "SCMP_ACT_ALLOW" && r.get("args").is_none())
+            .flat_map(|r| r["names"].as_array().unwrap())
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert!(allowed.contains(&"read") && allowed.contains(&"socket"));
+        for denied in [
+            "keyctl",
+            "add_key",
+            "bpf",
+            "io_uring_setup",
+            "unshare",
+            "setns",
+            "mount",
+            "ptrace",
+            "kexec_load",
+            "clone",
+            "clone3",
+        ] {
+            assert!(!allowed.contains(&denied), "{denied} is allowed");
+        }
+        assert_eq!(config["process"]["noNewPrivileges"], true);
+        assert_eq!(config["process"]["capabilities"]["bounding"], json!([]));
     }
 }

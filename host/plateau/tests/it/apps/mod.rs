@@ -7,6 +7,7 @@ mod crates;
 mod deploy;
 mod limits;
 mod linux;
+mod sandbox;
 mod settings;
 mod tenants;
 mod uploads;
