@@ -13,8 +13,10 @@
 
 pub mod api;
 pub mod bins;
+pub mod host_session;
 pub mod inside;
 pub mod local;
+pub mod scram;
 pub mod service;
 pub mod spec;
 
@@ -75,6 +77,8 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     /// A connection to the leader's `database` as `user`: the host's own
     /// superuser ([`spec::ADMIN_ROLE`], which customers never get) for
     /// administration, the owner role for the console and the data API.
+    /// A connection as the host's superuser carries
+    /// [`host_session::SETTINGS`], whatever the tenant set on its database.
     async fn connect(
         &self,
         placement: &Placement,

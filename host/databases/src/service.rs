@@ -115,6 +115,19 @@ impl DatabaseService {
         String::from_utf8(plain).map_err(|e| Error::Seal(e.to_string()))
     }
 
+    /// The password of the host's read-only role
+    /// ([`crate::inside::roles::READER_ROLE`]): derived from the host's
+    /// own, so it needs no column of its own and never changes.
+    pub fn reader_password(credentials: &Credentials) -> String {
+        use hmac::Mac;
+        let mut mac =
+            hmac::Hmac::<sha2::Sha256>::new_from_slice(credentials.admin_password.as_bytes())
+                .expect("hmac takes any key length");
+        mac.update(crate::inside::roles::READER_ROLE.as_bytes());
+        let bytes = mac.finalize().into_bytes();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     pub fn credentials(&self, d: &Database) -> Result<Credentials> {
         Ok(Credentials {
             owner_password: self.open(d, Which::Owner, &d.owner_password_sealed)?,

@@ -1,6 +1,7 @@
 //! The clusters themselves: list, create (under the plan's ceilings),
 //! read, rename or change the backup retention, delete, and the connection
-//! details with the owner's password (owners and admins).
+//! details (owners and admins): the owner role's for callers with
+//! `databases:write`, the host's read-only role's for the others.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -21,6 +22,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{DatabaseView, Service, find};
+use crate::inside::roles;
 use crate::service::{DatabaseService, Which};
 use crate::spec::{ClusterSpec, Credentials, DEFAULT_VERSION, VERSIONS};
 
@@ -378,7 +380,7 @@ pub async fn delete(
     Ok(Json(view))
 }
 
-/// How to connect, with the owner role's password.
+/// How to connect, with a role's password.
 #[derive(Serialize, ToSchema)]
 #[schema(as = DatabaseConnection)]
 #[serde(rename_all = "camelCase")]
@@ -399,11 +401,17 @@ pub struct ConnectionView {
     /// The leader's port.
     pub write_port: u16,
     pub database: String,
+    /// The owner role, or `plateau_reader` for a caller without
+    /// databases:write.
     pub username: String,
     pub password: String,
 }
 
-/// The connection details with the password, for owners and admins.
+/// The connection details with a password, for owners and admins. With
+/// databases:write they are the owner role's, which may change anything
+/// in the database; with databases:read only, they are those of the
+/// read-only role `plateau_reader` (it reads every table, writes none), so
+/// a read-only token never hands out a way to write.
 #[utoipa::path(get, path = "/databases/{id}/connection", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
@@ -418,10 +426,20 @@ pub async fn connection(
     caller.require_manager("reading a database's password")?;
     let placement = DatabaseService::placement(&d)?;
     let credentials = service.credentials(&d)?;
+    let (username, password) = if caller.scopes.allows("databases:write") {
+        (placement.owner.clone(), credentials.owner_password.clone())
+    } else {
+        let password = DatabaseService::reader_password(&credentials);
+        let mut conn = service.admin(&d).await?;
+        let made = roles::ensure_reader(&mut conn, &placement.database, &password).await;
+        let _ = sqlx::Connection::close(conn).await;
+        made?;
+        (roles::READER_ROLE.to_owned(), password)
+    };
     let uri = |port: u16, database: &str| {
         format!(
-            "postgresql://{}:{}@{}:{port}/{database}",
-            placement.owner, credentials.owner_password, placement.address
+            "postgresql://{username}:{password}@{}:{port}/{database}",
+            placement.address
         )
     };
     let read_uri = (!placement.standbys().is_empty()).then(|| {
@@ -438,7 +456,7 @@ pub async fn connection(
         port: placement.pooler_port,
         write_port: placement.port,
         database: placement.database.clone(),
-        username: placement.owner.clone(),
-        password: credentials.owner_password.clone(),
+        username,
+        password,
     }))
 }

@@ -1,6 +1,11 @@
 //! Extensions: the allowlist of spec section 8, which of them the
 //! cluster's server has files for, which are created, and creating one
-//! through the host's role in the owner's database.
+//! through the host's role in the owner's database. An extension's script
+//! runs as a superuser with the target schema (the customer's) on its
+//! `search_path`, `pg_catalog` first: the same exposure as PostgreSQL's
+//! trusted extensions, which a database owner may create alone. The
+//! allowlist holds contrib modules, whose scripts PostgreSQL writes to be
+//! safe there, and pgvector.
 
 use serde::Serialize;
 use sqlx::{PgConnection, Row};
@@ -27,8 +32,8 @@ pub struct ExtensionView {
 /// The allowlist with what the cluster has.
 pub async fn list(conn: &mut PgConnection, available: &[String]) -> Result<Vec<ExtensionView>> {
     let rows = sqlx::query(
-        "SELECT e.extname, n.nspname, e.extversion FROM pg_extension e \
-         JOIN pg_namespace n ON n.oid = e.extnamespace",
+        "SELECT e.extname::pg_catalog.text, n.nspname::pg_catalog.text, e.extversion \
+         FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -81,10 +86,11 @@ pub async fn create(
             detail: "schema must be a lowercase identifier".to_owned(),
         });
     }
-    let found = sqlx::query("SELECT count(*) FROM pg_namespace WHERE nspname = $1")
-        .bind(schema)
-        .fetch_one(&mut *conn)
-        .await?;
+    let found =
+        sqlx::query("SELECT pg_catalog.count(*) FROM pg_catalog.pg_namespace WHERE nspname = $1")
+            .bind(schema)
+            .fetch_one(&mut *conn)
+            .await?;
     if found.get::<i64, _>(0) == 0 {
         return Err(Error::Missing(format!("schema {schema} does not exist")));
     }

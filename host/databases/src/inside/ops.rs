@@ -38,11 +38,12 @@ pub struct Metrics {
 pub async fn metrics(conn: &mut PgConnection, database: &str, disk_gb: i64) -> Result<Metrics> {
     let disk = super::quota::usage(conn).await?;
     let row = sqlx::query(
-        "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = $1), \
-         current_setting('max_connections')::bigint, \
-         xact_commit, xact_rollback, blks_hit, blks_read, pg_database_size($1), \
-         (SELECT max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn))::bigint FROM pg_stat_replication) \
-         FROM pg_stat_database WHERE datname = $1",
+        "SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity WHERE datname = $1), \
+         pg_catalog.current_setting('max_connections')::pg_catalog.int8, \
+         xact_commit, xact_rollback, blks_hit, blks_read, pg_catalog.pg_database_size($1::pg_catalog.name), \
+         (SELECT pg_catalog.max(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), replay_lsn))::pg_catalog.int8 \
+          FROM pg_catalog.pg_stat_replication) \
+         FROM pg_catalog.pg_stat_database WHERE datname = $1",
     )
     .bind(database)
     .fetch_one(&mut *conn)
@@ -81,8 +82,8 @@ pub struct Ownership {
 /// Idempotent.
 pub async fn fix_ownership(conn: &mut PgConnection, owner: &str) -> Result<Ownership> {
     let roles: Vec<String> = sqlx::query(
-        "SELECT rolname FROM pg_roles WHERE NOT rolsuper AND rolname NOT LIKE 'pg\\_%' \
-         AND rolname <> $1 ORDER BY rolname",
+        "SELECT rolname FROM pg_catalog.pg_roles WHERE NOT rolsuper AND rolname NOT LIKE 'pg\\_%' \
+         AND rolname NOT LIKE 'plateau\\_%' AND rolname <> $1 ORDER BY rolname",
     )
     .bind(owner)
     .fetch_all(&mut *conn)

@@ -33,11 +33,13 @@ pub struct DiskUsage {
 
 /// The cluster's size and whether the quota's read-only mode is on (from
 /// the configuration files, which the host's own role's setting does not
-/// mask). Needs the host's superuser connection.
+/// mask). Needs the host's superuser connection, whose settings
+/// ([`crate::host_session`]) keep a tenant's functions out of it.
 pub async fn usage(conn: &mut PgConnection) -> Result<DiskUsage> {
     let row = sqlx::query(
-        "SELECT (SELECT sum(pg_database_size(oid))::bigint FROM pg_database), \
-         EXISTS (SELECT 1 FROM pg_file_settings \
+        "SELECT (SELECT pg_catalog.sum(pg_catalog.pg_database_size(d.oid))::pg_catalog.int8 \
+                 FROM pg_catalog.pg_database d), \
+         EXISTS (SELECT 1 FROM pg_catalog.pg_file_settings \
                  WHERE name = 'default_transaction_read_only' AND setting = 'on' AND applied)",
     )
     .fetch_one(&mut *conn)
@@ -65,7 +67,7 @@ pub async fn set_read_only(conn: &mut PgConnection, on: bool) -> Result<()> {
             .execute(&mut *conn)
             .await?;
     }
-    sqlx::query("SELECT pg_reload_conf()")
+    sqlx::query("SELECT pg_catalog.pg_reload_conf()")
         .execute(&mut *conn)
         .await?;
     Ok(())

@@ -12,6 +12,9 @@ pub const POOLER_CONF: &str = "pgbouncer.ini";
 pub const POOLER_USERS: &str = "userlist.txt";
 pub const POOLER_PID: &str = "pgbouncer.pid";
 pub const POOLER_LOG: &str = "pgbouncer.log";
+/// The pooler's secret for the salts of [`auth_query`]'s answers about
+/// roles that do not exist.
+pub const POOLER_KEY: &str = "auth.key";
 
 /// The leader's settings, included from `postgresql.conf`.
 pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
@@ -92,9 +95,32 @@ pub fn hba() -> String {
     )
 }
 
+/// The query with which pgbouncer, as the host's superuser, reads a
+/// role's SCRAM verifier from the database the client named. A tenant may
+/// give that database a `search_path` of theirs, and pgbouncer 1.18 sets
+/// no settings on its sessions: every relation, function, type and
+/// operator is named with its schema. A role that does not exist, or has
+/// no password, gets a verifier no password matches (a stored key of
+/// zeros, which no client key hashes to) with a salt derived from `key`
+/// and the name, so the client goes through SCRAM and fails as with a
+/// wrong password: pgbouncer's own answer for a missing role (`no such
+/// user`) would tell which roles exist.
+pub fn auth_query(key: &str) -> String {
+    const CAT: &str = "OPERATOR(pg_catalog.||)";
+    let zeros = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    // The key is hexadecimal: nothing to quote.
+    format!(
+        "SELECT $1::pg_catalog.text, COALESCE((SELECT s.passwd FROM pg_catalog.pg_shadow s \
+         WHERE s.usename OPERATOR(pg_catalog.=) $1::pg_catalog.name), \
+         'SCRAM-SHA-256$4096:' {CAT} pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(\
+         pg_catalog.convert_to('{key}' {CAT} $1::pg_catalog.text, 'UTF8')), 1, 16), 'base64') \
+         {CAT} '${zeros}:{zeros}')"
+    )
+}
+
 /// pgbouncer in transaction mode in front of the leader. It looks every
-/// role up in the leader's catalog as the host's role (`auth_query`), so
-/// roles made later need no change here.
+/// role up in the leader's catalog as the host's role ([`auth_query`]),
+/// so roles made later need no change here.
 /// `read` is the replica behind [`read_database`], if any.
 pub fn pooler(
     spec: &ClusterSpec,
@@ -102,6 +128,7 @@ pub fn pooler(
     address: &str,
     port: u16,
     (database, leader, read): (&str, u16, Option<u16>),
+    key: &str,
 ) -> String {
     let pool = spec.max_connections().saturating_sub(10).max(5);
     // The owner's database by name as well as `*`: pgbouncer keeps the
@@ -126,6 +153,7 @@ pub fn pooler(
          auth_type = scram-sha-256\n\
          auth_file = {users}\n\
          auth_user = {ADMIN_ROLE}\n\
+         auth_query = {query}\n\
          pool_mode = transaction\n\
          max_client_conn = 1000\n\
          default_pool_size = {pool}\n\
@@ -139,6 +167,7 @@ pub fn pooler(
         users = dir.join(POOLER_USERS).display(),
         log = dir.join(POOLER_LOG).display(),
         pid = dir.join(POOLER_PID).display(),
+        query = auth_query(key),
     )
 }
 

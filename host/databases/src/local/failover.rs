@@ -39,8 +39,9 @@ impl LocalProvider {
                     )));
                 }
                 // A clean stop sends every record to the standbys first.
+                let user = self.user_of(&placement.cluster);
                 let mut stop =
-                    supervise::command(self.user(), &self.bin(&spec.version)?.join("pg_ctl"));
+                    supervise::command(user.as_deref(), &self.bin(&spec.version)?.join("pg_ctl"));
                 stop.arg("-D")
                     .arg(&old_data)
                     .args(["-m", "fast", "-w", "stop"]);
@@ -61,7 +62,7 @@ impl LocalProvider {
         };
 
         let mut promoted = self.admin_at(placement, credentials, chosen.port).await?;
-        let done: bool = sqlx::query_scalar("SELECT pg_promote(true, 60)")
+        let done: bool = sqlx::query_scalar("SELECT pg_catalog.pg_promote(true, 60)")
             .fetch_one(&mut promoted)
             .await?;
         if !done {
@@ -77,13 +78,10 @@ impl LocalProvider {
 
         // Slots on the new leader for the others, then point them at it.
         for node in new.standbys() {
-            sqlx::query(
-                "SELECT pg_create_physical_replication_slot($1, true) \
-                 WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)",
-            )
-            .bind(&node.name)
-            .execute(&mut promoted)
-            .await?;
+            sqlx::query(super::members::CREATE_SLOT)
+                .bind(&node.name)
+                .execute(&mut promoted)
+                .await?;
         }
         let _ = promoted.close().await;
         self.configure_leader(spec, &new)?;
@@ -116,8 +114,8 @@ impl LocalProvider {
                 continue;
             };
             let lsn: Option<i64> = sqlx::query_scalar(
-                "SELECT (GREATEST(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) \
-                 - '0/0'::pg_lsn)::bigint",
+                "SELECT pg_catalog.pg_wal_lsn_diff(GREATEST(pg_catalog.pg_last_wal_receive_lsn(), \
+                 pg_catalog.pg_last_wal_replay_lsn()), '0/0')::pg_catalog.int8",
             )
             .fetch_one(&mut c)
             .await

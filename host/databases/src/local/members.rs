@@ -11,6 +11,7 @@ use nix::sys::signal::Signal;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 
+use super::users::Owner;
 use super::{LocalProvider, conf, supervise};
 use crate::spec::{ADMIN_ROLE, ClusterSpec, Credentials, Member, Node, Placement};
 use crate::{Error, FAILOVER_AFTER, Result, Supervised};
@@ -42,6 +43,10 @@ const EMPTY_DIRS: [&str; 8] = [
     "pg_subtrans",
 ];
 
+/// Makes the physical replication slot `$1` unless it exists.
+pub(super) const CREATE_SLOT: &str = "SELECT pg_catalog.pg_create_physical_replication_slot($1, true) \
+     WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1)";
+
 impl LocalProvider {
     /// A superuser connection to the `postgres` database of the member on
     /// `port`.
@@ -58,6 +63,7 @@ impl LocalProvider {
             .password(&credentials.admin_password)
             .database("postgres")
             .application_name("plateau");
+        let options = crate::host_session::pin(options);
         Ok(PgConnection::connect_with(&options).await?)
     }
 
@@ -146,12 +152,14 @@ impl LocalProvider {
             )
         };
         let dir = self.pooler_dir(&placement.cluster);
+        let key = self.pooler_key(&dir)?;
         let text = conf::pooler(
             spec,
             &dir,
             &placement.address,
             placement.pooler_port,
             (&placement.database, placement.port, read),
+            &key,
         );
         if self.write_if_changed(&dir.join(conf::POOLER_CONF), &text)?
             && let Some(pid) = supervise::pooler_pid(&dir)
@@ -159,6 +167,21 @@ impl LocalProvider {
             signal(pid, Signal::SIGHUP);
         }
         Ok(())
+    }
+
+    /// The pooler's [`conf::POOLER_KEY`], made at its first use.
+    fn pooler_key(&self, dir: &Path) -> Result<String> {
+        let path = dir.join(conf::POOLER_KEY);
+        if let Ok(key) = std::fs::read_to_string(&path)
+            && !key.trim().is_empty()
+        {
+            return Ok(key.trim().to_owned());
+        }
+        let key: String = (0..32)
+            .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
+            .collect();
+        self.write_private(&path, &key)?;
+        Ok(key)
     }
 
     /// Makes member `node` a hot standby of the leader: its own physical
@@ -187,30 +210,31 @@ impl LocalProvider {
             .admin_at(placement, credentials, placement.port)
             .await?;
         sqlx::query(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots \
-             WHERE slot_name = $1 AND NOT active",
+            "SELECT pg_catalog.pg_drop_replication_slot(slot_name) \
+             FROM pg_catalog.pg_replication_slots WHERE slot_name = $1 AND NOT active",
         )
         .bind(&node.name)
         .execute(&mut leader)
         .await?;
-        sqlx::query(
-            "SELECT pg_create_physical_replication_slot($1, true) \
-             WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)",
-        )
-        .bind(&node.name)
-        .execute(&mut leader)
-        .await?;
-        sqlx::query("SELECT pg_backup_start($1, true)")
+        sqlx::query(CREATE_SLOT)
+            .bind(&node.name)
+            .execute(&mut leader)
+            .await?;
+        sqlx::query("SELECT pg_catalog.pg_backup_start($1, true)")
             .bind(format!("plateau {}", node.name))
             .execute(&mut leader)
             .await?;
-        let user = self.user().map(str::to_owned);
+        let owner = if self.root {
+            super::users::owner_of(&node_dir)
+        } else {
+            None
+        };
         let (from, to) = (source.clone(), data.clone());
-        let copied = tokio::task::spawn_blocking(move || copy_data(&from, &to, user.is_some()))
+        let copied = tokio::task::spawn_blocking(move || copy_data(&from, &to, owner.as_ref()))
             .await
             .map_err(|e| Error::Internal(e.to_string()))?;
         let (label, map): (String, String) =
-            sqlx::query_as("SELECT labelfile, spcmapfile FROM pg_backup_stop(true)")
+            sqlx::query_as("SELECT labelfile, spcmapfile FROM pg_catalog.pg_backup_stop(true)")
                 .fetch_one(&mut leader)
                 .await?;
         leader.close().await?;
@@ -221,7 +245,8 @@ impl LocalProvider {
         }
         self.write_private(&data.join("standby.signal"), "")?;
         self.configure_standby(spec, placement, credentials, node)?;
-        supervise::start_postgres(self.user(), &bin, &data).await
+        let user = self.user_of(&placement.cluster);
+        supervise::start_postgres(user.as_deref(), &bin, &data).await
     }
 
     /// Stops the standby `member` and makes it again from the leader.
@@ -236,8 +261,9 @@ impl LocalProvider {
             // The leader restarts on its new settings.
             let data = self.data_dir(&placement.cluster, member);
             self.configure_leader(spec, placement)?;
+            let user = self.user_of(&placement.cluster);
             let mut restart =
-                supervise::command(self.user(), &self.bin(&spec.version)?.join("pg_ctl"));
+                supervise::command(user.as_deref(), &self.bin(&spec.version)?.join("pg_ctl"));
             restart
                 .arg("-D")
                 .arg(&data)
@@ -317,8 +343,8 @@ impl LocalProvider {
         }
         if let Ok(mut leader) = self.admin_at(placement, credentials, placement.port).await {
             let _ = sqlx::query(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots \
-                 WHERE slot_name = $1 AND NOT active",
+                "SELECT pg_catalog.pg_drop_replication_slot(slot_name) \
+                 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1 AND NOT active",
             )
             .bind(&node.name)
             .execute(&mut leader)
@@ -342,8 +368,9 @@ impl LocalProvider {
             && let Ok(mut c) = self.admin_at(placement, credentials, leader.port).await
         {
             replication = sqlx::query_as(
-                "SELECT application_name::text, state::text, \
-                 (pg_current_wal_lsn() - replay_lsn)::bigint FROM pg_stat_replication",
+                "SELECT application_name::pg_catalog.text, state::pg_catalog.text, \
+                 pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), replay_lsn)::pg_catalog.int8 \
+                 FROM pg_catalog.pg_stat_replication",
             )
             .fetch_all(&mut c)
             .await
@@ -387,6 +414,9 @@ impl LocalProvider {
         credentials: &Credentials,
     ) -> Result<Supervised> {
         let bin = self.bin(&spec.version)?;
+        self.move_to_own_user(spec, placement).await?;
+        let user = self.user_of(&placement.cluster);
+        let user = user.as_deref();
         let mut out = Supervised {
             healthy: true,
             placement: None,
@@ -438,7 +468,7 @@ impl LocalProvider {
                 placement = new;
             } else if !alive {
                 tracing::warn!(database = %placement.cluster, "the leader is down; starting it");
-                if let Err(e) = supervise::start_postgres(self.user(), &bin, &leader_data).await {
+                if let Err(e) = supervise::start_postgres(user, &bin, &leader_data).await {
                     tracing::warn!(database = %placement.cluster, error = %e, "starting the leader");
                     out.healthy = false;
                 }
@@ -462,7 +492,7 @@ impl LocalProvider {
             }
             let started = if data.join("standby.signal").exists() {
                 self.configure_standby(spec, &placement, credentials, &node)?;
-                supervise::start_postgres(self.user(), &bin, &data).await
+                supervise::start_postgres(user, &bin, &data).await
             } else {
                 Err(Error::Unavailable("not a standby".to_owned()))
             };
@@ -485,7 +515,7 @@ impl LocalProvider {
         if supervise::pooler_pid(&pooler).is_none() {
             tracing::warn!(database = %placement.cluster, "the pooler is down; starting it");
             if let Err(e) = supervise::start_pooler(
-                self.user(),
+                user,
                 &self.config.pgbouncer,
                 &pooler,
                 &placement.address,
@@ -507,16 +537,19 @@ pub(super) fn signal(pid: i32, signal: Signal) {
 
 /// Copies a running server's data directory for a base backup: files that
 /// vanish meanwhile are skipped, [`SKIP_FILES`] and the contents of
-/// [`EMPTY_DIRS`] stay behind; owned by `postgres` when `chown`.
-fn copy_data(from: &Path, to: &Path, chown: bool) -> Result<()> {
-    fn mkdir(dir: &Path, chown: bool) -> Result<()> {
-        std::fs::DirBuilder::new().mode(0o700).create(dir)?;
-        if chown {
-            super::chown_postgres(dir)?;
+/// [`EMPTY_DIRS`] stay behind; owned by `chown` when given.
+fn copy_data(from: &Path, to: &Path, chown: Option<&Owner>) -> Result<()> {
+    fn give(path: &Path, chown: Option<&Owner>) -> Result<()> {
+        if let Some(o) = chown {
+            std::os::unix::fs::chown(path, Some(o.uid), Some(o.gid))?;
         }
         Ok(())
     }
-    fn walk(from: &Path, to: &Path, depth: usize, chown: bool) -> Result<()> {
+    fn mkdir(dir: &Path, chown: Option<&Owner>) -> Result<()> {
+        std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+        give(dir, chown)
+    }
+    fn walk(from: &Path, to: &Path, depth: usize, chown: Option<&Owner>) -> Result<()> {
         mkdir(to, chown)?;
         let name = to.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if depth == 1 && EMPTY_DIRS.contains(&name) {
@@ -548,11 +581,7 @@ fn copy_data(from: &Path, to: &Path, chown: bool) -> Result<()> {
                 }
             } else if kind.is_file() {
                 match std::fs::copy(entry.path(), &target) {
-                    Ok(_) => {
-                        if chown {
-                            super::chown_postgres(&target)?;
-                        }
-                    }
+                    Ok(_) => give(&target, chown)?,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(e.into()),
                 }

@@ -3,13 +3,16 @@
 //! the host allocates, with their files under
 //! `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's data
 //! directory, its log beside it) and `pooler/`. When the host runs as
-//! root, the servers run as the `postgres` user.
+//! root, each cluster's processes run as a user of its own (`users`).
+//! Every connection as the host's superuser carries
+//! [`crate::host_session::SETTINGS`].
 
 mod conf;
 pub use conf::read_database;
 mod failover;
 mod members;
 pub mod supervise;
+pub mod users;
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -23,6 +26,7 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 
 use crate::Supervised;
+use crate::scram;
 use crate::spec::{ADMIN_ROLE, ClusterSpec, Credentials, Member, Node, Placement};
 use crate::{DatabaseProvider, Error, Result, bins};
 
@@ -41,8 +45,9 @@ pub struct LocalConfig {
 
 pub struct LocalProvider {
     config: LocalConfig,
-    /// The user servers run as (`postgres` when the host is root).
-    user: Option<String>,
+    /// Whether the host runs as root: then each cluster runs as its own
+    /// user ([`users`]).
+    root: bool,
     /// Ports of this host's clusters, so a new cluster never takes the port
     /// of a process that is down for a moment.
     ports: Mutex<BTreeSet<u16>>,
@@ -54,15 +59,14 @@ pub struct LocalProvider {
 }
 
 impl LocalProvider {
-    /// Prepares `root` so the servers' user can reach it.
+    /// Prepares `root` so the clusters' users can reach their own
+    /// directories in it, and only those.
     pub fn new(config: LocalConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.root)?;
-        let user = nix::unistd::geteuid()
-            .is_root()
-            .then(|| "postgres".to_owned());
-        if user.is_some() {
-            // The servers' user must pass through every directory above
-            // its own (search permission only, never listing).
+        let root = nix::unistd::geteuid().is_root();
+        if root {
+            // The clusters' users must pass through every directory above
+            // their own (search permission only, never listing).
             for dir in config.root.ancestors().skip(1) {
                 let Ok(meta) = std::fs::metadata(dir) else {
                     continue;
@@ -72,19 +76,33 @@ impl LocalProvider {
                     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o001))?;
                 }
             }
-            chown_postgres(&config.root)?;
+            // The root's, which they may cross but not list (it belonged to
+            // `postgres` before clusters had users of their own).
+            std::os::unix::fs::chown(&config.root, Some(0), Some(0))?;
+            std::fs::set_permissions(&config.root, std::fs::Permissions::from_mode(0o711))?;
         }
         Ok(LocalProvider {
             config,
-            user,
+            root,
             ports: Mutex::new(BTreeSet::new()),
             templates: tokio::sync::Mutex::new(()),
             unreachable: Mutex::new(HashMap::new()),
         })
     }
 
-    fn user(&self) -> Option<&str> {
-        self.user.as_deref()
+    /// The user cluster `cluster`'s processes run as: the owner of its
+    /// directory (its own user, or `postgres` for a cluster not moved yet);
+    /// none when the host is not root.
+    fn user_of(&self, cluster: &str) -> Option<String> {
+        self.root.then(|| {
+            users::owner_of(&self.cluster_dir(cluster))
+                .map_or_else(|| users::TEMPLATES.to_owned(), |o| o.name)
+        })
+    }
+
+    /// The user the templates are made as.
+    fn template_user(&self) -> Option<&str> {
+        self.root.then_some(users::TEMPLATES)
     }
 
     fn cluster_dir(&self, cluster: &str) -> PathBuf {
@@ -149,23 +167,45 @@ impl LocalProvider {
         ))
     }
 
-    /// Writes a file only the servers' user reads.
+    /// Writes a file only the owner of its directory reads.
     fn write_private(&self, path: &Path, text: &str) -> Result<()> {
         std::fs::write(path, text)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-        if self.user.is_some() {
-            chown_postgres(path)?;
+        self.give_to_parents_owner(path)
+    }
+
+    /// Makes a directory (mode 0700) owned by the owner of its parent.
+    fn mkdir(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        self.give_to_parents_owner(dir)
+    }
+
+    /// Makes a directory (mode 0700) owned by `owner` (when root).
+    fn mkdir_owned(&self, dir: &Path, owner: Option<&users::Owner>) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        if let Some(owner) = owner {
+            std::os::unix::fs::chown(dir, Some(owner.uid), Some(owner.gid))?;
         }
         Ok(())
     }
 
-    fn mkdir(&self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        if self.user.is_some() {
-            chown_postgres(dir)?;
+    fn give_to_parents_owner(&self, path: &Path) -> Result<()> {
+        if self.root
+            && let Some(owner) = path.parent().and_then(users::owner_of)
+        {
+            std::os::unix::fs::lchown(path, Some(owner.uid), Some(owner.gid))?;
         }
         Ok(())
+    }
+
+    /// The user of a new cluster, made now (when root).
+    fn new_cluster_owner(&self, cluster: &str) -> Result<Option<users::Owner>> {
+        if !self.root {
+            return Ok(None);
+        }
+        users::ensure(&users::cluster_user(cluster)).map(Some)
     }
 
     async fn init(
@@ -177,7 +217,8 @@ impl LocalProvider {
         let bin = self.bin(&spec.version)?;
         let (template, template_password) = self.template(&spec.version, &bin).await?;
         let cluster = self.cluster_dir(&spec.id);
-        self.mkdir(&cluster)?;
+        let owner = self.new_cluster_owner(&spec.id)?;
+        self.mkdir_owned(&cluster, owner.as_ref())?;
         self.mkdir(&cluster.join(&placement.leader))?;
         let data = self.data_dir(&spec.id, &placement.leader);
         // A copy of the version's template (initdb and the owner's database
@@ -195,13 +236,18 @@ impl LocalProvider {
                 String::from_utf8_lossy(&copy.stderr).trim()
             )));
         }
+        if let Some(owner) = &owner {
+            users::chown_tree(&data, owner)?;
+        }
         self.write_private(
             &data.join(conf::PG_CONF),
             &conf::postgres(spec, &self.config.address, placement.port),
         )?;
-        supervise::start_postgres(self.user(), &bin, &data).await?;
+        let user = self.user_of(&spec.id);
+        supervise::start_postgres(user.as_deref(), &bin, &data).await?;
 
-        // The host's own password, the owner role, its database.
+        // The host's own password, the owner role, its database: SCRAM
+        // verifiers, never the passwords.
         let mut admin = self
             .connect(placement, ADMIN_ROLE, &template_password, "postgres")
             .await?;
@@ -210,11 +256,11 @@ impl LocalProvider {
         for sql in [
             format!(
                 "ALTER ROLE {ADMIN_ROLE} PASSWORD {}",
-                quote_literal(&creds.admin_password)
+                quote_literal(&scram::verifier(&creds.admin_password))
             ),
             format!(
-                "CREATE ROLE {owner} LOGIN CREATEDB PASSWORD {}",
-                quote_literal(&creds.owner_password)
+                "CREATE ROLE {owner} LOGIN CREATEDB NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD {}",
+                quote_literal(&scram::verifier(&creds.owner_password))
             ),
             format!("ALTER DATABASE {database} OWNER TO {owner}"),
         ] {
@@ -236,7 +282,7 @@ impl LocalProvider {
         )?;
         self.write_pooler_conf(spec, placement)?;
         supervise::start_pooler(
-            self.user(),
+            user.as_deref(),
             &self.config.pgbouncer,
             &pooler,
             &self.config.address,
@@ -260,11 +306,20 @@ impl LocalProvider {
             return Ok((data, password));
         }
         let _ = std::fs::remove_dir_all(&dir);
+        let owner = match self.template_user() {
+            Some(name) => Some(users::find(name)?.ok_or_else(|| {
+                Error::Unavailable(
+                    "no postgres user on this host; install the postgresql package".to_owned(),
+                )
+            })?),
+            None => None,
+        };
+        self.mkdir_owned(&self.config.root.join(".templates"), owner.as_ref())?;
         self.mkdir(&dir)?;
         let password = crate::service::DatabaseService::generate_password();
         let pwfile = dir.join("initdb.pw");
         self.write_private(&pwfile, &password)?;
-        let mut cmd = supervise::command(self.user(), &bin.join("initdb"));
+        let mut cmd = supervise::command(self.template_user(), &bin.join("initdb"));
         cmd.arg("-D")
             .arg(&data)
             .args([
@@ -299,7 +354,7 @@ impl LocalProvider {
             &data.join(conf::PG_CONF),
             &conf::postgres(&spec, &self.config.address, port),
         )?;
-        supervise::start_postgres(self.user(), bin, &data).await?;
+        supervise::start_postgres(self.template_user(), bin, &data).await?;
         let options = PgConnectOptions::new()
             .host(&self.config.address)
             .port(port)
@@ -317,7 +372,7 @@ impl LocalProvider {
             admin.close().await
         }
         .await;
-        let mut stop = supervise::command(self.user(), &bin.join("pg_ctl"));
+        let mut stop = supervise::command(self.template_user(), &bin.join("pg_ctl"));
         stop.arg("-D").arg(&data).args(["-m", "fast", "-w", "stop"]);
         supervise::run(stop, "pg_ctl stop").await?;
         made?;
@@ -349,18 +404,6 @@ fn owner_name() -> String {
         .map(|_| rng.random_range(b'a'..=b'z') as char)
         .collect();
     format!("app_{tail}")
-}
-
-fn chown_postgres(path: &Path) -> Result<()> {
-    let user = nix::unistd::User::from_name("postgres")
-        .map_err(|e| Error::Internal(e.to_string()))?
-        .ok_or_else(|| {
-            Error::Unavailable(
-                "no postgres user on this host; install the postgresql package".to_owned(),
-            )
-        })?;
-    std::os::unix::fs::chown(path, Some(user.uid.as_raw()), Some(user.gid.as_raw()))?;
-    Ok(())
 }
 
 /// `"name"`, with inner quotes doubled.
@@ -413,6 +456,9 @@ impl DatabaseProvider for LocalProvider {
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
         }
+        if self.root {
+            users::remove(&users::cluster_user(&placement.cluster));
+        }
         self.release(placement);
         Ok(())
     }
@@ -424,13 +470,16 @@ impl DatabaseProvider for LocalProvider {
         password: &str,
         database: &str,
     ) -> Result<PgConnection> {
-        let options = PgConnectOptions::new()
+        let mut options = PgConnectOptions::new()
             .host(&placement.address)
             .port(placement.port)
             .username(user)
             .password(password)
             .database(database)
             .application_name("plateau");
+        if user == ADMIN_ROLE {
+            options = crate::host_session::pin(options);
+        }
         Ok(PgConnection::connect_with(&options).await?)
     }
 

@@ -5,7 +5,9 @@
 mod api;
 mod ha;
 mod inside;
+mod isolation;
 mod quota;
+mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -88,9 +90,37 @@ pub fn pids(root: &Path) -> Vec<String> {
     out
 }
 
+/// The OS users of the clusters under `root` (the host makes one per
+/// cluster when it runs as root): the owners of their directories.
+fn cluster_users(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for cluster in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let Ok(meta) = cluster.metadata() else {
+            continue;
+        };
+        let Ok(found) = std::process::Command::new("getent")
+            .args(["passwd", &meta.uid().to_string()])
+            .output()
+        else {
+            continue;
+        };
+        let name = String::from_utf8_lossy(&found.stdout)
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        if name.starts_with("pgc_") {
+            out.push(name);
+        }
+    }
+    out
+}
+
 impl Drop for Processes {
     fn drop(&mut self) {
         let pids = pids(&self.0);
+        let users = cluster_users(&self.0);
         // Without their files the supervisor cannot start them again.
         let _ = std::fs::remove_dir_all(&self.0);
         if !pids.is_empty() {
@@ -98,6 +128,11 @@ impl Drop for Processes {
                 .arg("-KILL")
                 .args(&pids)
                 .status();
+        }
+        for user in users {
+            let _ = std::process::Command::new("userdel")
+                .args(["-f", &user])
+                .output();
         }
     }
 }
