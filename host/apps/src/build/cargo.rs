@@ -100,7 +100,11 @@ impl LocalBuilder {
             cmd.args(["--workingdir", "/src", name.as_str(), "--"])
                 .args(["/toolchain/bin/cargo", "build", "--release", "--offline"])
                 .args(["--target", TARGET, "--message-format"])
-                .args(["json-render-diagnostics", "--manifest-path", "/src/Cargo.toml"]);
+                .args([
+                    "json-render-diagnostics",
+                    "--manifest-path",
+                    "/src/Cargo.toml",
+                ]);
             made = self.step(cmd, job, started, "cargo").await;
         }
         let mut rm = self.buildah(job);

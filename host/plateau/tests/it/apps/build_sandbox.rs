@@ -44,7 +44,8 @@ cat /www/index.html
 
 /// The capabilities a build step may hold within its user namespace:
 /// CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID, SETFCAP.
-const ALLOWED_CAPS: u64 = (1 << 0) | (1 << 1) | (1 << 3) | (1 << 4) | (1 << 6) | (1 << 7) | (1 << 31);
+const ALLOWED_CAPS: u64 =
+    (1 << 0) | (1 << 1) | (1 << 3) | (1 << 4) | (1 << 6) | (1 << 7) | (1 << 31);
 
 fn probe_site(api_port: &str) -> Vec<u8> {
     let busybox = std::fs::read(BUSYBOX)
