@@ -70,18 +70,24 @@ pub async fn run(
     if let Some(pid) = pid {
         kill_group(pid).await;
     }
+    // runc's containers are in sessions of their own, out of the group,
+    // but in the step's cgroups.
+    if let Some(cg) = &cgroup {
+        cg.kill_all().await;
+    }
     if timed_out {
         let _ = child.wait().await;
     }
     let _ = out.await;
     let _ = err.await;
-    let oom = cgroup.as_ref().is_some_and(StepCgroup::oom_killed);
+    let success = status.is_some_and(|s| s.success());
+    let oom = !success && cgroup.as_ref().is_some_and(StepCgroup::oom_killed);
     if let Some(cg) = cgroup {
         cg.remove().await;
     }
     let log = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(Outcome {
-        success: status.is_some_and(|s| s.success()),
+        success,
         timed_out,
         oom,
         log: cap_log(&log),
@@ -225,28 +231,75 @@ impl StepCgroup {
         wrapped
     }
 
+    /// Whether the memory limit killed a process: an OOM kill counted in
+    /// the cgroup (v2 counts those of its children too) or, on v1, where
+    /// runc's own cgroup below counts them and is gone with it, the
+    /// limit was hit.
     fn oom_killed(&self) -> bool {
-        let file = if self.v2 {
-            "memory.events"
-        } else {
-            "memory.oom_control"
-        };
-        std::fs::read_to_string(self.memory.join(file))
-            .ok()
-            .and_then(|t| {
-                t.lines().find_map(|l| {
-                    l.strip_prefix("oom_kill ")
-                        .and_then(|n| n.trim().parse::<u64>().ok())
+        let read = |file: &str, key: &str| {
+            std::fs::read_to_string(self.memory.join(file))
+                .ok()
+                .and_then(|t| {
+                    t.lines().find_map(|l| {
+                        l.strip_prefix(key)
+                            .and_then(|n| n.trim().parse::<u64>().ok())
+                    })
                 })
-            })
-            .is_some_and(|n| n > 0)
+                .unwrap_or(0)
+        };
+        if self.v2 {
+            read("memory.events", "oom_kill ") > 0
+        } else {
+            read("memory.oom_control", "oom_kill ") > 0 || read("memory.failcnt", "") > 0
+        }
+    }
+
+    /// Every process in the cgroup (and those under it), by pid.
+    fn procs(dir: &Path, into: &mut Vec<String>) {
+        if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+            into.extend(text.lines().map(str::to_owned));
+        }
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                Self::procs(&entry.path(), into);
+            }
+        }
+    }
+
+    /// Kills what is left in the step's cgroups.
+    async fn kill_all(&self) {
+        for _ in 0..50 {
+            let mut pids = Vec::new();
+            Self::procs(&self.memory, &mut pids);
+            if pids.is_empty() {
+                return;
+            }
+            let _ = tokio::process::Command::new("kill")
+                .arg("-KILL")
+                .args(&pids)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Removes `dir` and the cgroups under it (runc's), deepest first.
+    fn remove_tree(dir: &Path) -> bool {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                Self::remove_tree(&entry.path());
+            }
+        }
+        std::fs::remove_dir(dir).is_ok()
     }
 
     async fn remove(self) {
         for dir in &self.dirs {
             let mut removed = false;
             for _ in 0..50 {
-                if std::fs::remove_dir(dir).is_ok() {
+                if Self::remove_tree(dir) {
                     removed = true;
                     break;
                 }
