@@ -34,6 +34,8 @@ pub struct AppsConfig {
     pub build_timeout: std::time::Duration,
     /// Memory a build may use (`PLATEAU_APPS_BUILD_MEMORY_MB`).
     pub build_memory_bytes: u64,
+    /// CPUs a build may keep busy (`PLATEAU_APPS_BUILD_CPUS`).
+    pub build_cpus: u32,
 }
 
 impl AppsConfig {
@@ -52,6 +54,7 @@ impl AppsConfig {
             public_url: "http://127.0.0.1:8080".to_owned(),
             build_timeout: crate::build::BUILD_TIMEOUT,
             build_memory_bytes: crate::build::BUILD_MEMORY_BYTES,
+            build_cpus: crate::build::BUILD_CPUS,
         }
     }
 

@@ -61,9 +61,14 @@ pub struct AppsArgs {
     /// `build_oom`.
     #[arg(long, env = "PLATEAU_APPS_BUILD_MEMORY_MB", default_value_t = 2048)]
     pub apps_build_memory_mb: u64,
+    /// CPUs a build (buildah or cargo and all they start) may keep busy.
+    #[arg(long, env = "PLATEAU_APPS_BUILD_CPUS", default_value_t = 1)]
+    pub apps_build_cpus: u32,
     /// Build Rust crates for `wasm32-wasip2` (a `Cargo.toml` and no
-    /// `Dockerfile`) with this host's cargo, offline. Their build scripts
-    /// run as the server's user: only for code the operator trusts.
+    /// `Dockerfile`) with this host's toolchain and crate cache, offline.
+    /// Cargo, build scripts and procedural macros run in the builds'
+    /// sandbox (their own user, PID, network and mount namespaces, no
+    /// capabilities, seccomp), like a Dockerfile's `RUN` steps.
     #[arg(long, env = "PLATEAU_APPS_CARGO_BUILDS")]
     pub apps_cargo_builds: bool,
 }
@@ -170,6 +175,7 @@ pub async fn prepare(
     config.upload_keep = std::time::Duration::from_secs(args.apps_upload_keep_seconds);
     config.build_timeout = std::time::Duration::from_secs(args.apps_build_timeout_seconds.max(1));
     config.build_memory_bytes = args.apps_build_memory_mb.max(16) << 20;
+    config.build_cpus = args.apps_build_cpus.max(1);
     // Upload URLs point at the host's public address, which serves the
     // API and the registry alike.
     config.public_url = registry_url

@@ -55,7 +55,7 @@ pub async fn clone(
         .env("GIT_ASKPASS", "true");
     let limits = Limits {
         timeout,
-        memory_bytes: None,
+        cgroup: None,
     };
     let out = run(cmd, &limits, None).await.map_err(|e| {
         (

@@ -1,18 +1,20 @@
 //! The builder of this host: a `Dockerfile` is built with buildah (vfs
-//! storage and chroot isolation, under its own root in the data
-//! directory) and pushed over loopback to this platform's registry with
-//! a short-lived credential. A Rust crate without a `Dockerfile` is
-//! built with cargo where the operator allows it ([`super::cargo`]).
+//! storage of the organisation's own under the data directory, its `RUN`
+//! steps in [`super::sandbox`]) and pushed over loopback to this
+//! platform's registry with a short-lived credential. A Rust crate
+//! without a `Dockerfile` is built with cargo where the operator allows
+//! it ([`super::cargo`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::run::{Limits, Outcome, run};
-use super::{BuildFailure, BuildFuture, BuildJob, Builder, Built, cap_log};
+use super::run::{CgroupLimits, Limits, Outcome, run};
+use super::{BuildFailure, BuildFuture, BuildJob, Builder, Built, cap_log, sandbox};
 
 /// Builds with the buildah of this host.
 pub struct LocalBuilder {
-    /// Buildah's storage (`root`) and state (`runroot`) live here.
+    /// Buildah's storage and state live here, per organisation (under
+    /// `orgs`); a build's own files are in [`sandbox::work_dir`].
     dir: PathBuf,
     /// Whether crates are built with cargo (`PLATEAU_APPS_CARGO_BUILDS`).
     cargo: bool,
@@ -33,42 +35,63 @@ impl LocalBuilder {
         &self.dir
     }
 
-    fn buildah(&self) -> tokio::process::Command {
+    /// buildah on the organisation's own storage (no build sees another
+    /// organisation's images, bases or cache mounts), with the job's
+    /// own temporary directory.
+    pub(super) fn buildah(&self, job: &BuildJob) -> tokio::process::Command {
+        let storage = self.dir.join("orgs").join(job.org());
         let mut cmd = tokio::process::Command::new("buildah");
         cmd.arg("--root")
-            .arg(self.dir.join("root"))
+            .arg(storage.join("root"))
             .arg("--runroot")
-            .arg(self.dir.join("run"))
+            .arg(storage.join("run"))
             .args(["--storage-driver", "vfs"])
             .env("STORAGE_DRIVER", "vfs")
-            .env("BUILDAH_ISOLATION", "chroot");
+            .env("BUILDAH_ISOLATION", "oci")
+            .env("TMPDIR", self.tmp(job));
         cmd
+    }
+
+    /// buildah's `TMPDIR` (its bundles) in the job's work directory.
+    pub(super) fn tmp(&self, job: &BuildJob) -> PathBuf {
+        std::path::Path::new(sandbox::WORK_ROOT)
+            .join(&job.id)
+            .join("tmp")
     }
 
     async fn dockerfile(&self, job: &BuildJob) -> Result<Built, BuildFailure> {
         let started = Instant::now();
+        let failed = |m: String| BuildFailure::new("build_failed", m, String::new());
+        let runtime = sandbox::install_runtime(&self.dir).map_err(failed)?;
+        let work = sandbox::work_dir(&job.id).map_err(failed)?;
+        std::fs::create_dir(self.tmp(job))
+            .map_err(|e| failed(format!("the build directory cannot be made: {e}")))?;
         let mut log = String::new();
-        let mut bud = self.buildah();
-        bud.args([
-            "bud",
-            "--isolation",
-            "chroot",
-            "--layers=false",
-            "--pull=false",
-        ])
-        .args(["--format", "oci", "-f"])
-        .arg(job.source.join("Dockerfile"))
-        .arg("-t")
-        .arg(&job.target)
-        .arg(&job.source);
-        let out = self.step(bud, job, started, "bud").await?;
-        log.push_str(&out.log);
-        let result = self.push(job, started, &mut log).await;
+        let mut bud = self.buildah(job);
+        bud.args(["bud", "--layers=false", "--pull=false"])
+            .args(sandbox::bud_args(&runtime))
+            .args(["--format", "oci", "-f"])
+            .arg(job.source.join("Dockerfile"))
+            .arg("-t")
+            .arg(&job.target)
+            .arg(&job.source);
+        let result = match self.step(bud, job, started, "bud").await {
+            Ok(out) => {
+                log.push_str(&out.log);
+                self.push(job, started, &mut log).await
+            }
+            Err(e) => Err(e),
+        };
         // The image is in the registry (or the build failed): buildah's
         // copy only takes disk.
-        let mut rmi = self.buildah();
+        let mut rmi = self.buildah(job);
         rmi.args(["rmi", "--force"]).arg(&job.target);
-        let _ = run(rmi, &limits(job, started), None).await;
+        let cleanup = Limits {
+            timeout: std::time::Duration::from_secs(60),
+            cgroup: None,
+        };
+        let _ = run(rmi, &cleanup, None).await;
+        let _ = std::fs::remove_dir_all(work);
         result.map_err(|mut f| {
             f.log = cap_log(&format!("{log}{}", f.log));
             f
@@ -82,7 +105,7 @@ impl LocalBuilder {
         log: &mut String,
     ) -> Result<Built, BuildFailure> {
         let digest_file = self.dir.join(format!("{}.digest", job.id));
-        let mut push = self.buildah();
+        let mut push = self.buildah(job);
         push.args(["push", "--tls-verify=false", "--format", "oci", "--creds"])
             .arg(format!("plateau:{}", job.push_password))
             .arg("--digestfile")
@@ -162,7 +185,11 @@ impl LocalBuilder {
 fn limits(job: &BuildJob, started: Instant) -> Limits {
     Limits {
         timeout: job.timeout.saturating_sub(started.elapsed()),
-        memory_bytes: Some(job.memory_bytes),
+        cgroup: Some(CgroupLimits {
+            memory_bytes: job.memory_bytes,
+            pids: sandbox::PIDS,
+            cpus: job.cpus,
+        }),
     }
 }
 

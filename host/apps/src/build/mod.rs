@@ -13,6 +13,7 @@ mod cargo;
 pub mod git;
 pub mod local;
 pub mod run;
+pub mod sandbox;
 mod stage;
 
 use std::future::Future;
@@ -24,6 +25,8 @@ use std::time::Duration;
 pub const BUILD_TIMEOUT: Duration = Duration::from_secs(280);
 /// Memory a build may use.
 pub const BUILD_MEMORY_BYTES: u64 = 2 << 30;
+/// CPUs a build may keep busy.
+pub const BUILD_CPUS: u32 = 1;
 /// Bytes of build output kept with the deployment.
 pub const MAX_LOG_BYTES: usize = 64 << 10;
 
@@ -41,6 +44,15 @@ pub struct BuildJob {
     pub push_password: String,
     pub timeout: Duration,
     pub memory_bytes: u64,
+    pub cpus: u32,
+}
+
+impl BuildJob {
+    /// The organisation whose repository `target` is in (what its
+    /// build shares storage and caches with).
+    pub fn org(&self) -> &str {
+        self.target.split('/').nth(1).unwrap_or("shared")
+    }
 }
 
 /// A finished build.

@@ -131,6 +131,7 @@ impl Apps {
                 .build_timeout
                 .saturating_sub(started.elapsed()),
             memory_bytes: self.config().build_memory_bytes,
+            cpus: self.config().build_cpus,
         };
         let result = builder.build(job).await;
         match result {

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::uploads::{archive, upload_and_deploy};
 use super::{Apps, Edge, id, slug};
 
-const MANIFEST: &str = r#"[package]
+pub(super) const MANIFEST: &str = r#"[package]
 name = "hello-crate"
 version = "0.1.0"
 edition = "2021"
@@ -26,7 +26,7 @@ wasip2 = "1"
 [workspace]
 "#;
 
-const LIB: &str = r#"use std::io::Write as _;
+pub(super) const LIB: &str = r#"use std::io::Write as _;
 use wasip2::http::types::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
 
 struct App;
