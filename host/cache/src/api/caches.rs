@@ -16,7 +16,7 @@ use plateau_core::time;
 use plateau_store::caches::{self as db, Cache};
 use plateau_store::events::NewEvent;
 use plateau_store::plans;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 

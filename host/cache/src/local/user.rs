@@ -77,7 +77,9 @@ pub async fn ensure(cluster: &str) -> Result<Option<ProcessUser>> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    lookup(name)?.ok_or_else(|| Error::Internal(format!("useradd made no user {name}")))
+    lookup(name)?
+        .map(Some)
+        .ok_or_else(|| Error::Internal(format!("useradd made no user {name}")))
 }
 
 /// Removes the user of `cluster` (and its group), if the host made one.

@@ -44,7 +44,7 @@ async fn out_of_range_and_control_characters_are_refused(backend: Backend) {
     let id = r.json()["id"].as_str().unwrap().to_owned();
     let r = c
         .post(
-            &format!("/apps/{id}/deploy"),
+            &format!("/apps/{id}/deployments"),
             json!({ "image": format!("{registry}/org/app\u{0}:v1") }),
         )
         .await;
