@@ -48,6 +48,9 @@ pub enum ApiError {
     Conflict { code: &'static str, detail: String },
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The client stopped sending the request body.
+    #[error("{0}")]
+    RequestTimeout(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{detail}")]
@@ -125,6 +128,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -150,6 +154,7 @@ impl ApiError {
             ApiError::NotFound(_) => ErrorCode::NotFound.as_str(),
             ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed.as_str(),
             ApiError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge.as_str(),
+            ApiError::RequestTimeout(_) => "request_timeout",
             ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType.as_str(),
             ApiError::TooManyRequests { .. } => ErrorCode::RateLimited.as_str(),
             ApiError::Internal(_) => ErrorCode::Internal.as_str(),
@@ -223,6 +228,16 @@ impl IntoResponse for ApiError {
             && let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        if matches!(
+            self,
+            ApiError::PayloadTooLarge(_) | ApiError::RequestTimeout(_)
+        ) {
+            // The rest of the body is never read: the connection closes
+            // after this answer instead of waiting for it.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response
     }

@@ -46,35 +46,36 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
     }
 }
 
-/// How much of an oversized body is read and thrown away before the 413,
-/// so that a client still sending gets the answer instead of a reset.
-const DRAIN_LIMIT: usize = 8 << 20;
-
-/// Reads a request body of at most `limit` bytes; 413 otherwise.
+/// Reads a request body of at most `limit` bytes. A body that says it is
+/// longer (`Content-Length`) is refused with 413 before any of it is read;
+/// one that grows past the limit as it streams (chunked) is cut there with
+/// 413. Either way the 413 closes the connection, so the rest is never
+/// read. A client that stops sending gets 408 (the listener's body-read
+/// timeout).
 pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
     use http_body_util::BodyExt;
+    let too_large = || ApiError::PayloadTooLarge(format!("the request body is over {limit} bytes"));
+    if axum::body::HttpBody::size_hint(&body).lower() > limit as u64 {
+        return Err(too_large());
+    }
     let mut body = body;
     let mut buf = bytes::BytesMut::new();
-    let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| ApiError::bad_request("bad_request", format!("reading the body: {e}")))?;
+        let frame = frame.map_err(|e| {
+            let e = e.into_inner();
+            if plateau_listen::BodyError::is_timeout_error(e.as_ref()) {
+                ApiError::RequestTimeout(e.to_string())
+            } else {
+                ApiError::bad_request("bad_request", format!("reading the body: {e}"))
+            }
+        })?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        seen += data.len();
-        if seen > limit {
-            if seen > DRAIN_LIMIT {
-                break;
-            }
-            continue;
+        if buf.len() + data.len() > limit {
+            return Err(too_large());
         }
         buf.extend_from_slice(&data);
-    }
-    if seen > limit {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "the request body is over {limit} bytes"
-        )));
     }
     Ok(buf.freeze())
 }

@@ -58,6 +58,21 @@ pub struct Resolved {
     pub stored: Vec<u8>,
 }
 
+/// `image` as a reference (`oci://` optional), or a sentence saying why
+/// it is not one; the API checks it with this before storing it.
+pub fn parse_reference(image: &str) -> Result<Reference, String> {
+    let text = image.trim().strip_prefix("oci://").unwrap_or(image.trim());
+    if text.is_empty() || text.len() > 1024 || text.chars().any(char::is_control) {
+        return Err(
+            "must be an image reference of at most 1024 characters without control characters"
+                .to_owned(),
+        );
+    }
+    text.parse().map_err(|_| {
+        format!("{text} is not an image reference; write registry/repository:tag or @sha256:<hex>")
+    })
+}
+
 /// Resolves `image`, failing with a sentence for the deployment's reason.
 pub async fn resolve(
     image: &str,
@@ -67,9 +82,7 @@ pub async fn resolve(
     images: Option<&Path>,
 ) -> Result<Resolved, String> {
     let text = image.trim().strip_prefix("oci://").unwrap_or(image.trim());
-    let reference: Reference = text.parse().map_err(|_| {
-        format!("{text} is not an image reference; write registry/repository:tag or @sha256:<hex>")
-    })?;
+    let reference = parse_reference(image)?;
     if registry.is_own(reference.registry()) {
         return own(&reference, who, registry, images).await;
     }

@@ -100,12 +100,24 @@ pub struct ClusterSpec {
     pub tls: bool,
 }
 
-/// The two users of every cluster: the customer's, and the host's own
+/// The passwords of every cluster's users: the customer's (and the
+/// read-only user's, derived from it), and the host's own
 /// (administration, replication, sentinels), which customers never see.
 #[derive(Clone)]
 pub struct Credentials {
     pub password: String,
     pub admin_password: String,
+}
+
+impl Credentials {
+    /// The password of the read-only user ([`READER`]): derived from the
+    /// customer's, so it rotates with it, and telling nothing of it.
+    pub fn reader_password(&self) -> String {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(
+            format!("plateau-cache-reader:{}", self.password).as_bytes(),
+        ))
+    }
 }
 
 impl fmt::Debug for Credentials {
@@ -116,6 +128,9 @@ impl fmt::Debug for Credentials {
 
 /// The customer's ACL user on every node and sentinel.
 pub const USER: &str = "app";
+/// The customer's read-only ACL user, whose credentials `cache:read`
+/// tokens are given.
+pub const READER: &str = "app-readonly";
 /// The host's ACL user.
 pub const ADMIN_USER: &str = "plateau-admin";
 

@@ -8,43 +8,27 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use plateau_listen::{Body as ListenBody, Timeouts};
 use plateau_runner::{Body, BoxError, Error};
 use tokio::net::TcpListener;
+use tower::service_fn;
 
 use crate::{Edge, Target};
 
-/// Serves `edge` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, edge: Arc<Edge>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "edge: accepting a connection");
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+/// Serves `edge` on `listener` until the task is dropped, with the host's
+/// `timeouts` for slow clients.
+pub async fn serve(listener: TcpListener, edge: Arc<Edge>, timeouts: Timeouts) {
+    let make = |peer: SocketAddr| {
         let edge = edge.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let edge = edge.clone();
-                async move { Ok::<_, std::convert::Infallible>(route(&edge, req, peer).await) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, "edge: connection ended");
-            }
-        });
-    }
+        service_fn(move |req| {
+            let edge = edge.clone();
+            async move { Ok::<_, std::convert::Infallible>(route(&edge, req, peer).await) }
+        })
+    };
+    plateau_listen::serve(listener, timeouts, make, std::future::pending()).await;
 }
 
-async fn route(edge: &Edge, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Response<Body> {
     let host = req
         .headers()
         .get(header::HOST)

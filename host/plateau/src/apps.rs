@@ -228,13 +228,14 @@ fn containers(data_dir: &Path) -> Option<Containers> {
 }
 
 impl Running {
-    /// Serves the edge and starts the apps' background work (live apps
-    /// come back up).
-    pub fn serve(&mut self) {
+    /// Serves the edge (with the host's `timeouts` for slow clients) and
+    /// starts the apps' background work (live apps come back up).
+    pub fn serve(&mut self, timeouts: plateau_listen::Timeouts) {
         if let Some(listener) = self.edge_listener.take() {
             self.tasks.push(tokio::spawn(plateau_edge::serve(
                 listener,
                 self.edge.clone(),
+                timeouts,
             )));
         }
         self.tasks.extend(self.apps.start());

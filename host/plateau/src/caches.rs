@@ -65,7 +65,8 @@ pub fn start(
         root: root.clone(),
         address: args.cache_address.clone(),
         redis_server: args.redis_server.clone(),
-    });
+    })
+    .with_context(|| format!("preparing the cache directory {}", root.display()))?;
     let service = Arc::new(CacheService::new(
         db.clone(),
         Arc::new(provider),

@@ -81,3 +81,28 @@ impl RegistryGcArgs {
         }
     }
 }
+
+/// How long a client may keep a listener waiting (the API with the
+/// registry, the apps edge, the S3 endpoint).
+#[derive(Args, Clone, Debug)]
+pub struct ListenArgs {
+    /// How long a client may take to send a request's headers (and a
+    /// kept-alive connection may stay idle), in milliseconds; then the
+    /// connection is closed. 0: no limit.
+    #[arg(long, env = "PLATEAU_HEADER_READ_TIMEOUT_MS", default_value_t = 30_000)]
+    pub header_read_timeout_ms: u64,
+    /// How long a request body may send nothing, in milliseconds; then the
+    /// request fails (408 on the API) and the connection is closed. A
+    /// bound on each pause, not on the whole upload. 0: no limit.
+    #[arg(long, env = "PLATEAU_BODY_READ_TIMEOUT_MS", default_value_t = 30_000)]
+    pub body_read_timeout_ms: u64,
+}
+
+impl ListenArgs {
+    pub fn timeouts(&self) -> plateau_listen::Timeouts {
+        plateau_listen::Timeouts::from_millis(
+            self.header_read_timeout_ms,
+            self.body_read_timeout_ms,
+        )
+    }
+}

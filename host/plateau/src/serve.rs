@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::extract::ConnectInfo;
 use clap::Args;
 use plateau_api::{ApiConfig, AppState, Extensions};
 use plateau_core::secret::{self, TOKEN_PREFIX};
@@ -17,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::apps::AppsArgs;
 use crate::caches;
-use crate::config::{LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
+use crate::config::{ListenArgs, LogFormat, RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 use crate::databases;
 use crate::host;
 use crate::logging;
@@ -75,6 +76,8 @@ pub struct ServeArgs {
     /// their schedules see then moves only through `POST /admin/clock`.
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
     clock: String,
+    #[command(flatten)]
+    listen_timeouts: ListenArgs,
     #[command(flatten)]
     apps: AppsArgs,
     #[command(flatten)]
@@ -200,7 +203,8 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
-    apps.serve();
+    let timeouts = args.listen_timeouts.timeouts();
+    apps.serve(timeouts);
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
     let storage_addr = storage_listener.local_addr()?;
     tracing::info!(addr = %storage_addr, endpoint = %storage.endpoint(), "object storage serving S3");
@@ -211,6 +215,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let s3 = tokio::spawn(plateau_storage::s3::serve(
         storage_listener,
         plateau_storage::s3::service(storage),
+        timeouts,
         async {
             let _ = storage_stopped.await;
         },
@@ -222,12 +227,10 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         args.registry_gc.options(),
         args.registry_gc_interval_secs,
     ));
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    // Handlers read the client's address as axum's `ConnectInfo`.
+    let make =
+        |peer: SocketAddr| tower::Layer::layer(&axum::Extension(ConnectInfo(peer)), app.clone());
+    plateau_listen::serve(listener, timeouts, make, shutdown_signal()).await;
     let _ = stop_storage.send(());
     let _ = s3.await;
     maintenance.abort();

@@ -85,6 +85,11 @@ impl JobInput {
             "name",
             "must be 1 to 100 characters",
         );
+        v.check(
+            !name.contains(char::is_control),
+            "name",
+            "must not contain control characters",
+        );
         let timezone = self.timezone.unwrap_or_else(|| "UTC".to_owned());
         let schedule = self.schedule.unwrap_or_default();
         let parsed = match Schedule::new(&schedule, &timezone) {

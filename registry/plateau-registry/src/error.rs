@@ -150,6 +150,10 @@ impl IntoResponse for Error {
             } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
+            Error::TooLarge(_) => {
+                // The rest of the body is never read.
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             Error::RangeNotSatisfiable { size, location } => {
                 if let Ok(v) = HeaderValue::from_str(location) {
                     headers.insert(header::LOCATION, v);

@@ -113,7 +113,9 @@ pub async fn create(
             "must be image, git or upload",
         )
         .check(
-            health.starts_with('/') && health.len() <= 512 && !health.contains(char::is_whitespace),
+            health.starts_with('/')
+                && health.len() <= 512
+                && !health.contains(|c: char| c.is_whitespace() || c.is_control()),
             "healthCheckPath",
             "must be a path starting with /",
         )
@@ -121,15 +123,10 @@ pub async fn create(
             input.port.is_none_or(|p| (1..=65535).contains(&p)),
             "port",
             "must be between 1 and 65535",
-        )
-        .check(
-            input
-                .image
-                .as_deref()
-                .is_none_or(|i| !i.trim().is_empty() && i.len() <= 1024),
-            "image",
-            "must be an image reference",
         );
+    if let Some(Err(message)) = input.image.as_deref().map(crate::image::parse_reference) {
+        v.check(false, "image", message);
+    }
     v.finish()?;
     let branch = input.branch.clone().map(|b| b.trim().to_owned());
     let branch = match (&input.repo, branch) {

@@ -123,8 +123,8 @@ pub async fn create(
         return Ok((StatusCode::CREATED, Json(d.into())));
     }
     if let Some(image) = input.image.as_deref().map(str::trim) {
-        if image.is_empty() || image.len() > 1024 {
-            return Err(ApiError::invalid("image", "must be an image reference"));
+        if let Err(message) = crate::image::parse_reference(image) {
+            return Err(ApiError::invalid("image", message));
         }
         db::set_image(&mut tx, &app.id, image, now).await?;
         app.image = Some(image.to_owned());

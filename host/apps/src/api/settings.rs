@@ -1,10 +1,11 @@
-//! Scale (replicas) and resources (memory and CPU, clamped to the plan).
+//! Scale (replicas) and resources (memory and CPU: at least the least an
+//! app runs with, lowered to the plan's maxima).
 
 use axum::extract::Path;
 use axum::{Extension, Json};
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
-use plateau_api::json::Body;
+use plateau_api::json::{Body, Validator};
 use plateau_core::time;
 use plateau_store::apps::{self as db, AppPlanLimits};
 use plateau_store::events;
@@ -48,7 +49,11 @@ pub struct ResourcesView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Resources {
+    /// At least 16; above the plan's maximum it is lowered to it.
+    #[schema(minimum = 16)]
     pub memory_mb: Option<i64>,
+    /// At least 10; above the plan's maximum it is lowered to it.
+    #[schema(minimum = 10)]
     pub milli_cpu: Option<i64>,
 }
 
@@ -140,8 +145,9 @@ pub async fn get_resources(
     }))
 }
 
-/// Change memory and CPU, clamped to the plan's maxima; the replicas are
-/// relaunched under the new limits with zero downtime.
+/// Change memory and CPU: a value below the least an app runs with is a
+/// 400 naming the field; one above the plan's maximum is lowered to it.
+/// The replicas are relaunched under the new limits with zero downtime.
 #[utoipa::path(put, path = "/apps/{id}/resources", tag = "apps",
     security(("bearer" = ["apps:write"])),
     params(("id" = String, Path, description = "app id")),
@@ -153,6 +159,18 @@ pub async fn put_resources(
     Path(id): Path<String>,
     Body(input): Body<Resources>,
 ) -> Result<Json<ResourcesView>, ApiError> {
+    Validator::new()
+        .check(
+            input.memory_mb.is_none_or(|m| m >= MIN_MEMORY_MB),
+            "memoryMb",
+            format!("must be at least {MIN_MEMORY_MB}"),
+        )
+        .check(
+            input.milli_cpu.is_none_or(|c| c >= MIN_MILLI_CPU),
+            "milliCpu",
+            format!("must be at least {MIN_MILLI_CPU}"),
+        )
+        .finish()?;
     let limits = plan(&apps, &caller).await?;
     let now = time::now_ms();
     let mut tx = apps.db().begin().await?;

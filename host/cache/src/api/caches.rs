@@ -1,6 +1,5 @@
 //! The clusters themselves: list, create (under the plan's ceiling), read,
-//! change settings or rotate the password, delete, and the connection
-//! details with the password (owners and admins).
+//! change settings or rotate the password, delete.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -17,13 +16,13 @@ use plateau_core::time;
 use plateau_store::caches::{self as db, Cache};
 use plateau_store::events::NewEvent;
 use plateau_store::plans;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{CacheView, Service, find};
 use crate::service::{CacheService, Which};
-use crate::spec::{ClusterSpec, Credentials, EvictionPolicy, Persistence, USER};
+use crate::spec::{ClusterSpec, Credentials, EvictionPolicy, Persistence};
 
 /// The smallest `memoryMb`: Redis needs about a megabyte for itself.
 pub const MIN_MEMORY_MB: i64 = 8;
@@ -441,59 +440,4 @@ pub async fn delete(
         }
     }
     Ok(Json(cache.try_into()?))
-}
-
-/// How to connect: the leader's `rediss://` URI with the password, and the
-/// sentinels for clients that follow failovers.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ConnectionView {
-    /// `rediss://app:PASSWORD@HOST:PORT` (`redis://` without TLS), to the
-    /// current leader.
-    pub uri: String,
-    pub host: String,
-    pub port: u16,
-    pub username: String,
-    pub password: String,
-    pub tls: bool,
-    /// The name the sentinels know the leader by.
-    pub master_name: String,
-    /// `host:port` of each sentinel; they take the same user and password.
-    pub sentinels: Vec<String>,
-    /// PEM certificate of the cache's own CA, to verify its servers.
-    pub ca_certificate: Option<String>,
-}
-
-/// The connection details with the password, for owners and admins.
-#[utoipa::path(get, path = "/caches/{id}/connection", tag = "caches",
-    security(("bearer" = ["cache:read"])),
-    params(("id" = String, Path, description = "cache id")),
-    responses((status = 200, description = "how to connect", body = ConnectionView)))]
-pub async fn connection(
-    State(app): State<AppState>,
-    service: Service,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Result<Json<ConnectionView>, ApiError> {
-    let cache = find(&app, &caller, &id).await?;
-    caller.require_manager("reading a cache's password")?;
-    let placement = CacheService::placement(&cache)?;
-    let credentials = service.credentials(&cache)?;
-    let leader = service.provider().leader(&placement, &credentials).await?;
-    let (host, port) = leader
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))
-        .ok_or_else(|| ApiError::Internal(format!("leader address {leader}")))?;
-    let scheme = if placement.tls { "rediss" } else { "redis" };
-    Ok(Json(ConnectionView {
-        uri: format!("{scheme}://{USER}:{}@{leader}", credentials.password),
-        host,
-        port,
-        username: USER.to_owned(),
-        password: credentials.password,
-        tls: placement.tls,
-        master_name: placement.master_name.clone(),
-        sentinels: placement.sentinel_addresses(),
-        ca_certificate: service.provider().ca_certificate(&placement)?,
-    }))
 }

@@ -3,6 +3,7 @@
 //! find the [`CacheService`] as an axum `Extension`.
 
 mod caches;
+mod connection;
 mod ops;
 
 use std::sync::Arc;
@@ -29,7 +30,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(caches::list, caches::create))
         .routes(routes!(caches::get, caches::update, caches::delete))
-        .routes(routes!(caches::connection))
+        .routes(routes!(connection::connection))
         .routes(routes!(ops::list_snapshots, ops::create_snapshot))
         .routes(routes!(ops::restore))
         .routes(routes!(ops::metrics))

@@ -2,7 +2,8 @@
 //! every start from the cluster's settings: `redis.conf` and `users.acl`
 //! of a data node, `sentinel.conf` of a sentinel.
 //!
-//! The customer's user may run everything but administration: CONFIG,
+//! The customer's read-only user may only read. The customer's user may
+//! run everything but administration: CONFIG,
 //! DEBUG, SHUTDOWN, MODULE, ACL, MONITOR, replication and persistence
 //! commands are denied. Settings change through the API, snapshots through
 //! the snapshot endpoints.
@@ -12,7 +13,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::spec::{ADMIN_USER, ClusterSpec, Credentials, Persistence, USER};
+use crate::spec::{ADMIN_USER, ClusterSpec, Credentials, Persistence, READER, USER};
 
 use super::tls::{CA_FILE, CERT_FILE, KEY_FILE};
 
@@ -21,7 +22,12 @@ const USER_RULES: &str = "~* &* +@all -@admin +role -debug -module -config -shut
     -monitor -acl +acl|whoami -migrate -client|kill -client|pause -client|unpause \
     -client|no-evict";
 
-/// What the customer's user may do on a sentinel: find the leader and the
+/// What the customer's read-only user may do on a data node: read keys,
+/// subscribe, and what a client needs to connect and find the leader.
+const READER_RULES: &str = "~* &* -@all +@read +@connection -@admin -@dangerous +role \
+    +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe";
+
+/// What the customer's users may do on a sentinel: find the leader and the
 /// replicas, and follow switch-overs.
 const SENTINEL_USER_RULES: &str = "&* +ping +auth +hello +role +info +client|setname \
     +client|getname +sentinel|get-master-addr-by-name +sentinel|masters \
@@ -41,7 +47,7 @@ pub struct Files<'a> {
     pub tls: &'a Path,
 }
 
-fn hash(password: &str) -> String {
+pub fn hash(password: &str) -> String {
     hex::encode(Sha256::digest(password.as_bytes()))
 }
 
@@ -114,12 +120,30 @@ pub fn persistence_lines(persistence: Persistence) -> &'static str {
     }
 }
 
+/// The arguments of `ACL SETUSER` that make the read-only user as
+/// `users.acl` (a data node) or `sentinel.conf` describe it, with the
+/// password whose SHA-256 is `hash`.
+pub fn reader_setuser(data_node: bool, hash: &str) -> Vec<String> {
+    let rules = if data_node {
+        READER_RULES
+    } else {
+        SENTINEL_USER_RULES
+    };
+    ["SETUSER", READER, "reset", "on", &format!("#{hash}")]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(rules.split_whitespace().map(str::to_owned))
+        .collect()
+}
+
 /// `users.acl` of a data node.
 pub fn data_acl(credentials: &Credentials) -> String {
     format!(
-        "user default off\nuser {ADMIN_USER} on #{} ~* &* +@all\nuser {USER} on #{} {USER_RULES}\n",
+        "user default off\nuser {ADMIN_USER} on #{} ~* &* +@all\nuser {USER} on #{} {USER_RULES}\n\
+         user {READER} on #{} {READER_RULES}\n",
         hash(&credentials.admin_password),
         hash(&credentials.password),
+        hash(&credentials.reader_password()),
     )
 }
 
@@ -152,6 +176,11 @@ pub fn sentinel(
         out,
         "user {USER} on #{} {SENTINEL_USER_RULES}",
         hash(&credentials.password)
+    );
+    let _ = writeln!(
+        out,
+        "user {READER} on #{} {SENTINEL_USER_RULES}",
+        hash(&credentials.reader_password())
     );
     out
 }
@@ -204,5 +233,17 @@ mod tests {
         assert!(acl.contains("user default off"));
         assert!(!acl.contains(" >"), "passwords are hashed: {acl}");
         assert!(acl.contains("-config -shutdown"));
+        let reader = acl
+            .lines()
+            .find(|l| l.starts_with("user app-readonly on #"));
+        let reader = reader.expect("a read-only user");
+        assert!(reader.contains(&hash(&credentials.reader_password())));
+        assert!(reader.contains(" -@all +@read "), "{reader}");
+        let setuser = reader_setuser(true, "h");
+        assert_eq!(
+            setuser[..5],
+            ["SETUSER", "app-readonly", "reset", "on", "#h"]
+        );
+        assert!(reader.ends_with(&setuser[5..].join(" ")), "{reader}");
     }
 }

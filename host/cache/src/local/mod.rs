@@ -2,12 +2,14 @@
 //! this host (a leader, its replicas, three sentinels), on ports the host
 //! allocates, with their files under `<data dir>/caches/<cluster id>/`:
 //! `tls/` (the cluster's CA and server certificate), and one directory per
-//! process (`node0`, `node1`, ..., `sentinel0`, ...).
+//! process (`node0`, `node1`, ..., `sentinel0`, ...). The processes run as
+//! the cluster's own unprivileged user (`user`), which owns that directory.
 
 mod conf;
 mod ops;
 pub mod supervise;
 pub mod tls;
+pub mod user;
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;
@@ -41,15 +43,33 @@ pub struct LocalProvider {
     ports: Mutex<BTreeSet<u16>>,
     /// One snapshot at a time: BGSAVE writes the node's one RDB file.
     snapshot_lock: tokio::sync::Mutex<()>,
+    /// One change of the system's users at a time.
+    users: tokio::sync::Mutex<()>,
+    /// Clusters whose ACL users this host has brought up to date since it
+    /// started (clusters made by an older version lack the read-only one).
+    acl_current: Mutex<std::collections::HashSet<String>>,
 }
 
 impl LocalProvider {
-    pub fn new(config: LocalConfig) -> Self {
-        LocalProvider {
+    /// The provider over `config.root`, which the clusters' users may
+    /// then reach.
+    pub fn new(config: LocalConfig) -> Result<Self> {
+        std::fs::create_dir_all(&config.root)?;
+        user::open_path(&config.root)?;
+        Ok(LocalProvider {
             config,
             ports: Mutex::new(BTreeSet::new()),
             snapshot_lock: tokio::sync::Mutex::new(()),
-        }
+            users: tokio::sync::Mutex::new(()),
+            acl_current: Mutex::new(std::collections::HashSet::new()),
+        })
+    }
+
+    /// The user `cluster`'s processes run as, made if needed (`None`: the
+    /// host's own user, when it is not root).
+    pub async fn process_user(&self, cluster: &str) -> Result<Option<user::ProcessUser>> {
+        let _one = self.users.lock().await;
+        user::ensure(cluster).await
     }
 
     pub fn bin(&self) -> &Path {

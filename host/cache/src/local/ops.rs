@@ -56,10 +56,10 @@ impl LocalProvider {
         self.write_data_conf(spec, placement, index, leader, credentials, load_seed)?;
         let node = &placement.nodes[index];
         let ca = self.ca_pem(placement)?;
-        let dir = self.process_dir(placement, &node.name);
         start(
-            self.bin(),
-            &dir,
+            self,
+            placement,
+            &node.name,
             false,
             &Self::admin(placement, ca.as_deref(), credentials, node.port),
         )
@@ -76,10 +76,10 @@ impl LocalProvider {
     ) -> Result<()> {
         self.write_sentinel_conf(spec, placement, sentinel, leader, credentials)?;
         let ca = self.ca_pem(placement)?;
-        let dir = self.process_dir(placement, &sentinel.name);
         start(
-            self.bin(),
-            &dir,
+            self,
+            placement,
+            &sentinel.name,
             true,
             &Self::admin(placement, ca.as_deref(), credentials, sentinel.port),
         )
@@ -313,34 +313,28 @@ impl CacheProvider for LocalProvider {
     }
 
     async fn set_password(&self, placement: &Placement, credentials: &Credentials) -> Result<()> {
-        let hash = format!(
-            "#{}",
-            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
-                credentials.password.as_bytes()
-            ))
-        );
-        for node in &placement.nodes {
-            let mut conn = self.admin_conn(placement, credentials, node.port).await?;
-            let () = redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg(USER)
-                .arg("resetpass")
-                .arg(&hash)
-                .query_async(&mut conn)
-                .await?;
-            let () = redis::cmd("ACL").arg("SAVE").query_async(&mut conn).await?;
-        }
-        for sentinel in &placement.sentinels {
+        let app = format!("#{}", conf::hash(&credentials.password));
+        let reader = conf::hash(&credentials.reader_password());
+        let processes = placement.nodes.iter().map(|n| (n, true));
+        let processes = processes.chain(placement.sentinels.iter().map(|s| (s, false)));
+        for (process, data_node) in processes {
             let mut conn = self
-                .admin_conn(placement, credentials, sentinel.port)
+                .admin_conn(placement, credentials, process.port)
                 .await?;
             let () = redis::cmd("ACL")
                 .arg("SETUSER")
                 .arg(USER)
                 .arg("resetpass")
-                .arg(&hash)
+                .arg(&app)
                 .query_async(&mut conn)
                 .await?;
+            let () = redis::cmd("ACL")
+                .arg(conf::reader_setuser(data_node, &reader))
+                .query_async(&mut conn)
+                .await?;
+            if data_node {
+                let () = redis::cmd("ACL").arg("SAVE").query_async(&mut conn).await?;
+            }
         }
         Ok(())
     }
@@ -354,6 +348,11 @@ impl CacheProvider for LocalProvider {
             Err(e) => return Err(e.into()),
         }
         self.release(placement);
+        let _one = self.users.lock().await;
+        if let Err(e) = super::user::remove(&placement.cluster).await {
+            // The data is gone; a user left behind owns nothing.
+            tracing::warn!(cache = %placement.cluster, error = %e, "removing a cache's user");
+        }
         Ok(())
     }
 

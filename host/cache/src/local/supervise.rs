@@ -19,16 +19,32 @@ use crate::client::{self, Target};
 use crate::spec::{ADMIN_USER, ClusterSpec, Credentials, Placement};
 use crate::{Error, Result};
 
-use super::LocalProvider;
 use super::conf::{CONF_FILE, PID_FILE};
+use super::{LocalProvider, user};
 
 /// How long a started process has to answer.
 const READY_WITHIN: Duration = Duration::from_secs(10);
 
-/// Starts `redis-server` on the configuration in `dir` (as a sentinel if
-/// `sentinel`) and waits until it answers as `target`.
-pub async fn start(bin: &Path, dir: &Path, sentinel: bool, target: &Target<'_>) -> Result<()> {
+/// Starts `redis-server` for process `process` of the cluster (as a
+/// sentinel if `sentinel`), as the cluster's user, and waits until it
+/// answers as `target`.
+pub async fn start(
+    provider: &LocalProvider,
+    placement: &Placement,
+    process: &str,
+    sentinel: bool,
+    target: &Target<'_>,
+) -> Result<()> {
+    let user = provider.process_user(&placement.cluster).await?;
+    // What the host wrote since the last start becomes the user's.
+    user::own(&provider.cluster_dir(&placement.cluster), user)?;
+    let dir = provider.process_dir(placement, process);
+    let bin = provider.bin();
     let mut cmd = Command::new(bin);
+    if let Some(user) = user {
+        // Supplementary groups are dropped with root.
+        cmd.uid(user.uid.as_raw()).gid(user.gid.as_raw());
+    }
     cmd.arg(dir.join(CONF_FILE));
     if sentinel {
         cmd.arg("--sentinel");
@@ -164,7 +180,7 @@ pub async fn supervise(
         };
         tracing::warn!(cache = %spec.id, node = %node.name, "restarting a cache node");
         provider.write_data_conf(spec, placement, index, follow.as_ref(), credentials, false)?;
-        if let Err(e) = start(provider.bin(), &dir, false, &admin(node.port)).await {
+        if let Err(e) = start(provider, placement, &node.name, false, &admin(node.port)).await {
             tracing::warn!(cache = %spec.id, node = %node.name, error = %e, "restarting a cache node");
         }
     }
@@ -188,9 +204,42 @@ pub async fn supervise(
             (&watch.0, watch.1),
             credentials,
         )?;
-        if let Err(e) = start(provider.bin(), &dir, true, &admin(sentinel.port)).await {
+        if let Err(e) = start(
+            provider,
+            placement,
+            &sentinel.name,
+            true,
+            &admin(sentinel.port),
+        )
+        .await
+        {
             tracing::warn!(cache = %spec.id, sentinel = %sentinel.name, error = %e, "restarting a sentinel");
         }
     }
+    if healthy {
+        current_users(provider, placement, credentials).await;
+    }
     Ok(healthy)
+}
+
+/// Once per host start, gives every process of an adopted cluster its ACL
+/// users as this version writes them (a cluster made before the read-only
+/// user existed gets it without a restart).
+async fn current_users(provider: &LocalProvider, placement: &Placement, credentials: &Credentials) {
+    let fresh = provider
+        .acl_current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(placement.cluster.clone());
+    if !fresh {
+        return;
+    }
+    if let Err(e) = crate::CacheProvider::set_password(provider, placement, credentials).await {
+        tracing::warn!(cache = %placement.cluster, error = %e, "updating a cache's ACL users");
+        provider
+            .acl_current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&placement.cluster);
+    }
 }

@@ -20,6 +20,7 @@ mod events;
 mod flags;
 mod heartbeats;
 mod idempotency;
+mod input_rules;
 mod jobs;
 mod multihost;
 mod openapi_conformance;
@@ -31,6 +32,7 @@ mod projects;
 mod queues;
 mod registry;
 mod server;
+mod slow_clients;
 mod storage;
 mod workflows;
 

@@ -13,7 +13,6 @@ mod verify;
 
 use std::future::Future;
 
-use hyper_util::rt::TokioIo;
 use plateau_store::events::Actor;
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::host::{S3Host, VirtualHost};
@@ -36,36 +35,15 @@ pub fn service(storage: Storage) -> S3Service {
     builder.build()
 }
 
-/// Serves `service` on `listener` (HTTP/1.1) until `shutdown` resolves.
+/// Serves `service` on `listener` (HTTP/1.1) with the host's `timeouts`
+/// for slow clients until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     service: S3Service,
+    timeouts: plateau_listen::Timeouts,
     shutdown: impl Future<Output = ()>,
 ) {
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting a storage connection");
-                    continue;
-                }
-            },
-            () = &mut shutdown => return,
-        };
-        // Small responses go out at once instead of waiting on the
-        // client's delayed ACK (Nagle's algorithm).
-        let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        tokio::spawn(async move {
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "storage connection ended");
-            }
-        });
-    }
+    plateau_listen::serve(listener, timeouts, move |_| service.clone(), shutdown).await;
 }
 
 /// Virtual-host style under the storage domain; any other host (an

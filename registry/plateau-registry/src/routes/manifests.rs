@@ -62,29 +62,27 @@ fn unknown(name: &str, reference: &Reference) -> Error {
     Error::ManifestUnknown(format!("manifest {reference} is not in {name}"))
 }
 
+/// Reads a manifest: one declared longer than the limit is refused before
+/// any of it is read, one that grows past it is cut there (413, and the
+/// connection closes).
 async fn read_body(body: Body) -> Result<Vec<u8>> {
+    let too_large = || {
+        Error::TooLarge(format!(
+            "manifests are limited to {MAX_MANIFEST_BYTES} bytes"
+        ))
+    };
+    if axum::body::HttpBody::size_hint(&body).lower() > MAX_MANIFEST_BYTES as u64 {
+        return Err(too_large());
+    }
     let mut body = body.into_data_stream();
     let mut out = Vec::new();
-    let mut seen = 0usize;
     while let Some(chunk) = body.next().await {
         let chunk =
             chunk.map_err(|e| Error::ManifestInvalid(format!("reading the manifest: {e}")))?;
-        seen += chunk.len();
-        // Past the limit, read on (up to a bound) so the client gets the
-        // answer rather than a reset connection.
-        if seen > MAX_MANIFEST_BYTES {
-            out = Vec::new();
-            if seen > 16 * MAX_MANIFEST_BYTES {
-                break;
-            }
-            continue;
+        if out.len() + chunk.len() > MAX_MANIFEST_BYTES {
+            return Err(too_large());
         }
         out.extend_from_slice(&chunk);
-    }
-    if seen > MAX_MANIFEST_BYTES {
-        return Err(Error::TooLarge(format!(
-            "manifests are limited to {MAX_MANIFEST_BYTES} bytes"
-        )));
     }
     Ok(out)
 }

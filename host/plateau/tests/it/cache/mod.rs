@@ -4,6 +4,7 @@
 
 mod api;
 mod failover;
+mod isolation;
 mod snapshots;
 
 use std::path::{Path, PathBuf};
@@ -86,6 +87,19 @@ pub fn cli(conn: &Conn, port: u16, password: &str, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("redis-cli runs (install redis-tools)")
+}
+
+/// `redis-cli --tls` against the leader as `user`; its trimmed output.
+pub fn cli_as(conn: &Conn, user: &str, password: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .args(["--tls", "--cacert"])
+        .arg(&conn.ca_file)
+        .args(["-h", &conn.host, "-p", &conn.port.to_string()])
+        .args(["--user", user, "--pass", password, "--no-auth-warning"])
+        .args(args)
+        .output()
+        .expect("redis-cli runs (install redis-tools)");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// The trimmed standard output of [`cli`].
@@ -195,12 +209,27 @@ impl Drop for Processes {
             .filter_map(|p| std::fs::read_to_string(p).ok())
             .map(|p| p.trim().to_owned())
             .collect();
+        // The clusters' users, named like the clusters (under root).
+        let users: Vec<String> = std::fs::read_dir(&self.0)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| name.starts_with("cch_"))
+            .collect();
         // Without their files the supervisor cannot start them again.
         let _ = std::fs::remove_dir_all(&self.0);
         if !pids.is_empty() {
             let _ = std::process::Command::new("kill")
                 .arg("-KILL")
                 .args(&pids)
+                .status();
+        }
+        for user in users {
+            // --force: a killed process may not have ended yet.
+            let _ = std::process::Command::new("userdel")
+                .args(["--force", &user])
+                .stderr(std::process::Stdio::null())
                 .status();
         }
     }
