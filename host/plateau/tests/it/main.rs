@@ -20,6 +20,7 @@ mod events;
 mod flags;
 mod heartbeats;
 mod idempotency;
+mod ids;
 mod jobs;
 mod multihost;
 mod openapi_conformance;

@@ -7,6 +7,7 @@ use plateau_plugin_cron::input::JobInput;
 use plateau_plugin_cron::schedule::Schedule;
 use serde_json::json;
 
+mod ids;
 mod races;
 
 fn ms(rfc3339: &str) -> u64 {
