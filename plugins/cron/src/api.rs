@@ -56,6 +56,7 @@ pub fn view(job: &CronJob) -> Value {
         "image": (!http).then_some(&job.image),
         "command": (!http).then_some(&job.command),
         "timeoutSeconds": job.timeout_seconds,
+        "startingDeadlineSeconds": job.starting_deadline_seconds.unwrap_or(crate::missed::DEFAULT_STARTING_DEADLINE_SECONDS),
         "paused": job.paused,
         "nextRunAt": job.next_run_at.map(clock::rfc3339),
         "createdAt": clock::rfc3339(job.created_at),
@@ -75,6 +76,7 @@ fn apply(job: &mut CronJob, checked: Checked) {
     job.headers = checked.headers;
     job.body = checked.body;
     job.timeout_seconds = checked.timeout_seconds;
+    job.starting_deadline_seconds = Some(checked.starting_deadline_seconds);
     job.paused = checked.paused;
 }
 
@@ -114,6 +116,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         headers: Vec::new(),
         body: None,
         timeout_seconds: 0,
+        starting_deadline_seconds: None,
         paused: false,
         image: String::new(),
         command: Vec::new(),

@@ -29,6 +29,11 @@ pub struct CronJob {
     pub body: Option<String>,
     pub timeout_seconds: u32,
     pub paused: bool,
+    /// How late a scheduled run may start before it is missed
+    /// ([`crate::missed`]); none (jobs stored before it existed): the
+    /// default.
+    #[serde(default)]
+    pub starting_deadline_seconds: Option<u32>,
     /// A container job's image and arguments (jobs stored before container
     /// jobs existed have neither).
     #[serde(default)]
@@ -93,7 +98,10 @@ pub struct Run {
     pub scheduled_at: String,
     pub started_at: String,
     pub ended_at: String,
-    /// `succeeded` (a 2xx answer, or exit code 0) or `failed`.
+    /// `succeeded` (a 2xx answer, or exit code 0), `failed`, or `missed`
+    /// (scheduled times that did not start within the job's starting
+    /// deadline, recorded together; `startedAt` and `endedAt` are when
+    /// that was noticed).
     pub status: String,
     pub http_status: Option<u16>,
     pub error: Option<String>,

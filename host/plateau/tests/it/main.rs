@@ -13,6 +13,7 @@ mod connect;
 mod cron;
 mod cron_container;
 mod cron_due;
+mod cron_missed;
 mod databases;
 mod email;
 mod errors;

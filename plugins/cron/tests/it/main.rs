@@ -8,6 +8,7 @@ use plateau_plugin_cron::schedule::Schedule;
 use serde_json::json;
 
 mod ids;
+mod missed;
 mod races;
 
 fn ms(rfc3339: &str) -> u64 {
