@@ -1,5 +1,8 @@
 //! The one error body of the API: RFC 9457 problem details with a stable,
-//! machine-readable `code`.
+//! machine-readable `code`. The body ([`Problem`], [`FieldError`]) and how
+//! it is written (the `type` URI, the title, the detail of a validation
+//! failure) belong to `plateau-contract`, which plugins and the edge use
+//! too; this module adds the host's error enum and its axum response.
 //!
 //! Every 4xx and 5xx the server sends has this shape, including the ones
 //! axum and tower produce themselves (unknown route, wrong method, body too
@@ -10,22 +13,14 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use plateau_contract::{ErrorCode, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE};
-use serde::Serialize;
-use utoipa::ToSchema;
+use plateau_contract::{ErrorCode, PROBLEM_CONTENT_TYPE};
+
+pub use plateau_contract::{FieldError, Problem};
 
 pub const PROBLEM_JSON: &str = PROBLEM_CONTENT_TYPE;
 
 /// Marks a response a plugin produced (`name@version`).
 pub const PLUGIN_HEADER: &str = "plateau-plugin";
-
-/// A field that failed validation.
-#[derive(Clone, Debug, Serialize, ToSchema, PartialEq, Eq)]
-pub struct FieldError {
-    /// JSON path of the field: `name`, `scopes[1]`.
-    pub field: String,
-    pub message: String,
-}
 
 /// Every error the API answers with.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +64,11 @@ pub enum ApiError {
     /// could not be reached or failed.
     #[error("{detail}")]
     BadGateway { code: &'static str, detail: String },
+    /// An error in the contract's terms (a body that does not parse, an
+    /// invalid `limit`, a [`plateau_contract::Validator`]'s fields), sent
+    /// as the contract writes it, with its headers.
+    #[error("{0}")]
+    Contract(plateau_contract::ApiError),
     /// A plugin failed (trap, deadline, memory, fuel, conflict); the detail
     /// names the plugin.
     #[error("{detail}")]
@@ -136,6 +136,9 @@ impl ApiError {
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Plugin { status, .. } => *status,
+            ApiError::Contract(e) => {
+                StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
         }
     }
 
@@ -154,38 +157,39 @@ impl ApiError {
             ApiError::NotFound(_) => ErrorCode::NotFound.as_str(),
             ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed.as_str(),
             ApiError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge.as_str(),
-            ApiError::RequestTimeout(_) => "request_timeout",
+            ApiError::RequestTimeout(_) => ErrorCode::RequestTimeout.as_str(),
             ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType.as_str(),
             ApiError::TooManyRequests { .. } => ErrorCode::RateLimited.as_str(),
             ApiError::Internal(_) => ErrorCode::Internal.as_str(),
             ApiError::Unavailable(_) => ErrorCode::Unavailable.as_str(),
+            ApiError::Contract(e) => e.code().as_str(),
         }
     }
 
     pub fn problem(&self) -> Problem {
-        let status = self.status();
-        let detail = match self {
-            ApiError::Validation(errors) => {
-                let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
-                format!("fix the invalid fields: {}", fields.join(", "))
-            }
-            other => other.to_string(),
-        };
-        Problem {
-            kind: format!("{PROBLEM_TYPE_BASE}{}", self.code()),
-            title: status.canonical_reason().unwrap_or("Error").to_owned(),
-            status: status.as_u16(),
-            code: self.code().to_owned(),
-            detail,
-            errors: match self {
-                ApiError::Validation(errors) => Some(errors.clone()),
-                _ => None,
+        let status = self.status().as_u16();
+        match self {
+            ApiError::Contract(e) => e.problem(),
+            ApiError::Validation(errors) => Problem {
+                errors: errors.clone(),
+                ..Problem::new(
+                    status,
+                    self.code(),
+                    plateau_contract::validation_detail(errors),
+                )
             },
-            scope: match self {
-                ApiError::MissingScope(scope) => Some(scope.clone()),
-                _ => None,
+            ApiError::MissingScope(scope) => Problem {
+                scope: Some(scope.clone()),
+                ..Problem::new(status, self.code(), self.to_string())
             },
+            other => Problem::new(status, self.code(), other.to_string()),
         }
+    }
+}
+
+impl From<plateau_contract::ApiError> for ApiError {
+    fn from(e: plateau_contract::ApiError) -> Self {
+        ApiError::Contract(e)
     }
 }
 
@@ -193,27 +197,6 @@ impl From<plateau_store::Error> for ApiError {
     fn from(e: plateau_store::Error) -> Self {
         ApiError::Internal(e.to_string())
     }
-}
-
-/// RFC 9457 problem details, with Plateau's `code`.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct Problem {
-    /// A URI naming the kind of problem.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The HTTP reason phrase.
-    pub title: String,
-    pub status: u16,
-    /// Stable and machine-readable: `missing_scope`, `validation_failed`, ...
-    pub code: String,
-    /// What went wrong and what to do about it.
-    pub detail: String,
-    /// The invalid fields, on `validation_failed`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub errors: Option<Vec<FieldError>>,
-    /// The scope the token lacks, on `missing_scope`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
 }
 
 impl IntoResponse for ApiError {
@@ -239,12 +222,22 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
+        if let ApiError::Contract(e) = &self {
+            for (name, value) in e.headers() {
+                if let (Ok(name), Ok(value)) = (
+                    header::HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(value),
+                ) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
+        }
         response
     }
 }
 
 fn problem_response(problem: &Problem) -> Response {
-    let body = serde_json::to_vec(problem).unwrap_or_default();
+    let body = problem.to_json();
     let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, body).into_response();
     response
@@ -286,9 +279,7 @@ pub async fn normalize(req: Request, next: Next) -> Response {
         _ => ApiError::bad_request(ErrorCode::BadRequest.as_str(), "the request is malformed"),
     };
     let (mut parts, _) = response.into_parts();
-    let mut problem = error.problem();
-    problem.status = status.as_u16();
-    problem.title = status.canonical_reason().unwrap_or("Error").to_owned();
+    let problem = Problem::new(status.as_u16(), error.code(), error.to_string());
     let fresh = problem_response(&problem);
     parts
         .headers

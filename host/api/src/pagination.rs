@@ -24,8 +24,7 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
-pub const MAX_LIMIT: u32 = 200;
-pub const DEFAULT_LIMIT: u32 = 50;
+pub use plateau_contract::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// The list envelope.
 #[derive(Debug, Serialize, ToSchema)]
@@ -147,7 +146,7 @@ impl<'a> Pager<'a> {
         filters: String,
     ) -> Result<Self, ApiError> {
         let limit = match (&query.limit, &query.cursor) {
-            (Some(raw), _) => Some(parse_limit(raw)?),
+            (Some(raw), _) => Some(plateau_contract::parse_limit(raw)?),
             (None, Some(_)) => Some(DEFAULT_LIMIT),
             (None, None) => None,
         };
@@ -200,18 +199,6 @@ impl<'a> Pager<'a> {
     }
 }
 
-fn parse_limit(raw: &str) -> Result<u32, ApiError> {
-    raw.parse::<u32>()
-        .ok()
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_limit",
-                format!("limit must be an integer between 1 and {MAX_LIMIT}, got {raw:?}"),
-            )
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,14 +219,5 @@ mod tests {
         assert_eq!(codec.decode(&edited, "projects", "org_a", ""), None);
         let other = CursorCodec::new(b"other".to_vec());
         assert_eq!(other.decode(&c, "projects", "org_a", ""), None);
-    }
-
-    #[test]
-    fn limits() {
-        assert_eq!(parse_limit("1").unwrap(), 1);
-        assert_eq!(parse_limit("200").unwrap(), 200);
-        for bad in ["0", "201", "-1", "ten", ""] {
-            assert!(parse_limit(bad).is_err(), "{bad}");
-        }
     }
 }

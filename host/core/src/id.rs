@@ -1,8 +1,11 @@
 //! Resource ids: a short type prefix and a ULID, so that ids sort by creation
-//! time and keyset pagination can order by id alone.
+//! time and keyset pagination can order by id alone. The format is the
+//! platform's one id scheme, [`plateau_contract::id`]; this module adds a
+//! generator that is monotonic within the process.
 
 use std::sync::Mutex;
 
+use plateau_contract::id;
 use ulid::Generator;
 
 static GENERATOR: Mutex<Option<Generator>> = Mutex::new(None);
@@ -15,22 +18,19 @@ pub fn new_id(prefix: &str) -> String {
     let mut guard = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
     let generator = guard.get_or_insert_with(Generator::new);
     let ulid = generator.generate().unwrap_or_else(|_| ulid::Ulid::new());
-    format!("{prefix}_{}", ulid.to_string().to_ascii_lowercase())
+    id::format(prefix, ulid.0)
 }
 
 /// The smallest id with `prefix` created at `millis` (since the Unix
 /// epoch): every id made earlier sorts before it.
 pub fn time_boundary(prefix: &str, millis: u64) -> String {
-    let ulid = ulid::Ulid::from_parts(millis, 0);
-    format!("{prefix}_{}", ulid.to_string().to_ascii_lowercase())
+    id::time_boundary(prefix, millis)
 }
 
 /// Whether `id` has the given prefix and a well-formed ULID part. Used to
 /// answer 404 early for ids that cannot exist.
 pub fn is_well_formed(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix('_'))
-        .is_some_and(|ulid| ulid.len() == 26 && ulid.bytes().all(|b| b.is_ascii_alphanumeric()))
+    id::is_id(id, prefix)
 }
 
 #[cfg(test)]
@@ -42,6 +42,7 @@ mod tests {
         let a = new_id("prj");
         let b = new_id("prj");
         assert!(a < b, "{a} should sort before {b}");
+        assert_eq!(a, a.to_ascii_lowercase());
         assert!(is_well_formed(&a, "prj"));
         assert!(!is_well_formed(&a, "tok"));
         assert!(!is_well_formed("prj_short", "prj"));

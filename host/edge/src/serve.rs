@@ -86,22 +86,74 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
     }
 }
 
-/// An RFC 9457 problem document from the edge itself.
+/// A problem document from the edge itself, written like every other
+/// error body of the platform (`plateau_contract::Problem`).
 fn problem(status: StatusCode, code: &str, detail: &str) -> Response<Body> {
-    let body = serde_json::json!({
-        "type": "about:blank",
-        "title": status.canonical_reason().unwrap_or(""),
-        "status": status.as_u16(),
-        "code": code,
-        "detail": detail,
-    });
+    let body = plateau_contract::Problem::new(status.as_u16(), code, detail).to_json();
     Response::builder()
         .status(status)
-        .header(header::CONTENT_TYPE, "application/problem+json")
+        .header(header::CONTENT_TYPE, plateau_contract::PROBLEM_CONTENT_TYPE)
         .body(
-            Full::new(Bytes::from(body.to_string()))
+            Full::new(Bytes::from(body))
                 .map_err(|never| match never {})
                 .boxed_unsync(),
         )
         .expect("a static response is valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// The status line and problem body the edge answers for `host`.
+    async fn answer(edge: Arc<Edge>, host: &str) -> (String, plateau_contract::Problem) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, edge, Timeouts::default()));
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.unwrap();
+        server.abort();
+        let text = String::from_utf8(raw).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: application/problem+json"),
+            "{head}"
+        );
+        let status = head.lines().next().unwrap().to_owned();
+        (status, serde_json::from_str(body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_edge_answers_the_platform_problem_body() {
+        let edge = Arc::new(Edge::new("apps.localhost"));
+        let (status, problem) = answer(edge.clone(), "example.com").await;
+        assert_eq!(status, "HTTP/1.1 404 Not Found");
+        assert_eq!(
+            problem.problem_type,
+            "https://plateau.dev/problems/unknown_host"
+        );
+        assert_eq!(
+            (
+                problem.title.as_str(),
+                problem.status,
+                problem.code.as_str()
+            ),
+            ("Not Found", 404, "unknown_host")
+        );
+        let (_, problem) = answer(edge, "hello.apps.localhost").await;
+        assert_eq!(
+            problem,
+            plateau_contract::Problem::new(
+                404,
+                "unknown_app",
+                "no app is deployed at hello.apps.localhost"
+            )
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! Object storage in `plateau serve`: the provider over the configured
-//! byte store, access keys sealed with the host's secret key, and the S3
-//! endpoint on its own listener.
+//! byte store, access keys sealed with the host's secret key, the S3
+//! endpoint on its own listener, and the sweeper of staging files.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -35,6 +35,11 @@ pub struct StorageArgs {
     pub storage_store: Option<String>,
 }
 
+/// How often staging files of unfinished writes are swept, and how long one
+/// must have gone unwritten; a live write is spared whatever its age.
+const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+const SWEEP_MIN_AGE: Duration = Duration::from_secs(5 * 60);
+
 /// The host's sealing key, as object storage uses it.
 struct HostSealer(Sealer);
 
@@ -61,6 +66,10 @@ pub async fn open(
     }
     .context("opening the object storage store")?;
     tracing::info!(store = %blobs.location, "object storage");
+    // No write has started yet: every staging file is one a dead process
+    // left. Later, the ones of writes this process lost track of.
+    blobs.sweep_staging(Duration::ZERO).await;
+    blobs.spawn_sweeper(SWEEP_EVERY, SWEEP_MIN_AGE);
     let ttl = state.config().auth_cache_ttl.max(Duration::from_millis(1));
     let provider = LocalProvider::new(state.db().clone(), blobs, ttl);
     let keys = Keys::new(

@@ -150,8 +150,7 @@ fn is_json(req: &Request) -> bool {
     req.headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+        .is_some_and(plateau_contract::is_json_content_type)
 }
 
 fn actor(session: &AdminSession) -> Actor {

@@ -1,11 +1,14 @@
 //! Object bytes in an `object_store`: a local directory by default, or an
 //! S3 bucket (`s3://bucket[/prefix]`) for a deployment that outgrows one
 //! machine. Keys are never reused: a write goes to a fresh key that only
-//! the database row committed after it makes visible.
+//! the database row committed after it makes visible. A local store's
+//! staging files of writes cut short by a dying process are swept
+//! ([`crate::sweep`]).
 
 use std::ops::Range;
-use std::path::Path as FsPath;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -18,6 +21,7 @@ use object_store::{
 };
 
 use crate::error::{Error, Result};
+use crate::sweep::{LiveWrites, Swept};
 
 /// Parts written to S3 (its minimum is 5 MiB); also what a write holds
 /// in memory, times [`WRITE_CONCURRENCY`].
@@ -35,6 +39,9 @@ pub struct Blobs {
     part_size: usize,
     /// `file:///...` or `s3://bucket`, for logs.
     pub location: String,
+    /// The directory of a local store, whose staging files are swept.
+    root: Option<PathBuf>,
+    live: Arc<LiveWrites>,
 }
 
 /// A finished write.
@@ -71,6 +78,8 @@ impl Blobs {
                 inner,
                 part_size: S3_PART_SIZE,
                 location: format!("s3://{rest}"),
+                root: None,
+                live: Arc::default(),
             });
         }
         Self::local(FsPath::new(spec.strip_prefix("file://").unwrap_or(spec)))
@@ -89,6 +98,45 @@ impl Blobs {
             inner: Arc::new(fs),
             part_size: LOCAL_PART_SIZE,
             location: format!("file://{}", dir.display()),
+            root: Some(dir.to_path_buf()),
+            live: Arc::default(),
+        })
+    }
+
+    /// Removes the staging files of writes that never finished and that
+    /// nothing wrote to for `min_age` (none on S3, whose incomplete uploads
+    /// a bucket lifecycle rule expires). At start, before any write, pass
+    /// zero: every staging file is then a dead process's.
+    pub async fn sweep_staging(&self, min_age: Duration) -> Swept {
+        let Some(root) = self.root.clone() else {
+            return Swept::default();
+        };
+        let live = self.live.clone();
+        let swept = tokio::task::spawn_blocking(move || crate::sweep::sweep(&root, &live, min_age))
+            .await
+            .unwrap_or_default();
+        if swept.files > 0 {
+            tracing::info!(
+                files = swept.files,
+                bytes = swept.bytes,
+                store = %self.location,
+                "removed the staging files of unfinished writes"
+            );
+        }
+        swept
+    }
+
+    /// Sweeps staging files every `every`, sparing those written to within
+    /// `min_age`, for as long as the returned task runs.
+    pub fn spawn_sweeper(&self, every: Duration, min_age: Duration) -> tokio::task::JoinHandle<()> {
+        let blobs = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                blobs.sweep_staging(min_age).await;
+            }
         })
     }
 
@@ -118,6 +166,7 @@ impl Blobs {
         mut body: BoxStream<'static, std::io::Result<Bytes>>,
         cap: u64,
     ) -> std::result::Result<Written, WriteFailure> {
+        let _live = self.live.start(key);
         let mut md5 = Md5::new();
         let mut written = 0u64;
         let mut first = Vec::new();
@@ -206,6 +255,7 @@ impl Blobs {
 
     /// Copies a blob (a file copy locally, a server-side copy on S3).
     pub async fn copy(&self, from: &str, to: &str) -> Result<()> {
+        let _live = self.live.start(to);
         self.inner.copy(&Path::from(from), &Path::from(to)).await?;
         Ok(())
     }

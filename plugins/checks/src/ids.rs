@@ -1,24 +1,11 @@
-//! Identifiers like the core's (`chk_` and a lowercase ULID, so ids sort by
-//! creation time) and unguessable ping tokens.
+//! Identifiers in the platform's one scheme (`chk_` and a lowercase ULID, so
+//! ids sort by creation time) and unguessable ping tokens.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
-
-/// `prefix_` and a ULID of `now_ms` and 80 random bits, in lowercase.
-pub fn new_id(prefix: &str, now_ms: u64) -> String {
-    let ulid = plateau_sdk::ids::prefixed_ulid("", now_ms).to_ascii_lowercase();
-    format!("{prefix}_{ulid}")
-}
-
-/// Whether `id` could have been made by [`new_id`] with `prefix`.
-pub fn is_well_formed(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix('_'))
-        .is_some_and(|ulid| ulid.len() == 26 && ulid.bytes().all(|b| CROCKFORD.contains(&b)))
-}
+pub use plateau_sdk::ids::{is_id as is_well_formed, new_id};
 
 /// 32 random bytes, URL-safe base64: a ping token.
 pub fn new_token() -> String {

@@ -3,8 +3,8 @@
 
 use plateau_sdk::serde_json::{Map, Value, json};
 use plateau_sdk::{
-    ApiError, Bucket, NewEvent, PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, Params, Request, Response,
-    clock, jobs, paginate_kv, paginate_kv_with,
+    ApiError, Bucket, NewEvent, PROBLEM_CONTENT_TYPE, Params, Problem, Request, Response, clock,
+    jobs, paginate_kv, paginate_kv_with,
 };
 
 use crate::input::{Checked, JobInput};
@@ -56,6 +56,7 @@ pub fn view(job: &CronJob) -> Value {
         "image": (!http).then_some(&job.image),
         "command": (!http).then_some(&job.command),
         "timeoutSeconds": job.timeout_seconds,
+        "startingDeadlineSeconds": job.starting_deadline_seconds.unwrap_or(crate::missed::DEFAULT_STARTING_DEADLINE_SECONDS),
         "paused": job.paused,
         "nextRunAt": job.next_run_at.map(clock::rfc3339),
         "createdAt": clock::rfc3339(job.created_at),
@@ -75,6 +76,7 @@ fn apply(job: &mut CronJob, checked: Checked) {
     job.headers = checked.headers;
     job.body = checked.body;
     job.timeout_seconds = checked.timeout_seconds;
+    job.starting_deadline_seconds = Some(checked.starting_deadline_seconds);
     job.paused = checked.paused;
 }
 
@@ -84,13 +86,11 @@ fn summary(job: &CronJob) -> Value {
 
 /// 409 `plan_limit_reached`, the host's problem for a plan limit.
 fn plan_limit_reached(limit: u64, plan: &str) -> Response {
-    let problem = json!({
-        "type": format!("{PROBLEM_TYPE_BASE}plan_limit_reached"),
-        "title": "Conflict",
-        "status": 409,
-        "code": "plan_limit_reached",
-        "detail": format!("the {plan} plan allows {limit} cron jobs: delete one or upgrade the plan"),
-    });
+    let problem = Problem::new(
+        409,
+        "plan_limit_reached",
+        format!("the {plan} plan allows {limit} cron jobs: delete one or upgrade the plan"),
+    );
     Response::json(409, &problem).with_header("content-type", PROBLEM_CONTENT_TYPE)
 }
 
@@ -106,7 +106,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     }
     let now = clock::now_millis();
     let mut job = CronJob {
-        id: record::new_id(),
+        id: record::new_id(now),
         name: String::new(),
         schedule: String::new(),
         timezone: String::new(),
@@ -116,6 +116,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         headers: Vec::new(),
         body: None,
         timeout_seconds: 0,
+        starting_deadline_seconds: None,
         paused: false,
         image: String::new(),
         command: Vec::new(),
@@ -171,8 +172,7 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
         merged.remove(key);
     }
     merged.extend(patch);
-    let input: JobInput = serde_json::from_value(Value::Object(merged))
-        .map_err(|e| ApiError::invalid_json(e.to_string()))?;
+    let input: JobInput = plateau_sdk::contract::json::parse_json_value(Value::Object(merged))?;
     apply(&mut job, input.check(&org)?);
     let now = clock::now_millis();
     job.updated_at = now;

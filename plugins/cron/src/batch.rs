@@ -16,29 +16,59 @@ use std::collections::BTreeSet;
 use plateau_sdk::outbound::{self, SEND_MANY_MAX};
 use plateau_sdk::{ApiError, Bucket, clock};
 
+use crate::missed::{self, Late};
 use crate::record;
 use crate::run;
 use crate::stored::{self, Stored};
 
-/// Runs the http jobs of organisation `org` due at `at`.
+/// Runs the http jobs of organisation `org` due at `at`; a late delivery
+/// runs each job at most once and records what it missed
+/// ([`crate::missed`]).
 pub fn due(org: &str, at: u64) -> Result<(), ApiError> {
     let bucket = Bucket::organization(org)?;
-    let mut waiting = due_at(&bucket, at)?;
+    let now = clock::now_millis();
+    let mut waiting = Vec::new();
+    for stored in due_at(&bucket, at)? {
+        let late = missed::late(&stored.job, at, now)?;
+        waiting.push((stored, late));
+    }
     let mut next = BTreeSet::new();
     while !waiting.is_empty() {
-        let chunk: Vec<Stored> = waiting.drain(..waiting.len().min(SEND_MANY_MAX)).collect();
-        let requests: Vec<_> = chunk.iter().map(|s| run::request(&s.job)).collect();
+        let chunk: Vec<(Stored, Late)> =
+            waiting.drain(..waiting.len().min(SEND_MANY_MAX)).collect();
+        let requests: Vec<_> = chunk
+            .iter()
+            .filter(|(_, late)| late.run_at.is_some())
+            .map(|(s, _)| run::request(&s.job))
+            .collect();
         let started = clock::now_millis();
-        let answers = outbound::send_many(&requests);
+        let mut answers = if requests.is_empty() {
+            Vec::new()
+        } else {
+            outbound::send_many(&requests)
+        }
+        .into_iter();
         let ended = clock::now_millis();
-        for (stored, answer) in chunk.into_iter().zip(answers) {
-            let mut run = run::new_run(&stored.job, "schedule", at, started);
-            let took = answer
-                .as_ref()
-                .map_or(ended.saturating_sub(started), |r| u64::from(r.total_ms));
-            run::answered(&mut run, answer);
-            run::end_run(&mut run, started, started + took);
-            if let Some(job) = stored::record_run(&bucket, stored, &mut run, Some(at))?
+        for (stored, late) in chunk {
+            let mut runs = Vec::new();
+            if let Some(missed) = &late.missed {
+                runs.push(missed::missed_run(&stored.job, missed, started));
+            }
+            if let Some(run_at) = late.run_at {
+                let Some(answer) = answers.next() else {
+                    return Err(ApiError::internal(
+                        "send-many answered fewer requests than sent",
+                    ));
+                };
+                let mut run = run::new_run(&stored.job, "schedule", run_at, started);
+                let took = answer
+                    .as_ref()
+                    .map_or(ended.saturating_sub(started), |r| u64::from(r.total_ms));
+                run::answered(&mut run, answer);
+                run::end_run(&mut run, started, started + took);
+                runs.push(run);
+            }
+            if let Some(job) = stored::record_runs(&bucket, stored, &mut runs, Some(at))?
                 && let Some(time) = job.next_run_at.filter(|t| *t != at)
                 && stored::indexed(&job)
             {

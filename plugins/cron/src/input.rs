@@ -4,6 +4,7 @@
 use plateau_sdk::{ApiError, Validator};
 use serde::Deserialize;
 
+use crate::missed::{DEFAULT_STARTING_DEADLINE_SECONDS, MAX_STARTING_DEADLINE_SECONDS};
 use crate::schedule::Schedule;
 
 pub const MAX_NAME_CHARS: usize = 100;
@@ -31,6 +32,7 @@ pub struct JobInput {
     pub headers: Option<std::collections::BTreeMap<String, String>>,
     pub body: Option<String>,
     pub timeout_seconds: Option<u32>,
+    pub starting_deadline_seconds: Option<u32>,
     pub paused: Option<bool>,
     /// `type: container`: a `wasi:cli` command image of this platform's
     /// registry, and its arguments.
@@ -52,6 +54,7 @@ pub struct Checked {
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
     pub timeout_seconds: u32,
+    pub starting_deadline_seconds: u32,
     pub paused: bool,
     pub image: String,
     pub command: Vec<String>,
@@ -186,6 +189,14 @@ impl JobInput {
             "timeoutSeconds",
             "must be 1 to 30",
         );
+        let starting_deadline_seconds = self
+            .starting_deadline_seconds
+            .unwrap_or(DEFAULT_STARTING_DEADLINE_SECONDS);
+        v.check(
+            (1..=MAX_STARTING_DEADLINE_SECONDS).contains(&starting_deadline_seconds),
+            "startingDeadlineSeconds",
+            "must be 1 to 86400",
+        );
         v.finish()?;
         Ok(Checked {
             name: name.trim().to_owned(),
@@ -198,6 +209,7 @@ impl JobInput {
             headers,
             body: self.body,
             timeout_seconds,
+            starting_deadline_seconds,
             paused: self.paused.unwrap_or(false),
             image: if container { image } else { String::new() },
             command: if container { command } else { Vec::new() },

@@ -11,7 +11,8 @@
 //!   daylight saving rules) and [`input`] (the rules of a job's fields);
 //! - [`record`] (stored shapes and keys), [`stored`] (writing a job with
 //!   its due index entry, recording a run), [`run`] (running one job, its
-//!   next time and the durable job that runs it), [`batch`] (the http jobs
+//!   next time and the durable job that runs it), [`missed`] (the starting
+//!   deadline of a late delivery), [`batch`] (the http jobs
 //!   of an organisation due together) and [`api`], wired in [`plugin`].
 //!
 //! **Architecture Invariants:** an http job that is not paused has one
@@ -25,6 +26,7 @@
 pub mod api;
 pub mod batch;
 pub mod input;
+pub mod missed;
 pub mod plugin;
 pub mod record;
 pub mod run;

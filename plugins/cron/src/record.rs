@@ -29,6 +29,11 @@ pub struct CronJob {
     pub body: Option<String>,
     pub timeout_seconds: u32,
     pub paused: bool,
+    /// How late a scheduled run may start before it is missed
+    /// ([`crate::missed`]); none (jobs stored before it existed): the
+    /// default.
+    #[serde(default)]
+    pub starting_deadline_seconds: Option<u32>,
     /// A container job's image and arguments (jobs stored before container
     /// jobs existed have neither).
     #[serde(default)]
@@ -93,7 +98,10 @@ pub struct Run {
     pub scheduled_at: String,
     pub started_at: String,
     pub ended_at: String,
-    /// `succeeded` (a 2xx answer, or exit code 0) or `failed`.
+    /// `succeeded` (a 2xx answer, or exit code 0), `failed`, or `missed`
+    /// (scheduled times that did not start within the job's starting
+    /// deadline, recorded together; `startedAt` and `endedAt` are when
+    /// that was noticed).
     pub status: String,
     pub http_status: Option<u16>,
     pub error: Option<String>,
@@ -118,23 +126,20 @@ pub struct Run {
     pub duration_ms: u64,
 }
 
-/// A new job id: `cron_` and 16 random lowercase hex digits' worth of
-/// base32.
-pub fn new_id() -> String {
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the host provides randomness");
-    let id: String = bytes
-        .iter()
-        .map(|b| ALPHABET[(b & 31) as usize] as char)
-        .collect();
-    format!("cron_{id}")
+/// A new job id: `cron_` and a lowercase ULID (creation time, then 80
+/// random bits), the platform's one id scheme, so jobs list in creation
+/// order.
+pub fn new_id(now_ms: u64) -> String {
+    plateau_sdk::ids::new_id("cron", now_ms)
 }
 
+/// Whether `id` names a job: one [`new_id`] makes, or one made before ids
+/// were ULIDs (`cron_` and 16 random lowercase base-32 digits).
 pub fn is_id(id: &str) -> bool {
-    id.len() == 21
-        && id.starts_with("cron_")
-        && id[5..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    plateau_sdk::ids::is_id(id, "cron")
+        || (id.len() == 21
+            && id.starts_with("cron_")
+            && id[5..]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()))
 }

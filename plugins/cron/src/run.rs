@@ -218,7 +218,8 @@ fn run_command(org: &str, job: &CronJob, scheduled_at: u64, run: &mut Run) {
     }
 }
 
-/// Job `cron:{id}`: runs a container job when due, records the run (a
+/// Job `cron:{id}`: runs a container job when due (a late delivery at most
+/// once, recording what it missed: [`crate::missed`]), records the run (a
 /// failed run is recorded, not retried) with the job's next time, and
 /// schedules it. An http job of a version that scheduled each job on its
 /// own runs here once, and joins the due index as its run is recorded.
@@ -236,8 +237,16 @@ pub fn scheduled(job: &Job) -> Result<(), String> {
             // its next time has its durable job.
             return schedule_delivery(org, &stored.job);
         }
-        let mut run = execute(org, &stored.job, "schedule", job.due);
-        if let Some(cron) = stored::record_run(&bucket, stored, &mut run, Some(job.due))?
+        let late = crate::missed::late(&stored.job, job.due, clock::now_millis())?;
+        let mut runs = Vec::new();
+        if let Some(missed) = &late.missed {
+            let now = clock::now_millis();
+            runs.push(crate::missed::missed_run(&stored.job, missed, now));
+        }
+        if let Some(run_at) = late.run_at {
+            runs.push(execute(org, &stored.job, "schedule", run_at));
+        }
+        if let Some(cron) = stored::record_runs(&bucket, stored, &mut runs, Some(job.due))?
             && cron.next_run_at != Some(job.due)
         {
             schedule_delivery(org, &cron)?;

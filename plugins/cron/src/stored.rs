@@ -125,18 +125,32 @@ const TRIES: usize = 8;
 /// when the job was deleted meanwhile (the run is not recorded).
 pub fn record_run(
     bucket: &Bucket,
-    mut stored: Stored,
+    stored: Stored,
     run: &mut Run,
+    due: Option<u64>,
+) -> Result<Option<CronJob>, ApiError> {
+    record_runs(bucket, stored, std::slice::from_mut(run), due)
+}
+
+/// [`record_run`] of several runs in one claim, numbered in order (the
+/// missed times of a late delivery, then the run it made).
+pub fn record_runs(
+    bucket: &Bucket,
+    mut stored: Stored,
+    runs: &mut [Run],
     due: Option<u64>,
 ) -> Result<Option<CronJob>, ApiError> {
     for _ in 0..TRIES {
         let mut job = stored.job.clone();
-        let last = match job.last_run {
+        let mut last = match job.last_run {
             Some(last) => last,
             None => legacy_count(bucket, &job.id)?,
         };
-        run.number = last + 1;
-        job.last_run = Some(run.number);
+        for run in runs.iter_mut() {
+            last += 1;
+            run.number = last;
+        }
+        job.last_run = Some(last);
         if let Some(due) = due
             && job.next_run_at == Some(due)
         {
@@ -144,15 +158,17 @@ pub fn record_run(
         }
         let bytes = encode(&job);
         let mut then = index_writes(Some(&stored.job), Some((&job, &bytes)));
-        then.push((
-            record::run_key(&job.id, run.number),
-            Some(serde_json::to_vec(run).expect("a run serializes")),
-        ));
-        if run.number > record::KEPT_RUNS {
+        for run in runs.iter() {
             then.push((
-                record::run_key(&job.id, run.number - record::KEPT_RUNS),
-                None,
+                record::run_key(&job.id, run.number),
+                Some(serde_json::to_vec(run).expect("a run serializes")),
             ));
+            if run.number > record::KEPT_RUNS {
+                then.push((
+                    record::run_key(&job.id, run.number - record::KEPT_RUNS),
+                    None,
+                ));
+            }
         }
         if bucket.claim(
             &CronJob::key(&job.id),

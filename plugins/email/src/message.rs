@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use plateau_sdk::serde_json::{Map, Value};
-use plateau_sdk::{ApiError, Request, Validator, is_json_content_type};
+use plateau_sdk::{ApiError, Request, Validator, contract};
 use serde::Deserialize;
 
 use crate::address::Mailbox;
@@ -98,23 +98,13 @@ impl Outgoing {
     }
 }
 
-/// Parses the body of `req` borrowing from it: 415 for a content type that
-/// is not JSON, 400 `invalid_json` with serde's message otherwise.
+/// Parses the body of `req` borrowing from it, by the platform's rules for
+/// JSON bodies (`plateau_contract::json`): 415 for a body not sent as
+/// JSON, 400 `invalid_json` for one that is not JSON, 400
+/// `validation_failed` naming a field of the wrong type.
 pub fn parse(req: &Request) -> Result<SendRequest<'_>, ApiError> {
-    if let Some(content_type) = req.header("content-type")
-        && !is_json_content_type(content_type)
-    {
-        return Err(ApiError::unsupported_media_type(format!(
-            "content-type {content_type} is not supported: send application/json"
-        )));
-    }
-    if req.body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::invalid_json(
-            "request body is empty: send a json document",
-        ));
-    }
-    serde_json::from_slice(&req.body)
-        .map_err(|e| ApiError::invalid_json(format!("request body is not valid: {e}")))
+    let body = contract::json_body(req.header("content-type"), &req.body)?;
+    contract::parse_json_borrowed(body)
 }
 
 impl SendRequest<'_> {
@@ -463,7 +453,9 @@ mod tests {
         assert_eq!(fields(&validate(body).unwrap_err()), ["headers"]);
         let mut body = minimal();
         body["replyTo "] = json!("typo@example.com");
-        assert_eq!(validate(body).unwrap_err().code().as_str(), "invalid_json");
+        let error = validate(body).unwrap_err();
+        assert_eq!(error.code().as_str(), "validation_failed");
+        assert_eq!(fields(&error), ["replyTo "]);
     }
 
     #[test]

@@ -99,17 +99,17 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// The prefix of message ids.
-pub const ID_PREFIX: &str = "em_";
+pub const ID_PREFIX: &str = "em";
 
 /// A message id for `now` (milliseconds): `em_` and a ULID, so ids sort by
 /// creation time.
 pub fn new_id(now: u64) -> String {
-    plateau_sdk::ids::prefixed_ulid(ID_PREFIX, now)
+    plateau_sdk::ids::new_id(ID_PREFIX, now)
 }
 
 /// The creation time of a message id made by [`new_id`], if it is one.
 pub fn id_time(id: &str) -> Option<u64> {
-    plateau_sdk::ids::ulid_time(id, ID_PREFIX)
+    plateau_sdk::ids::id_time(id, ID_PREFIX)
 }
 
 #[cfg(test)]

@@ -213,11 +213,10 @@ pub fn is_token_shaped(token: &str) -> bool {
 /// A new heartbeat id: `hb_` and a ULID (creation time, then 80 random
 /// bits), so ids sort by creation like the core's.
 pub fn new_id(now_ms: u64) -> String {
-    ids::prefixed_ulid("hb_", now_ms)
+    ids::new_id("hb", now_ms)
 }
 
 /// Whether `id` has the shape of one [`new_id`] makes.
 pub fn is_id_shaped(id: &str) -> bool {
-    id.strip_prefix("hb_")
-        .is_some_and(|ulid| ulid.len() == 26 && ulid.bytes().all(|b| b.is_ascii_alphanumeric()))
+    ids::is_id(id, "hb")
 }

@@ -173,11 +173,11 @@ pub fn new_token() -> String {
 
 /// A new message id: `msg_` and a ULID (send time, then 80 random bits).
 pub fn new_message_id(now_ms: u64) -> String {
-    ids::prefixed_ulid("msg_", now_ms)
+    ids::new_id("msg", now_ms)
 }
 
 pub fn is_message_id(id: &str) -> bool {
-    ids::is_prefixed_ulid(id, "msg_")
+    ids::is_id(id, "msg")
 }
 
 pub use ids::random_below;

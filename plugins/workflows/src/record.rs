@@ -236,11 +236,11 @@ pub fn new_token() -> String {
 
 /// A new run id: `run_` and a ULID (start time, then 80 random bits).
 pub fn new_run_id(now_ms: u64) -> String {
-    ids::prefixed_ulid("run_", now_ms)
+    ids::new_id("run", now_ms)
 }
 
 pub fn is_run_id(id: &str) -> bool {
-    ids::is_prefixed_ulid(id, "run_")
+    ids::is_id(id, "run")
 }
 
 pub use ids::{random_below, random_u64};

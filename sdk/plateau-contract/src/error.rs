@@ -34,6 +34,8 @@ pub enum ErrorCode {
     Forbidden,
     NotFound,
     MethodNotAllowed,
+    /// The client stopped sending its request's body (408).
+    RequestTimeout,
     Conflict,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -47,7 +49,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in status order.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::BadRequest,
         ErrorCode::ValidationFailed,
         ErrorCode::InvalidJson,
@@ -58,6 +60,7 @@ impl ErrorCode {
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
+        ErrorCode::RequestTimeout,
         ErrorCode::Conflict,
         ErrorCode::PayloadTooLarge,
         ErrorCode::UnsupportedMediaType,
@@ -80,6 +83,7 @@ impl ErrorCode {
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::Conflict => "conflict",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
@@ -102,6 +106,7 @@ impl ErrorCode {
             ErrorCode::MissingScope | ErrorCode::Forbidden => 403,
             ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::Conflict => 409,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
@@ -114,25 +119,62 @@ impl ErrorCode {
 
     /// The HTTP reason phrase of [`ErrorCode::status`], used as `title`.
     pub fn title(self) -> &'static str {
-        match self.status() {
-            400 => "Bad Request",
-            401 => "Unauthorized",
-            403 => "Forbidden",
-            404 => "Not Found",
-            405 => "Method Not Allowed",
-            409 => "Conflict",
-            413 => "Payload Too Large",
-            415 => "Unsupported Media Type",
-            422 => "Unprocessable Entity",
-            429 => "Too Many Requests",
-            503 => "Service Unavailable",
-            _ => "Internal Server Error",
-        }
+        status_title(self.status())
     }
 
     /// The code named by its snake_case string.
     pub fn parse(code: &str) -> Option<ErrorCode> {
         ErrorCode::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+}
+
+/// The reason phrase of an error status (RFC 9110), a problem's `title`;
+/// `Error` for a status the RFC does not name.
+pub fn status_title(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Payload Too Large",
+        414 => "URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Entity",
+        425 => "Too Early",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        507 => "Insufficient Storage",
+        _ => "Error",
+    }
+}
+
+/// The `detail` of a `validation_failed` problem: the field and its
+/// message when one field is invalid, else how many to fix.
+pub fn validation_detail(errors: &[FieldError]) -> String {
+    match errors {
+        [one] => format!("{} {}", one.field, one.message),
+        many => format!("fix the {} invalid fields listed in errors", many.len()),
     }
 }
 
@@ -144,6 +186,7 @@ impl fmt::Display for ErrorCode {
 
 /// One invalid field of a `validation_failed` error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     /// A JSON path into the request body: `title`, `variants[2].name`.
     pub field: String,
@@ -188,10 +231,7 @@ impl ApiError {
 
     /// Several invalid fields at once; see also [`crate::Validator`].
     pub fn validation_errors(errors: Vec<FieldError>) -> Self {
-        let detail = match errors.as_slice() {
-            [one] => format!("{} {}", one.field, one.message),
-            many => format!("fix the {} invalid fields listed in errors", many.len()),
-        };
+        let detail = validation_detail(&errors);
         ApiError {
             errors,
             ..Self::new(ErrorCode::ValidationFailed, detail)
@@ -209,10 +249,15 @@ impl ApiError {
         )
     }
 
-    pub fn invalid_limit() -> Self {
+    /// `limit` was sent as `raw`, which is not an integer from 1 to
+    /// [`crate::MAX_LIMIT`].
+    pub fn invalid_limit(raw: &str) -> Self {
         Self::new(
             ErrorCode::InvalidLimit,
-            "limit must be an integer between 1 and 200",
+            format!(
+                "limit must be an integer between 1 and {}, got {raw:?}",
+                crate::page::MAX_LIMIT
+            ),
         )
     }
 
@@ -308,22 +353,23 @@ impl ApiError {
         self.scope.as_deref()
     }
 
+    /// Response headers the error adds (`allow`, `retry-after`).
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
     /// The body as it is sent.
     pub fn problem(&self) -> Problem {
         Problem {
-            problem_type: format!("{PROBLEM_TYPE_BASE}{}", self.code.as_str()),
-            title: self.code.title().to_owned(),
-            status: self.code.status(),
-            code: self.code.as_str().to_owned(),
-            detail: self.detail.clone(),
             errors: self.errors.clone(),
             scope: self.scope.clone(),
+            ..Problem::new(self.code.status(), self.code.as_str(), self.detail.clone())
         }
     }
 
     /// The problem response: status, content type, extra headers and body.
     pub fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.problem()).expect("a problem always serializes");
+        let body = self.problem().to_json();
         let mut response =
             Response::new(self.status()).with_header("content-type", PROBLEM_CONTENT_TYPE);
         response.headers.extend(self.headers);
@@ -346,18 +392,50 @@ impl From<ApiError> for Response {
     }
 }
 
-/// The JSON body of an error, member order as sent. Tests read it back with
+/// The JSON body of every error the platform sends (RFC 9457 problem
+/// details with Plateau's `code`), member order as sent: the API's own
+/// errors, plugins' and the edge's. Tests read it back with
 /// [`Response::problem`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Problem {
+    /// A URI naming the kind of problem: [`PROBLEM_TYPE_BASE`] and the code.
     #[serde(rename = "type")]
     pub problem_type: String,
+    /// The HTTP reason phrase.
     pub title: String,
     pub status: u16,
+    /// Stable and machine-readable: `missing_scope`, `validation_failed`, ...
     pub code: String,
+    /// What went wrong and what to do about it.
     pub detail: String,
+    /// The invalid fields, on `validation_failed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
+    /// The scope the token lacks, on `missing_scope`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+}
+
+impl Problem {
+    /// The body of an error with `status` and `code`; the `type` URI and
+    /// the `title` follow from them. Codes outside [`ErrorCode`] (the
+    /// edge's `app_paused`, a service's `plan_limit`) are written the same
+    /// way.
+    pub fn new(status: u16, code: &str, detail: impl Into<String>) -> Problem {
+        Problem {
+            problem_type: format!("{PROBLEM_TYPE_BASE}{code}"),
+            title: status_title(status).to_owned(),
+            status,
+            code: code.to_owned(),
+            detail: detail.into(),
+            errors: Vec::new(),
+            scope: None,
+        }
+    }
+
+    /// The body as sent, `application/problem+json`.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a problem always serializes")
+    }
 }

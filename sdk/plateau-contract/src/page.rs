@@ -1,6 +1,7 @@
-//! The pagination parameters every list request shares: `limit` (1 to
-//! 200, default 50) turns pagination on and `cursor` continues from a
-//! previous `nextCursor`, the same rules as the host's core lists.
+//! The pagination parameters every list request shares, for the host's
+//! lists and plugins' alike: `limit` (1 to 200, default 50 when `cursor`
+//! alone is sent) turns pagination on and `cursor` continues from a
+//! previous `nextCursor`.
 
 use crate::error::ApiError;
 use crate::http::Request;
@@ -10,6 +11,15 @@ use crate::query::Query;
 pub const DEFAULT_LIMIT: u32 = 50;
 /// The largest accepted `limit`.
 pub const MAX_LIMIT: u32 = 200;
+
+/// A `limit` as sent: 400 `invalid_limit` unless an integer from 1 to
+/// [`MAX_LIMIT`].
+pub fn parse_limit(raw: &str) -> Result<u32, ApiError> {
+    raw.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| ApiError::invalid_limit(raw))
+}
 
 /// The pagination parameters of a list request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,13 +34,7 @@ impl PageQuery {
     /// Reads `limit` and `cursor`: 400 `invalid_limit` for a limit that is
     /// not an integer from 1 to 200. An empty `cursor=` is an invalid cursor.
     pub fn parse(query: &Query) -> Result<Self, ApiError> {
-        let limit = match query.get("limit") {
-            None => None,
-            Some(raw) => match raw.parse::<u32>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
-                _ => return Err(ApiError::invalid_limit()),
-            },
-        };
+        let limit = query.get("limit").map(parse_limit).transpose()?;
         let cursor = match query.get("cursor") {
             Some("") => return Err(ApiError::invalid_cursor()),
             other => other.map(str::to_owned),

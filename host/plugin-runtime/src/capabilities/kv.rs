@@ -44,12 +44,7 @@ guest_namespace_from!(
     v0_4::Namespace
 );
 
-/// Keys are 1 to 512 bytes of UTF-8 without control characters.
-const MAX_KEY: usize = 512;
-/// Values are at most 1 MiB.
-const MAX_VALUE: usize = 1 << 20;
-/// The most entries one `list` returns.
-const MAX_LIMIT: u32 = 200;
+use plateau_contract::kv::{KvRuleError, MAX_LIST_LIMIT as MAX_LIMIT};
 /// The longest one `wait` parks.
 const MAX_WAIT_MS: u32 = 20_000;
 
@@ -83,42 +78,27 @@ pub(crate) fn add_to_linker<T: Send + 'static>(
     v0_4::add_to_linker::<T, HasKv>(linker, view)
 }
 
-fn check_key(key: &str) -> Result<(), KvError> {
-    if key.is_empty() || key.len() > MAX_KEY {
-        return Err(KvError::InvalidKey(format!(
-            "a key is 1 to {MAX_KEY} bytes, not {}",
-            key.len()
-        )));
+// The limits are the contract's, which the SDK's in-memory host enforces
+// too.
+impl From<KvRuleError> for KvError {
+    fn from(e: KvRuleError) -> Self {
+        match e {
+            KvRuleError::InvalidKey(m) => KvError::InvalidKey(m),
+            KvRuleError::TooLarge(m) => KvError::TooLarge(m),
+        }
     }
-    check_text(key)
+}
+
+fn check_key(key: &str) -> Result<(), KvError> {
+    Ok(plateau_contract::kv::check_key(key)?)
 }
 
 fn check_prefix(prefix: &str) -> Result<(), KvError> {
-    if prefix.len() > MAX_KEY {
-        return Err(KvError::InvalidKey(format!(
-            "a prefix is at most {MAX_KEY} bytes"
-        )));
-    }
-    check_text(prefix)
-}
-
-fn check_text(text: &str) -> Result<(), KvError> {
-    if text.chars().any(char::is_control) {
-        return Err(KvError::InvalidKey(
-            "keys may not contain control characters".into(),
-        ));
-    }
-    Ok(())
+    Ok(plateau_contract::kv::check_prefix(prefix)?)
 }
 
 fn check_value(value: &[u8]) -> Result<(), KvError> {
-    if value.len() > MAX_VALUE {
-        return Err(KvError::TooLarge(format!(
-            "a value is at most {MAX_VALUE} bytes, not {}",
-            value.len()
-        )));
-    }
-    Ok(())
+    Ok(plateau_contract::kv::check_value(value)?)
 }
 
 /// The list name a kv cursor is bound to.

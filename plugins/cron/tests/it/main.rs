@@ -7,6 +7,8 @@ use plateau_plugin_cron::input::JobInput;
 use plateau_plugin_cron::schedule::Schedule;
 use serde_json::json;
 
+mod ids;
+mod missed;
 mod races;
 
 fn ms(rfc3339: &str) -> u64 {

@@ -135,7 +135,8 @@ fn every_field_is_validated() {
         "/email/config",
         Some(&json!({"hostname": "x"})),
     );
-    assert_eq!(json_of(&res)["code"], "invalid_json");
+    assert_eq!(json_of(&res)["code"], "validation_failed");
+    assert_eq!(json_of(&res)["errors"][0]["field"], "hostname");
     // Nothing was changed by the refused requests.
     assert_eq!(
         json_of(&call(Method::Get, "/email/config", None))["port"],

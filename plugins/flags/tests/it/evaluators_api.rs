@@ -146,8 +146,14 @@ fn references_and_evaluators_are_validated() {
             "{body}"
         );
     }
+    // A body of the wrong shape names the field, as the host's own
+    // endpoints do.
     let res = put_evaluator("bad", &json!({"rule": {}}));
-    assert_eq!(res.problem().unwrap().code, "invalid_json");
+    let problem = res.problem().unwrap();
+    assert_eq!(
+        (problem.code.as_str(), problem.errors[0].field.as_str()),
+        ("validation_failed", "rule")
+    );
     let res = put_evaluator("no%20spaces", &json!({"logic": {"==": [1, 1]}}));
     assert_eq!(res.problem().unwrap().errors[0].field, "name");
     assert_eq!(get("/flags/evaluators/bad").status, 404);

@@ -407,3 +407,44 @@ fn the_plugin_describes_itself_without_problems() {
         ]
     );
 }
+
+#[test]
+fn ids_are_lowercase_ulids_and_upper_case_ids_of_before_still_resolve() {
+    setup();
+    let now = crate::ms("2026-01-10T12:00:00Z");
+    let id = create(json!({"name": "new"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(id, id.to_ascii_lowercase(), "{id}");
+    assert_eq!(plateau_sdk::ids::id_time(&id, "hb"), Some(now), "{id}");
+
+    // A heartbeat created before ids were lowercase: the same record under
+    // an upper-case id.
+    testing::set_organization(Some(crate::host::ORG));
+    let bucket = plateau_sdk::Bucket::organization(crate::host::ORG).unwrap();
+    let mut record: Value = bucket.get(&format!("hb/{id}")).unwrap().unwrap();
+    let old = format!("hb_{}", id[3..].to_ascii_uppercase());
+    record["id"] = json!(old);
+    record["name"] = json!("old");
+    bucket.set(&format!("hb/{old}"), &record).unwrap();
+    testing::set_organization(None);
+
+    assert_eq!(get(&old)["name"], "old");
+    let res = send(
+        Method::Patch,
+        &format!("/heartbeats/{old}"),
+        Some(&json!({"name": "renamed"})),
+    );
+    assert_eq!(res.status, 200, "{}", String::from_utf8_lossy(&res.body));
+    assert_eq!(get(&old)["name"], "renamed");
+    // It lists before the newer one, as it was made first.
+    let listed = json(&send(Method::Get, "/heartbeats", None));
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["renamed", "new"]);
+}

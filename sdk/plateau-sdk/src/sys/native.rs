@@ -6,6 +6,7 @@
 //! The cursors made here are not signed: only the host signs cursors, and a
 //! native build never serves real clients.
 
+use plateau_contract::kv as kv_rules;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -85,9 +86,6 @@ pub(crate) fn resolve(namespace: &Namespace) -> Result<String, String> {
     }
 }
 
-const MAX_KEY_BYTES: usize = 512;
-const MAX_VALUE_BYTES: usize = 1024 * 1024;
-
 #[derive(Debug)]
 pub(crate) struct RawBucket {
     namespace: String,
@@ -130,6 +128,8 @@ impl RawBucket {
         cursor: Option<&str>,
         limit: u32,
     ) -> Result<KvPage, KvError> {
+        kv_rules::check_prefix(prefix).map_err(rule)?;
+        let limit = limit.clamp(1, kv_rules::MAX_LIST_LIMIT);
         let after = match cursor {
             None => None,
             Some(cursor) => Some(decode_pair("kv", cursor, prefix).ok_or(KvError::InvalidCursor)?),
@@ -225,11 +225,7 @@ impl RawBucket {
     /// Nothing else runs during a native test, so no write can arrive
     /// while waiting: the timeout passes at once.
     pub(crate) fn wait(&self, prefix: &str, _timeout_ms: u32) -> Result<bool, KvError> {
-        if prefix.len() > MAX_KEY_BYTES {
-            return Err(KvError::InvalidKey(format!(
-                "a prefix is at most {MAX_KEY_BYTES} bytes"
-            )));
-        }
+        kv_rules::check_prefix(prefix).map_err(rule)?;
         Ok(false)
     }
 
@@ -253,28 +249,20 @@ impl RawBucket {
     }
 }
 
+// The host's limits, from the contract.
 fn check_key(key: &str) -> Result<(), KvError> {
-    if key.is_empty() || key.len() > MAX_KEY_BYTES {
-        return Err(KvError::InvalidKey(format!(
-            "keys are 1 to {MAX_KEY_BYTES} bytes"
-        )));
-    }
-    if key.chars().any(char::is_control) {
-        return Err(KvError::InvalidKey(
-            "keys may not contain control characters".to_owned(),
-        ));
-    }
-    Ok(())
+    kv_rules::check_key(key).map_err(rule)
 }
 
 fn check_value(value: &[u8]) -> Result<(), KvError> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(KvError::TooLarge(format!(
-            "{} bytes, the limit is {MAX_VALUE_BYTES}",
-            value.len()
-        )));
+    kv_rules::check_value(value).map_err(rule)
+}
+
+fn rule(e: kv_rules::KvRuleError) -> KvError {
+    match e {
+        kv_rules::KvRuleError::InvalidKey(m) => KvError::InvalidKey(m),
+        kv_rules::KvRuleError::TooLarge(m) => KvError::TooLarge(m),
     }
-    Ok(())
 }
 
 /// `<kind>.<hex scope>.<hex position>`: a readable stand-in for the host's

@@ -20,6 +20,7 @@ fn json_media_types() {
         (" application/json ;charset=utf-8", true),
         ("text/plain", false),
         ("text/json", false),
+        ("text/x+json", false),
         ("application/jsonp", false),
         ("application/x-www-form-urlencoded", false),
         ("", false),
@@ -56,16 +57,28 @@ fn bodies_parse_or_explain_why_not() {
             r#"{"key":"a","enabled":true}"#,
             Ok(&ok),
         ),
-        (None, r#"{"key":"a","enabled":true}"#, Ok(&ok)),
+        (
+            None,
+            r#"{"key":"a","enabled":true}"#,
+            Err((
+                415,
+                "unsupported_media_type",
+                "Content-Type: application/json",
+            )),
+        ),
         (
             Some("application/json"),
             r#"{"key":"a"}"#,
-            Err((400, "invalid_json", "missing field `enabled`")),
+            Err((400, "validation_failed", "enabled is required")),
         ),
         (
             Some("application/json"),
             r#"{"key":"a","enabled":"yes"}"#,
-            Err((400, "invalid_json", "invalid type: string \"yes\"")),
+            Err((
+                400,
+                "validation_failed",
+                "enabled invalid type: string \"yes\"",
+            )),
         ),
         (
             Some("application/json"),
@@ -75,12 +88,16 @@ fn bodies_parse_or_explain_why_not() {
         (
             Some("application/json"),
             "",
-            Err((400, "invalid_json", "request body is empty")),
+            Err((400, "validation_failed", "key is required")),
         ),
         (
             Some("text/plain"),
             r#"{"key":"a","enabled":true}"#,
-            Err((415, "unsupported_media_type", "send application/json")),
+            Err((
+                415,
+                "unsupported_media_type",
+                "send JSON with Content-Type: application/json",
+            )),
         ),
     ];
     for (content_type, body, expected) in cases {

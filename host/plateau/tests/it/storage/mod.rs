@@ -6,6 +6,7 @@ mod api;
 mod awscli;
 mod boto;
 mod isolation;
+mod staging;
 
 use std::process::{Command, Output};
 
