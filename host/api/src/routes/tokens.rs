@@ -214,7 +214,7 @@ pub fn parse_scopes(app: &AppState, field: &str, names: &[String]) -> Result<Sco
     for (i, name) in names.iter().enumerate() {
         v.check(
             name == plateau_core::scope::ALL || app.is_known_scope(name),
-            &format!("{field}[{i}]"),
+            format!("{field}[{i}]"),
             format!("unknown scope {name:?}"),
         );
     }

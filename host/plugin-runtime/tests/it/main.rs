@@ -105,8 +105,11 @@ pub fn request(method: &str, route: &str, path: &str, query: &str, org: Option<&
     }
 }
 
+/// `req` with a JSON `body`.
 pub fn with_body(mut req: Request, body: &str) -> Request {
     req.body = body.as_bytes().to_vec();
+    req.headers
+        .push(("content-type".to_owned(), "application/json".to_owned()));
     req
 }
 

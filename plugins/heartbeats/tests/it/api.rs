@@ -178,7 +178,8 @@ fn invalid_fields_are_named_in_one_problem() {
         let named: Vec<&str> = problem.errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(named, fields, "{body}: {:?}", problem.errors);
     }
-    // Unknown fields and wrong types are refused before validation.
+    // Unknown fields and wrong types are refused before validation, as
+    // the core refuses them: validation_failed naming the field.
     let res = send(
         Method::Post,
         "/heartbeats",
@@ -186,16 +187,22 @@ fn invalid_fields_are_named_in_one_problem() {
     );
     assert_eq!(
         (res.status, res.problem().unwrap().code.as_str()),
-        (400, "invalid_json")
+        (400, "validation_failed")
     );
     let res = send(
         Method::Post,
         "/heartbeats",
         Some(&json!({"name": "x", "periodSeconds": -1})),
     );
+    let problem = res.problem().unwrap();
     assert_eq!(
-        (res.status, res.problem().unwrap().code.as_str()),
-        (400, "invalid_json")
+        (res.status, problem.code.as_str()),
+        (400, "validation_failed")
+    );
+    assert_eq!(
+        problem.errors[0].field, "periodSeconds",
+        "{:?}",
+        problem.errors
     );
     assert!(send(Method::Get, "/heartbeats", None).status == 200);
     assert_eq!(

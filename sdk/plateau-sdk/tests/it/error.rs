@@ -19,6 +19,7 @@ fn codes_have_their_status_and_title() {
         ("forbidden", 403, "Forbidden"),
         ("not_found", 404, "Not Found"),
         ("method_not_allowed", 405, "Method Not Allowed"),
+        ("request_timeout", 408, "Request Timeout"),
         ("conflict", 409, "Conflict"),
         ("payload_too_large", 413, "Payload Too Large"),
         ("unsupported_media_type", 415, "Unsupported Media Type"),
