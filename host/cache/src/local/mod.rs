@@ -67,7 +67,7 @@ impl LocalProvider {
 
     /// The user `cluster`'s processes run as, made if needed (`None`: the
     /// host's own user, when it is not root).
-    pub async fn process_user(&self, cluster: &str) -> Result<Option<user::ProcessUser>> {
+    pub async fn process_user(&self, cluster: &str) -> Result<Option<plateau_os_user::OsUser>> {
         let _one = self.users.lock().await;
         user::ensure(cluster).await
     }

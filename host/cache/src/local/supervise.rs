@@ -37,13 +37,13 @@ pub async fn start(
 ) -> Result<()> {
     let user = provider.process_user(&placement.cluster).await?;
     // What the host wrote since the last start becomes the user's.
-    user::own(&provider.cluster_dir(&placement.cluster), user)?;
+    user::own(&provider.cluster_dir(&placement.cluster), user.as_ref())?;
     let dir = provider.process_dir(placement, process);
     let bin = provider.bin();
     let mut cmd = Command::new(bin);
     if let Some(user) = user {
         // Supplementary groups are dropped with root.
-        cmd.uid(user.uid.as_raw()).gid(user.gid.as_raw());
+        cmd.uid(user.uid).gid(user.gid);
     }
     cmd.arg(dir.join(CONF_FILE));
     if sentinel {

@@ -11,7 +11,6 @@
 //! When the host is not root, everything runs as the host's own user.
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use nix::sys::signal::Signal;
 
@@ -19,118 +18,45 @@ use super::{LocalProvider, supervise};
 use crate::spec::{ClusterSpec, Placement};
 use crate::{Error, Result};
 
+pub use plateau_os_user::OsUser as Owner;
+
 /// What cluster users' names start with.
 pub const PREFIX: &str = "pgc_";
 /// The user of the templates (and of clusters made before per-cluster
 /// users).
 pub const TEMPLATES: &str = "postgres";
 
-/// `useradd` and `userdel` lock the user database; one at a time.
-static ACCOUNTS: Mutex<()> = Mutex::new(());
-
-/// An OS user: name, uid, gid.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Owner {
-    pub name: String,
-    pub uid: u32,
-    pub gid: u32,
-}
-
-/// The user of cluster `id` (`dbs_<ulid>`): at most 32 characters.
+/// The user of cluster `id` (`dbs_<ulid>`).
 pub fn cluster_user(id: &str) -> String {
-    let tail: String = id
-        .strip_prefix("dbs_")
-        .unwrap_or(id)
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .take(32 - PREFIX.len())
-        .collect();
-    format!("{PREFIX}{tail}")
+    plateau_os_user::resource_user(PREFIX, id)
 }
 
 /// The user named `name`, if it exists.
 pub fn find(name: &str) -> Result<Option<Owner>> {
-    Ok(nix::unistd::User::from_name(name)
-        .map_err(|e| Error::Internal(format!("looking up the user {name}: {e}")))?
-        .map(|u| Owner {
-            name: u.name,
-            uid: u.uid.as_raw(),
-            gid: u.gid.as_raw(),
-        }))
+    plateau_os_user::find(name).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// The user that owns `path`, if it has a name.
 pub fn owner_of(path: &Path) -> Option<Owner> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(meta.uid())).ok()??;
-    Some(Owner {
-        name: user.name,
-        uid: meta.uid(),
-        gid: meta.gid(),
-    })
+    plateau_os_user::owner_of(path)
 }
 
-/// The user `name`, made as a system user with a group of its own, no
-/// home and no shell when it does not exist.
+/// The user `name`, made if it does not exist.
 pub fn ensure(name: &str) -> Result<Owner> {
-    let _one = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(owner) = find(name)? {
-        return Ok(owner);
-    }
-    let out = std::process::Command::new("useradd")
-        .args([
-            "--system",
-            "--user-group",
-            "--no-create-home",
-            "--home-dir",
-            "/nonexistent",
-            "--shell",
-            "/usr/sbin/nologin",
-            "--comment",
-            "Plateau database cluster",
-            name,
-        ])
-        .output()
-        .map_err(|e| Error::Unavailable(format!("cannot run useradd (install passwd): {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Unavailable(format!(
-            "useradd {name} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    find(name)?.ok_or_else(|| Error::Internal(format!("useradd made no user {name}")))
+    plateau_os_user::ensure(name, "Plateau database cluster")
+        .map_err(|e| Error::Unavailable(e.to_string()))
 }
 
 /// Removes a cluster's user (never another: only names with [`PREFIX`]).
 pub fn remove(name: &str) {
-    if !name.starts_with(PREFIX) {
-        return;
-    }
-    let _one = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
-    if matches!(find(name), Ok(Some(_))) {
-        match std::process::Command::new("userdel").arg(name).output() {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => {
-                tracing::warn!(user = name, error = %String::from_utf8_lossy(&out.stderr).trim(), "removing a cluster's user")
-            }
-            Err(e) => tracing::warn!(user = name, error = %e, "removing a cluster's user"),
-        }
+    if let Err(e) = plateau_os_user::remove(name, PREFIX) {
+        tracing::warn!(user = name, error = %e, "removing a cluster's user");
     }
 }
 
-/// Gives `path` and everything under it to `owner` (symbolic links
-/// themselves, never what they point to).
+/// Gives `path` and everything under it to `owner`.
 pub fn chown_tree(path: &Path, owner: &Owner) -> Result<()> {
-    std::os::unix::fs::lchown(path, Some(owner.uid), Some(owner.gid))?;
-    let meta = std::fs::symlink_metadata(path)?;
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            chown_tree(&entry?.path(), owner)?;
-        }
-    }
-    Ok(())
+    Ok(plateau_os_user::own_tree(path, owner)?)
 }
 
 impl LocalProvider {
