@@ -1,25 +1,16 @@
 //! Job ids: lowercase ULIDs that sort by creation time, and jobs created
 //! before ids were ULIDs (`cron_` and 16 random digits) still resolve.
 
-use plateau_plugin_cron::CronPlugin;
 use plateau_plugin_cron::record::{self, CronJob};
 use plateau_sdk::serde_json::{Value, json};
-use plateau_sdk::{Bucket, Caller, Method, Request, Response, testing};
+use plateau_sdk::{Bucket, Method, Response, testing};
 
 use crate::ms;
 
 const ORG: &str = "org_ids";
 
 fn send(method: Method, target: &str, body: Option<Value>) -> Response {
-    let caller = Caller {
-        plan: Some("pro".to_owned()),
-        ..Caller::new(ORG, &["cron:read", "cron:write"])
-    };
-    let mut req = Request::new(method, target).with_caller(caller);
-    if let Some(body) = body {
-        req = req.with_json(&body);
-    }
-    testing::handle::<CronPlugin>(&req)
+    crate::send_as(ORG, method, target, body)
 }
 
 fn create(name: &str) -> String {

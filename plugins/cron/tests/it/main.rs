@@ -11,6 +11,25 @@ mod ids;
 mod missed;
 mod races;
 
+/// `method target` with `body`, sent by a pro-plan caller of `org` with
+/// both cron scopes, through the SDK's in-memory host.
+fn send_as(
+    org: &str,
+    method: plateau_sdk::Method,
+    target: &str,
+    body: Option<serde_json::Value>,
+) -> plateau_sdk::Response {
+    let caller = plateau_sdk::Caller {
+        plan: Some("pro".to_owned()),
+        ..plateau_sdk::Caller::new(org, &["cron:read", "cron:write"])
+    };
+    let mut req = plateau_sdk::Request::new(method, target).with_caller(caller);
+    if let Some(body) = body {
+        req = req.with_json(&body);
+    }
+    plateau_sdk::testing::handle::<CronPlugin>(&req)
+}
+
 fn ms(rfc3339: &str) -> u64 {
     let t: jiff::Timestamp = rfc3339.parse().unwrap();
     u64::try_from(t.as_millisecond()).unwrap()

@@ -7,22 +7,14 @@ use std::rc::Rc;
 
 use plateau_plugin_cron::CronPlugin;
 use plateau_sdk::serde_json::{Value, json};
-use plateau_sdk::{Caller, Method, Request, Response, testing};
+use plateau_sdk::{Method, Response, testing};
 
 use crate::ms;
 
 const ORG: &str = "org_late";
 
 fn send(method: Method, target: &str, body: Option<Value>) -> Response {
-    let caller = Caller {
-        plan: Some("pro".to_owned()),
-        ..Caller::new(ORG, &["cron:read", "cron:write"])
-    };
-    let mut req = Request::new(method, target).with_caller(caller);
-    if let Some(body) = body {
-        req = req.with_json(&body);
-    }
-    testing::handle::<CronPlugin>(&req)
+    crate::send_as(ORG, method, target, body)
 }
 
 /// A job on `* * * * *` created at midnight with `extra` fields, and the

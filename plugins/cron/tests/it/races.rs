@@ -3,25 +3,17 @@
 //! undoes the change; a job deleted meanwhile records nothing.
 
 use plateau_plugin_cron::record::{self, CronJob};
+use plateau_plugin_cron::run;
 use plateau_plugin_cron::stored::{self, Stored};
-use plateau_plugin_cron::{CronPlugin, run};
 use plateau_sdk::serde_json::{Value, json};
-use plateau_sdk::{Bucket, Caller, Method, Request, Response, testing};
+use plateau_sdk::{Bucket, Method, Response, testing};
 
 use crate::ms;
 
 const ORG: &str = "org_test";
 
 fn send(method: Method, target: &str, body: Option<Value>) -> Response {
-    let caller = Caller {
-        plan: Some("pro".to_owned()),
-        ..Caller::new(ORG, &["cron:read", "cron:write"])
-    };
-    let mut req = Request::new(method, target).with_caller(caller);
-    if let Some(body) = body {
-        req = req.with_json(&body);
-    }
-    testing::handle::<CronPlugin>(&req)
+    crate::send_as(ORG, method, target, body)
 }
 
 /// A job on `* * * * *` created at midnight, and the bytes a run due at
