@@ -25,6 +25,7 @@ pub mod kv;
 pub mod mail;
 pub mod namespace;
 pub mod page;
+pub mod problem;
 pub mod query;
 pub mod route;
 
