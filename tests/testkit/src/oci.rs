@@ -19,6 +19,12 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 /// One gzip layer: `/bin/busybox` and `/bin/sh` linking to it.
 pub fn busybox_layer() -> Vec<u8> {
+    busybox_layer_with(&[])
+}
+
+/// [`busybox_layer`] with `files` besides (path in the image, bytes;
+/// executable).
+pub fn busybox_layer_with(files: &[(&str, &[u8])]) -> Vec<u8> {
     let busybox = std::fs::read(BUSYBOX)
         .unwrap_or_else(|e| panic!("{BUSYBOX}: {e}; install the busybox-static package"));
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -28,10 +34,15 @@ pub fn busybox_layer() -> Vec<u8> {
     dir.set_mode(0o755);
     dir.set_size(0);
     b.append_data(&mut dir, "bin/", &[][..]).unwrap();
-    let mut h = tar::Header::new_gnu();
-    h.set_mode(0o755);
-    h.set_size(busybox.len() as u64);
-    b.append_data(&mut h, "bin/busybox", &busybox[..]).unwrap();
+    for (path, bytes) in [("bin/busybox", &busybox[..])]
+        .into_iter()
+        .chain(files.iter().copied())
+    {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o755);
+        h.set_size(bytes.len() as u64);
+        b.append_data(&mut h, path, bytes).unwrap();
+    }
     let mut l = tar::Header::new_gnu();
     l.set_entry_type(tar::EntryType::Symlink);
     l.set_size(0);

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::any;
-use plateau_testkit::{Backend, Client, ServerOptions};
+use plateau_testkit::{Backend, Client, Server, ServerOptions};
 use serde_json::{Value, json};
 
 use crate::plugins::admin;
@@ -64,6 +64,17 @@ pub(crate) fn ms(rfc3339: &str) -> u64 {
     u64::try_from(secs * 1000).unwrap()
 }
 
+/// A server on the manual clock whose plugins may call loopback (where
+/// [`target`] listens).
+pub(crate) async fn manual_server(backend: Backend) -> Server {
+    start_with(
+        ServerOptions::new(backend)
+            .env("PLATEAU_CLOCK", "manual")
+            .env("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
+    )
+    .await
+}
+
 /// Moves the manual clock to `to` (forward), in steps the admin API takes.
 pub(crate) async fn move_to(admin: &Client, to: &str) {
     let to = ms(to);
@@ -97,12 +108,7 @@ async fn next_run_is(c: &Client, id: &str, at: &str) -> Value {
 
 async fn cron_jobs_follow_daylight_saving_and_record_runs(backend: Backend) {
     let (addr, hits) = target().await;
-    let s = start_with(
-        ServerOptions::new(backend)
-            .env("PLATEAU_CLOCK", "manual")
-            .env("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
-    )
-    .await;
+    let s = manual_server(backend).await;
     let c = s.client();
     let admin = admin(&s).await;
     let url = format!("http://{addr}/hook");

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use plateau_testkit::{Backend, Client, ServerOptions};
+use plateau_testkit::{Backend, Client};
 use serde_json::{Value, json};
 
-use crate::cron::{move_to, target};
+use crate::cron::{manual_server, move_to, target};
 use crate::plugins::admin;
-use crate::{create_org, start_with, until};
+use crate::{create_org, until};
 
 crate::on_both_backends!(jobs_due_together_each_run_once_with_their_own_result);
 
@@ -41,12 +41,7 @@ async fn runs(c: &Client, id: &str, count: usize) -> Vec<Value> {
 
 async fn jobs_due_together_each_run_once_with_their_own_result(backend: Backend) {
     let (addr, hits) = target().await;
-    let s = start_with(
-        ServerOptions::new(backend)
-            .env("PLATEAU_CLOCK", "manual")
-            .env("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
-    )
-    .await;
+    let s = manual_server(backend).await;
     let admin = admin(&s).await;
     let c = s
         .anonymous()

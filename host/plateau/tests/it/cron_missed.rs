@@ -3,12 +3,12 @@
 //! runner): the latest passed time runs once, the earlier one is recorded
 //! as `missed`, and past a job's deadline nothing is sent.
 
-use plateau_testkit::{Backend, Client, ServerOptions};
+use plateau_testkit::{Backend, Client};
 use serde_json::{Value, json};
 
-use crate::cron::{move_to, target};
+use crate::cron::{manual_server, move_to, target};
 use crate::plugins::admin;
-use crate::{advance, start_with, until};
+use crate::{advance, until};
 
 crate::on_both_backends!(an_outage_across_two_minutes_runs_the_latest_once_and_records_the_missed);
 
@@ -30,12 +30,7 @@ async fn an_outage_across_two_minutes_runs_the_latest_once_and_records_the_misse
     backend: Backend,
 ) {
     let (addr, hits) = target().await;
-    let s = start_with(
-        ServerOptions::new(backend)
-            .env("PLATEAU_CLOCK", "manual")
-            .env("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
-    )
-    .await;
+    let s = manual_server(backend).await;
     let c = s.client();
     let admin = admin(&s).await;
     move_to(&admin, "2027-06-01T00:00:00Z").await;

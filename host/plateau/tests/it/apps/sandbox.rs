@@ -5,12 +5,11 @@
 //! refused by the seccomp filter, and neither a host listener on 0.0.0.0
 //! nor another app's replica may be reached. Needs root, runc and nft.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use plateau_testkit::Backend;
-use plateau_testkit::oci::{ImagePusher, OCI_MANIFEST};
+use plateau_testkit::oci::{ImagePusher, OCI_MANIFEST, busybox_layer_with};
 use serde_json::json;
 
 use super::{Apps, Edge, slug};
@@ -23,26 +22,10 @@ const ADDRESSES: &str = "a=$(ip -4 -o addr | sed -n 's/.* inet \\(10\\.231\\.[0-
 /// busybox, `/bin/sh`, the CGI script `/www/cgi-bin/run` and an
 /// `index.html` for the health check, gzipped.
 fn layer() -> Vec<u8> {
-    let busybox = std::fs::read("/bin/busybox").expect("install the busybox-static package");
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut b = tar::Builder::new(gz);
-    for (path, bytes) in [
-        ("bin/busybox", &busybox[..]),
+    busybox_layer_with(&[
         ("www/cgi-bin/run", CGI.as_bytes()),
         ("www/index.html", b"ok\n"),
-    ] {
-        let mut h = tar::Header::new_gnu();
-        h.set_mode(0o755);
-        h.set_size(bytes.len() as u64);
-        b.append_data(&mut h, path, bytes).unwrap();
-    }
-    let mut l = tar::Header::new_gnu();
-    l.set_entry_type(tar::EntryType::Symlink);
-    l.set_size(0);
-    b.append_link(&mut l, "bin/sh", "busybox").unwrap();
-    let mut gz = b.into_inner().unwrap();
-    gz.flush().unwrap();
-    gz.finish().unwrap()
+    ])
 }
 
 /// Pushes the image as `repo:v1`; its reference.
