@@ -13,8 +13,13 @@ pub struct Cache {
     pub id: String,
     pub org_id: String,
     pub name: String,
-    /// `running` or `failed`.
+    /// What the reconciler observed: `creating`, `running`, `updating`,
+    /// `degraded`, `deleting` or `failed` (see [`crate::managed`]).
     pub status: String,
+    /// Why it failed, when it did.
+    pub status_detail: Option<String>,
+    /// Bumped by every change the user asks for.
+    pub generation: i64,
     pub memory_mb: i64,
     pub eviction_policy: String,
     pub replicas: i64,
@@ -33,7 +38,7 @@ pub struct Cache {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, org_id, name, status, memory_mb, eviction_policy, replicas, \
+const COLUMNS: &str = "id, org_id, name, status, status_detail, generation, memory_mb, eviction_policy, replicas, \
     persistence, tls, host_id, placement, password_sealed, admin_password_sealed, \
     password_rotated_at, source_snapshot_id, created_at, updated_at";
 
@@ -60,15 +65,18 @@ pub struct CachePlanLimits {
 /// Inserts a cluster and records `event` in the same transaction.
 pub async fn insert(tx: &mut Tx, cache: &Cache, event: &NewEvent, now: i64) -> Result<()> {
     sqlx::query(
-        "INSERT INTO caches (id, org_id, name, status, memory_mb, eviction_policy, replicas, \
-         persistence, tls, host_id, placement, password_sealed, admin_password_sealed, \
-         password_rotated_at, source_snapshot_id, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+        "INSERT INTO caches (id, org_id, name, status, status_detail, generation, memory_mb, \
+         eviction_policy, replicas, persistence, tls, host_id, placement, password_sealed, \
+         admin_password_sealed, password_rotated_at, source_snapshot_id, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18, $19)",
     )
     .bind(&cache.id)
     .bind(&cache.org_id)
     .bind(&cache.name)
     .bind(&cache.status)
+    .bind(&cache.status_detail)
+    .bind(cache.generation)
     .bind(cache.memory_mb)
     .bind(&cache.eviction_policy)
     .bind(cache.replicas)
@@ -124,15 +132,6 @@ pub async fn list(db: &Db, org_id: &str, keyset: &Keyset) -> Result<Listed<Cache
     .await
 }
 
-/// Every cluster a host runs, for its supervisor.
-pub async fn list_on_host(db: &Db, host_id: &str) -> Result<Vec<Cache>> {
-    let sql = format!("SELECT {COLUMNS} FROM caches WHERE host_id = $1 ORDER BY id");
-    Ok(sqlx::query_as(&sql)
-        .bind(host_id)
-        .fetch_all(db.pool())
-        .await?)
-}
-
 /// How many clusters an organisation has.
 pub async fn count(db: &Db, org_id: &str) -> Result<i64> {
     let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM caches WHERE org_id = $1")
@@ -158,10 +157,10 @@ pub struct Settings {
     pub eviction_policy: String,
     pub replicas: i64,
     pub persistence: String,
-    pub placement: String,
 }
 
-/// Writes changed settings and records `event`.
+/// Writes changed settings (what the reconciler applies next, see
+/// [`crate::managed::request`]) and records `event`.
 pub async fn update_settings(
     tx: &mut Tx,
     org_id: &str,
@@ -172,13 +171,12 @@ pub async fn update_settings(
 ) -> Result<()> {
     sqlx::query(
         "UPDATE caches SET memory_mb = $1, eviction_policy = $2, replicas = $3, \
-         persistence = $4, placement = $5, updated_at = $6 WHERE org_id = $7 AND id = $8",
+         persistence = $4, updated_at = $5 WHERE org_id = $6 AND id = $7",
     )
     .bind(settings.memory_mb)
     .bind(&settings.eviction_policy)
     .bind(settings.replicas)
     .bind(&settings.persistence)
-    .bind(&settings.placement)
     .bind(now)
     .bind(org_id)
     .bind(id)
@@ -208,18 +206,6 @@ pub async fn set_password(
     .execute(tx.conn())
     .await?;
     events::record(tx, event, now).await?;
-    Ok(())
-}
-
-/// Marks a cluster `running` or `failed` (the supervisor's verdict). Not a
-/// change of the customer's resource, so it records no event.
-pub async fn set_status(db: &Db, id: &str, status: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE caches SET status = $1, updated_at = $2 WHERE id = $3 AND status <> $1")
-        .bind(status)
-        .bind(now)
-        .bind(id)
-        .execute(db.pool())
-        .await?;
     Ok(())
 }
 

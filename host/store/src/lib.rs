@@ -20,6 +20,7 @@ pub mod group;
 pub mod hosts;
 pub mod idempotency;
 pub mod jobs;
+pub mod managed;
 pub mod orgs;
 pub mod plans;
 pub mod plugins;

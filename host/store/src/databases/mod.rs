@@ -15,8 +15,13 @@ pub struct Database {
     pub org_id: String,
     pub project_id: Option<String>,
     pub name: String,
-    /// `running` or `degraded`.
+    /// What the reconciler observed: `creating`, `running`, `updating`,
+    /// `degraded`, `deleting` or `failed` (see [`crate::managed`]).
     pub status: String,
+    /// Why it failed, when it did.
+    pub status_detail: Option<String>,
+    /// Bumped by every change the user asks for.
+    pub generation: i64,
     /// `15`, `16` or `17`.
     pub version: String,
     pub replicas: i64,
@@ -34,7 +39,7 @@ pub struct Database {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, org_id, project_id, name, status, version, replicas, memory_mb, \
+const COLUMNS: &str = "id, org_id, project_id, name, status, status_detail, generation, version, replicas, memory_mb, \
     cpus, disk_gb, backup_retention_days, host_id, placement, owner_password_sealed, \
     admin_password_sealed, created_at, updated_at";
 
@@ -50,16 +55,19 @@ pub struct DatabasePlanLimits {
 /// Inserts a cluster and records `event` in the same transaction.
 pub async fn insert(tx: &mut Tx, d: &Database, event: &NewEvent, now: i64) -> Result<()> {
     sqlx::query(
-        "INSERT INTO databases (id, org_id, project_id, name, status, version, replicas, \
-         memory_mb, cpus, disk_gb, backup_retention_days, host_id, placement, \
+        "INSERT INTO databases (id, org_id, project_id, name, status, status_detail, generation, \
+         version, replicas, memory_mb, cpus, disk_gb, backup_retention_days, host_id, placement, \
          owner_password_sealed, admin_password_sealed, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18, $19)",
     )
     .bind(&d.id)
     .bind(&d.org_id)
     .bind(&d.project_id)
     .bind(&d.name)
     .bind(&d.status)
+    .bind(&d.status_detail)
+    .bind(d.generation)
     .bind(&d.version)
     .bind(d.replicas)
     .bind(d.memory_mb)
@@ -114,15 +122,6 @@ pub async fn list(db: &Db, org_id: &str, keyset: &Keyset) -> Result<Listed<Datab
     .await
 }
 
-/// Every cluster a host runs, for its supervisor.
-pub async fn list_on_host(db: &Db, host_id: &str) -> Result<Vec<Database>> {
-    let sql = format!("SELECT {COLUMNS} FROM databases WHERE host_id = $1 ORDER BY id");
-    Ok(sqlx::query_as(&sql)
-        .bind(host_id)
-        .fetch_all(db.pool())
-        .await?)
-}
-
 /// How many clusters an organisation has and the disk they hold (GB).
 pub async fn usage(db: &Db, org_id: &str) -> Result<(i64, i64)> {
     let (n, disk): (i64, i64) = sqlx::query_as(
@@ -168,18 +167,6 @@ pub async fn update_settings(
     .execute(tx.conn())
     .await?;
     events::record(tx, event, now).await?;
-    Ok(())
-}
-
-/// Marks a cluster `running` or `degraded` (the supervisor's verdict). Not
-/// a change of the customer's resource, so it records no event.
-pub async fn set_status(db: &Db, id: &str, status: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE databases SET status = $1, updated_at = $2 WHERE id = $3 AND status <> $1")
-        .bind(status)
-        .bind(now)
-        .bind(id)
-        .execute(db.pool())
-        .await?;
     Ok(())
 }
 
