@@ -11,6 +11,7 @@
 pub mod api;
 pub mod client;
 pub mod local;
+pub mod reconciler;
 pub mod service;
 pub mod snapshots;
 pub mod spec;
@@ -41,40 +42,56 @@ pub enum Error {
     /// A process did not come up or did not answer in time.
     #[error("{0}")]
     Unavailable(String),
+    /// The cluster is not placed yet (being created) or no more.
+    #[error("{0}")]
+    NotPlaced(String),
     #[error("{0}")]
     Internal(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Where clusters run. Every call names the cluster by its [`Placement`],
-/// which the provider made in [`CacheProvider::create`] and the store keeps.
+/// Where clusters run, in the shape Kubernetes operators expose: a spec
+/// applied ([`CacheProvider::apply`]), what runs observed
+/// ([`CacheProvider::observe`]), a cluster deleted
+/// ([`CacheProvider::delete`]), and the operations of Redis itself. The
+/// host's reconciler (plateau-kernel) calls the first three; every call
+/// names the cluster by the [`Placement`] `apply` made, which the store
+/// keeps.
 #[async_trait]
 pub trait CacheProvider: Send + Sync + 'static {
-    /// Brings up a leader, `spec.replicas` replicas and the sentinels,
-    /// accepting connections when it returns. `seed` is an RDB the leader
-    /// loads first (a restore).
-    async fn create(
+    /// Brings the cluster to `spec` and its users to `credentials`.
+    /// Without a `placement` it creates the cluster (a leader,
+    /// `spec.replicas` replicas and the sentinels, the leader first loading
+    /// `seed`, an RDB, for a restore), removing first whatever an
+    /// interrupted earlier try left for `spec.id`, and removing what it
+    /// made if it fails; with one, it applies changed settings (memory,
+    /// eviction, persistence, the number of replicas). Accepting
+    /// connections when it returns; the placement after.
+    async fn apply(
         &self,
         spec: &ClusterSpec,
+        placement: Option<&Placement>,
         credentials: &Credentials,
         seed: Option<Bytes>,
     ) -> Result<Placement>;
 
-    /// Applies changed settings (memory, eviction, persistence, the number
-    /// of replicas); the placement after the change.
-    async fn update(
+    /// One round of supervision: adopts processes that run, restarts those
+    /// that do not (a dead leader only once the sentinels have promoted a
+    /// replica). Whether every process answers.
+    async fn observe(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
         credentials: &Credentials,
-    ) -> Result<Placement>;
+    ) -> Result<bool>;
+
+    /// Stops every process of cluster `id` and removes its data: those of
+    /// `placement`, or without one whatever a create left.
+    async fn delete(&self, id: &str, placement: Option<&Placement>) -> Result<()>;
 
     /// Gives the customer's user the password in `credentials` everywhere.
     async fn set_password(&self, placement: &Placement, credentials: &Credentials) -> Result<()>;
-
-    /// Stops every process of the cluster and removes its data.
-    async fn destroy(&self, placement: &Placement) -> Result<()>;
 
     /// The leader's address now (`host:port`), as the sentinels see it.
     async fn leader(&self, placement: &Placement, credentials: &Credentials) -> Result<String>;
@@ -90,14 +107,4 @@ pub trait CacheProvider: Send + Sync + 'static {
 
     /// The PEM certificate of the cluster's CA, for clients to trust.
     fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>>;
-
-    /// One round of supervision: adopts processes that run, restarts those
-    /// that do not (a dead leader only once the sentinels have promoted a
-    /// replica). Whether every process answers.
-    async fn supervise(
-        &self,
-        spec: &ClusterSpec,
-        placement: &Placement,
-        credentials: &Credentials,
-    ) -> Result<bool>;
 }

@@ -1,16 +1,17 @@
-//! [`CacheService`]: what the API calls. It joins the store (rows, events,
-//! plan ceilings), the provider (processes) and the host's sealing key
-//! (passwords), and runs the supervision loop over this host's clusters.
+//! [`CacheService`]: what the API and the reconciler (`reconciler`)
+//! call. It joins the store (rows, events, plan ceilings), the provider
+//! (processes) and the host's sealing key (passwords). The API records
+//! what the user asked for; the kernel's supervisor, in `plateau agent`,
+//! drives the provider toward it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
-use plateau_core::{secret, time};
+use plateau_core::secret;
+use plateau_kernel::sealed::Passwords;
 use plateau_seal::Sealer;
 use plateau_store::Db;
-use plateau_store::caches::{self, Cache};
+use plateau_store::caches::Cache;
 
 use crate::snapshots::SnapshotStore;
 use crate::spec::{ClusterSpec, Credentials, Placement};
@@ -22,14 +23,14 @@ pub struct ServiceConfig {
     /// This host's identity: clusters it created carry it, and only it
     /// supervises them.
     pub host_id: String,
-    /// Seconds between supervision rounds.
+    /// Time between observations of a running cluster.
     pub supervise_every: Duration,
 }
 
 pub struct CacheService {
     db: Db,
     provider: Arc<dyn CacheProvider>,
-    sealer: Arc<Sealer>,
+    passwords: Passwords,
     snapshots: SnapshotStore,
     config: ServiceConfig,
     /// Held by a supervision round over one cluster and by every change of
@@ -45,6 +46,15 @@ pub enum Which {
     Admin,
 }
 
+impl Which {
+    fn name(self) -> &'static str {
+        match self {
+            Which::Customer => "user",
+            Which::Admin => "admin",
+        }
+    }
+}
+
 impl CacheService {
     pub fn new(
         db: Db,
@@ -56,11 +66,15 @@ impl CacheService {
         CacheService {
             db,
             provider,
-            sealer,
+            passwords: Passwords::new(sealer, "cache"),
             snapshots,
             config,
             changes: tokio::sync::Mutex::new(()),
         }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     pub fn provider(&self) -> &dyn CacheProvider {
@@ -80,17 +94,13 @@ impl CacheService {
         &self.config.host_id
     }
 
+    pub fn supervise_every(&self) -> Duration {
+        self.config.supervise_every
+    }
+
     /// A new random password (40 letters and digits).
     pub fn generate_password() -> String {
         secret::generate("")
-    }
-
-    fn context(org_id: &str, cache_id: &str, which: Which) -> String {
-        let which = match which {
-            Which::Customer => "user",
-            Which::Admin => "admin",
-        };
-        format!("cache\u{1f}{org_id}\u{1f}{cache_id}\u{1f}{which}")
     }
 
     /// Seals a password of a cluster for the store (base64).
@@ -101,22 +111,15 @@ impl CacheService {
         which: Which,
         password: &str,
     ) -> Result<String> {
-        let sealed = self
-            .sealer
-            .seal(&Self::context(org_id, cache_id, which), password.as_bytes())
-            .map_err(|e| Error::Seal(e.to_string()))?;
-        Ok(BASE64.encode(sealed))
+        self.passwords
+            .seal(org_id, cache_id, which.name(), password)
+            .map_err(|e| Error::Seal(e.to_string()))
     }
 
     fn open(&self, cache: &Cache, which: Which, sealed: &str) -> Result<String> {
-        let bytes = BASE64
-            .decode(sealed)
-            .map_err(|e| Error::Seal(e.to_string()))?;
-        let plain = self
-            .sealer
-            .open(&Self::context(&cache.org_id, &cache.id, which), &bytes)
-            .map_err(|e| Error::Seal(e.to_string()))?;
-        String::from_utf8(plain).map_err(|e| Error::Seal(e.to_string()))
+        self.passwords
+            .open(&cache.org_id, &cache.id, which.name(), sealed)
+            .map_err(|e| Error::Seal(e.to_string()))
     }
 
     pub fn credentials(&self, cache: &Cache) -> Result<Credentials> {
@@ -137,57 +140,21 @@ impl CacheService {
         })
     }
 
-    pub fn placement(cache: &Cache) -> Result<Placement> {
-        Placement::from_json(&cache.placement)
-    }
-
-    /// Supervises this host's clusters every `supervise_every`, starting
-    /// with one round at once (adoption after a restart).
-    pub fn spawn_supervisor(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let service = self.clone();
-        tokio::spawn(async move {
-            loop {
-                service.supervise_round().await;
-                tokio::time::sleep(service.config.supervise_every).await;
-            }
-        })
-    }
-
-    async fn supervise_round(&self) {
-        let clusters = match caches::list_on_host(&self.db, &self.config.host_id).await {
-            Ok(clusters) => clusters,
-            Err(e) => {
-                tracing::warn!(error = %e, "listing the caches to supervise");
-                return;
-            }
-        };
-        for cache in clusters {
-            let healthy = match self.supervise_one(&cache).await {
-                Ok(healthy) => healthy,
-                Err(e) => {
-                    tracing::warn!(cache = %cache.id, error = %e, "supervising a cache");
-                    false
-                }
-            };
-            let status = if healthy { "running" } else { "degraded" };
-            if let Err(e) = caches::set_status(&self.db, &cache.id, status, time::now_ms()).await {
-                tracing::warn!(cache = %cache.id, error = %e, "recording a cache's status");
-            }
+    /// Where the cluster runs, `None` until the provider has placed it.
+    pub fn placed(cache: &Cache) -> Result<Option<Placement>> {
+        match cache.placement.as_str() {
+            "" => Ok(None),
+            json => Placement::from_json(json).map(Some),
         }
     }
 
-    async fn supervise_one(&self, cache: &Cache) -> Result<bool> {
-        let _changes = self.changes.lock().await;
-        // Read again under the lock: the cluster may have changed or gone.
-        let Some(cache) = caches::get(&self.db, &cache.org_id, &cache.id).await? else {
-            return Ok(true);
-        };
-        let cache = &cache;
-        let spec = Self::spec(cache)?;
-        let placement = Self::placement(cache)?;
-        let credentials = self.credentials(cache)?;
-        self.provider
-            .supervise(&spec, &placement, &credentials)
-            .await
+    /// Where the cluster runs; a cluster not placed yet is refused.
+    pub fn placement(cache: &Cache) -> Result<Placement> {
+        Self::placed(cache)?.ok_or_else(|| {
+            Error::NotPlaced(format!(
+                "cache {} is {}; wait until its status is running",
+                cache.id, cache.status
+            ))
+        })
     }
 }

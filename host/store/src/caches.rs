@@ -209,15 +209,10 @@ pub async fn set_password(
     Ok(())
 }
 
-/// Deletes a cluster with its snapshot rows and records `event`; the
-/// snapshots' object keys, for the caller to remove.
-pub async fn delete(
-    tx: &mut Tx,
-    org_id: &str,
-    id: &str,
-    event: &NewEvent,
-    now: i64,
-) -> Result<Vec<String>> {
+/// Deletes a cluster's snapshot rows (before the cluster's row goes, see
+/// [`crate::managed::remove`]); their object keys, for the caller to
+/// remove.
+pub async fn delete_snapshots(tx: &mut Tx, org_id: &str, id: &str) -> Result<Vec<String>> {
     let keys: Vec<(String,)> = sqlx::query_as(
         "SELECT object_key FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2",
     )
@@ -230,12 +225,6 @@ pub async fn delete(
         .bind(id)
         .execute(tx.conn())
         .await?;
-    sqlx::query("DELETE FROM caches WHERE org_id = $1 AND id = $2")
-        .bind(org_id)
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
-    events::record(tx, event, now).await?;
     Ok(keys.into_iter().map(|(k,)| k).collect())
 }
 
@@ -296,6 +285,17 @@ pub async fn get_snapshot(
     Ok(sqlx::query_as(&sql)
         .bind(org_id)
         .bind(cache_id)
+        .bind(id)
+        .fetch_optional(db.pool())
+        .await?)
+}
+
+/// An organisation's snapshot `id`, whichever cache it was taken of (the
+/// seed of a cache restored from it).
+pub async fn snapshot_by_id(db: &Db, org_id: &str, id: &str) -> Result<Option<Snapshot>> {
+    let sql = format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
+    Ok(sqlx::query_as(&sql)
+        .bind(org_id)
         .bind(id)
         .fetch_optional(db.pool())
         .await?)

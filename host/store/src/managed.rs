@@ -130,15 +130,15 @@ pub async fn transition(
 }
 
 /// Records that the user asked for a change of resource `id` of
-/// `org_id`: a new generation in status `status` (`updating`,
-/// `deleting`), with `event`. Whether the resource exists.
+/// `org_id` (the caller writes the change and its event in `tx`): a new
+/// generation in status `status` (`updating`, `deleting`). Whether the
+/// resource exists.
 pub async fn request(
     tx: &mut Tx,
     table: Table,
     org_id: &str,
     id: &str,
     status: &str,
-    event: &NewEvent,
     now: i64,
 ) -> Result<bool> {
     let sql = format!(
@@ -146,7 +146,7 @@ pub async fn request(
          updated_at = $2 WHERE org_id = $3 AND id = $4",
         table.name()
     );
-    let found = sqlx::query(&sql)
+    Ok(sqlx::query(&sql)
         .bind(status)
         .bind(now)
         .bind(org_id)
@@ -154,11 +154,7 @@ pub async fn request(
         .execute(tx.conn())
         .await?
         .rows_affected()
-        > 0;
-    if found {
-        events::record(tx, event, now).await?;
-    }
-    Ok(found)
+        > 0)
 }
 
 /// Removes resource `id`'s row once its provider has removed everything

@@ -1,10 +1,11 @@
 //! The clusters themselves: list, create (under the plan's ceiling), read,
-//! change settings or rotate the password, delete.
+//! change settings or rotate the password, delete. Each records what the
+//! user asked for and answers at once; the host's reconciler
+//! (`crate::reconciler`) makes it so.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use bytes::Bytes;
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
@@ -14,7 +15,9 @@ use plateau_api::routes::{Pairs, page_and_filters};
 use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_store::caches::{self as db, Cache};
-use plateau_store::events::NewEvent;
+use plateau_kernel::Status;
+use plateau_store::events::{self, NewEvent};
+use plateau_store::managed::{self, Table};
 use plateau_store::plans;
 use serde::Deserialize;
 use serde_json::json;
@@ -22,7 +25,7 @@ use utoipa::ToSchema;
 
 use super::{CacheView, Service, find};
 use crate::service::{CacheService, Which};
-use crate::spec::{ClusterSpec, Credentials, EvictionPolicy, Persistence};
+use crate::spec::{EvictionPolicy, Persistence};
 
 /// The smallest `memoryMb`: Redis needs about a megabyte for itself.
 pub const MIN_MEMORY_MB: i64 = 8;
@@ -112,15 +115,16 @@ pub fn over_plan(caller: &Caller, limit: i64) -> ApiError {
     )
 }
 
-/// Brings up a cluster and records it: the plan's ceiling is checked
-/// before the processes start and again in the transaction that adds it.
+/// Records a new cluster in `creating` (the plan's ceiling is checked
+/// again in the transaction that adds it); the host's reconciler creates
+/// it, from the snapshot `seed` when given.
 pub async fn provision(
     app: &AppState,
     service: &CacheService,
     caller: &Caller,
     name: &str,
     settings: Settings,
-    seed: Option<(String, Bytes)>,
+    seed: Option<String>,
 ) -> Result<CacheView, ApiError> {
     let limit = plans::get(app.db(), &caller.plan)
         .await?
@@ -130,54 +134,31 @@ pub async fn provision(
         return Err(over_plan(caller, limit));
     }
     let id = new_id("cch");
-    let credentials = Credentials {
-        password: CacheService::generate_password(),
-        admin_password: CacheService::generate_password(),
-    };
-    let spec = ClusterSpec {
-        id: id.clone(),
-        memory_mb: settings.memory_mb as u32,
-        eviction_policy: settings.eviction_policy,
-        replicas: settings.replicas as u32,
-        persistence: settings.persistence,
-        tls: settings.tls,
-    };
-    let (source, rdb) = match seed {
-        Some((source, rdb)) => (Some(source), Some(rdb)),
-        None => (None, None),
-    };
-    let placement = service.provider().create(&spec, &credentials, rdb).await?;
+    let password = CacheService::generate_password();
+    let admin_password = CacheService::generate_password();
     let now = time::now_ms();
     let cache = Cache {
         id: id.clone(),
         org_id: caller.org_id.clone(),
         name: name.trim().to_owned(),
-        status: "running".to_owned(),
+        status: Status::Creating.as_str().to_owned(),
+        status_detail: None,
+        generation: 1,
         memory_mb: settings.memory_mb,
         eviction_policy: settings.eviction_policy.as_str().to_owned(),
         replicas: settings.replicas,
         persistence: settings.persistence.as_str().to_owned(),
         tls: i64::from(settings.tls),
         host_id: service.host_id().to_owned(),
-        placement: placement.to_json(),
-        password_sealed: service.seal(
-            &caller.org_id,
-            &id,
-            Which::Customer,
-            &credentials.password,
-        )?,
-        admin_password_sealed: service.seal(
-            &caller.org_id,
-            &id,
-            Which::Admin,
-            &credentials.admin_password,
-        )?,
+        placement: String::new(),
+        password_sealed: service.seal(&caller.org_id, &id, Which::Customer, &password)?,
+        admin_password_sealed: service.seal(&caller.org_id, &id, Which::Admin, &admin_password)?,
         password_rotated_at: now,
-        source_snapshot_id: source.clone(),
+        source_snapshot_id: seed.clone(),
         created_at: now,
         updated_at: now,
     };
-    let kind = if source.is_some() {
+    let kind = if seed.is_some() {
         "cache.restored"
     } else {
         "cache.created"
@@ -191,36 +172,26 @@ pub async fn provision(
             "replicas": cache.replicas,
             "persistence": cache.persistence,
             "tls": settings.tls,
-            "snapshotId": source,
+            "snapshotId": seed,
         }));
-    let recorded = async {
-        let mut tx = app.db().begin().await?;
-        if db::count_for_update(&mut tx, &caller.org_id).await? >= limit {
-            return Err(over_plan(caller, limit));
-        }
-        if let Err(e) = db::insert(&mut tx, &cache, &event, now).await {
-            return Err(if e.is_unique_violation() {
-                ApiError::conflict(
-                    "name_taken",
-                    format!(
-                        "a cache named {:?} already exists; choose another name",
-                        cache.name
-                    ),
-                )
-            } else {
-                e.into()
-            });
-        }
-        tx.commit_last().await?;
-        Ok(())
+    let mut tx = app.db().begin().await?;
+    if db::count_for_update(&mut tx, &caller.org_id).await? >= limit {
+        return Err(over_plan(caller, limit));
     }
-    .await;
-    if let Err(e) = recorded {
-        if let Err(stop) = service.provider().destroy(&placement).await {
-            tracing::warn!(cache = %id, error = %stop, "removing a cache that was not recorded");
-        }
-        return Err(e);
+    if let Err(e) = db::insert(&mut tx, &cache, &event, now).await {
+        return Err(if e.is_unique_violation() {
+            ApiError::conflict(
+                "name_taken",
+                format!(
+                    "a cache named {:?} already exists; choose another name",
+                    cache.name
+                ),
+            )
+        } else {
+            e.into()
+        });
     }
+    tx.commit_last().await?;
     cache.try_into()
 }
 
@@ -246,12 +217,14 @@ pub async fn list(
     }))
 }
 
-/// Create a cache: a Redis 7 leader, its replicas and three sentinels,
-/// accepting connections when the response arrives.
+/// Create a cache: a Redis 7 leader, its replicas and three sentinels.
+/// The answer comes before the cluster runs: the cache is `creating` until
+/// the host has brought it up, then `running` (or `failed`, with the
+/// reason in `statusDetail`); poll `GET /caches/{id}` until it runs.
 #[utoipa::path(post, path = "/caches", tag = "caches",
     security(("bearer" = ["cache:write"])),
     request_body = CreateCache,
-    responses((status = 201, description = "the new cache", body = CacheView),
+    responses((status = 201, description = "the new cache, `creating`", body = CacheView),
               (status = 409, description = "the name is taken, or the plan's cache instances are all used", body = plateau_api::error::Problem)))]
 pub async fn create(
     State(app): State<AppState>,
@@ -311,13 +284,16 @@ pub struct UpdateCache {
     pub rotate_password: bool,
 }
 
-/// Change a cache's settings, or rotate its password. Memory, eviction and
-/// persistence apply at once; replicas are added or removed.
+/// Change a cache's settings, or rotate its password. The answer comes
+/// before the change is made: the cache is `updating` until the host has
+/// applied it (memory, eviction and persistence at once; replicas added or
+/// removed; the new password everywhere), then `running`.
 #[utoipa::path(patch, path = "/caches/{id}", tag = "caches",
     security(("bearer" = ["cache:write"])),
     params(("id" = String, Path, description = "cache id")),
     request_body = UpdateCache,
-    responses((status = 200, description = "the changed cache", body = CacheView)))]
+    responses((status = 200, description = "the cache, `updating` if anything changed", body = CacheView),
+              (status = 409, description = "the cache is being deleted", body = plateau_api::error::Problem)))]
 pub async fn update(
     State(app): State<AppState>,
     service: Service,
@@ -325,8 +301,8 @@ pub async fn update(
     Path(id): Path<String>,
     Body(input): Body<UpdateCache>,
 ) -> Result<Json<CacheView>, ApiError> {
-    let _changes = service.exclusive().await;
     let cache = find(&app, &caller, &id).await?;
+    super::refuse_deleting(&cache)?;
     let memory_mb = input.memory_mb.unwrap_or(cache.memory_mb);
     let replicas = input.replicas.unwrap_or(cache.replicas);
     let policy = input
@@ -336,32 +312,16 @@ pub async fn update(
     let persistence = input.persistence.as_deref().unwrap_or(&cache.persistence);
     let (eviction_policy, persistence) =
         check_settings(&app, &caller, memory_mb, policy, replicas, persistence).await?;
-    let mut spec = CacheService::spec(&cache)?;
-    let placement = CacheService::placement(&cache)?;
-    let mut credentials = service.credentials(&cache)?;
     let changed = memory_mb != cache.memory_mb
         || replicas != cache.replicas
         || eviction_policy.as_str() != cache.eviction_policy
         || persistence.as_str() != cache.persistence;
-    let mut placement_json = cache.placement.clone();
-    if changed {
-        spec.memory_mb = memory_mb as u32;
-        spec.replicas = replicas as u32;
-        spec.eviction_policy = eviction_policy;
-        spec.persistence = persistence;
-        let next = service
-            .provider()
-            .update(&spec, &placement, &credentials)
-            .await?;
-        placement_json = next.to_json();
-    }
-    let mut sealed = None;
-    if input.rotate_password {
-        credentials.password = CacheService::generate_password();
-        let next = crate::spec::Placement::from_json(&placement_json)?;
-        service.provider().set_password(&next, &credentials).await?;
-        sealed = Some(service.seal(&caller.org_id, &id, Which::Customer, &credentials.password)?);
-    }
+    let sealed = if input.rotate_password {
+        let password = CacheService::generate_password();
+        Some(service.seal(&caller.org_id, &id, Which::Customer, &password)?)
+    } else {
+        None
+    };
     let now = time::now_ms();
     let mut tx = app.db().begin().await?;
     if changed {
@@ -370,7 +330,6 @@ pub async fn update(
             eviction_policy: eviction_policy.as_str().to_owned(),
             replicas,
             persistence: persistence.as_str().to_owned(),
-            placement: placement_json,
         };
         let event = NewEvent::audited(
             &caller.org_id,
@@ -399,6 +358,10 @@ pub async fn update(
         .resource("cache", &id);
         db::set_password(&mut tx, &caller.org_id, &id, sealed, &event, now).await?;
     }
+    if changed || sealed.is_some() {
+        let status = Status::Updating.as_str();
+        managed::request(&mut tx, Table::Caches, &caller.org_id, &id, status, now).await?;
+    }
     let changed_cache = db::get_for_update(&mut tx, &caller.org_id, &id)
         .await?
         .ok_or_else(|| super::not_found(&id))?;
@@ -406,21 +369,19 @@ pub async fn update(
     Ok(Json(changed_cache.try_into()?))
 }
 
-/// Delete a cache: its processes stop, its data and snapshots are removed.
+/// Delete a cache: its processes stop, its data and snapshots are
+/// removed. The answer comes first, with the cache `deleting`; it is gone
+/// (404) once the host has removed it.
 #[utoipa::path(delete, path = "/caches/{id}", tag = "caches",
     security(("bearer" = ["cache:write"])),
     params(("id" = String, Path, description = "cache id")),
-    responses((status = 200, description = "the deleted cache", body = CacheView)))]
+    responses((status = 202, description = "the cache, `deleting`", body = CacheView)))]
 pub async fn delete(
     State(app): State<AppState>,
-    service: Service,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<CacheView>, ApiError> {
-    let _changes = service.exclusive().await;
+) -> Result<(StatusCode, Json<CacheView>), ApiError> {
     let cache = find(&app, &caller, &id).await?;
-    let placement = CacheService::placement(&cache)?;
-    service.provider().destroy(&placement).await?;
     let now = time::now_ms();
     let event = NewEvent::audited(
         &caller.org_id,
@@ -432,12 +393,12 @@ pub async fn delete(
     .resource("cache", &id)
     .data(json!({ "name": cache.name }));
     let mut tx = app.db().begin().await?;
-    let keys = db::delete(&mut tx, &caller.org_id, &id, &event, now).await?;
+    let status = Status::Deleting.as_str();
+    managed::request(&mut tx, Table::Caches, &caller.org_id, &id, status, now).await?;
+    events::record(&mut tx, &event, now).await?;
+    let deleting = db::get_for_update(&mut tx, &caller.org_id, &id)
+        .await?
+        .ok_or_else(|| super::not_found(&id))?;
     tx.commit_last().await?;
-    for key in keys {
-        if let Err(e) = service.snapshots().delete(&key).await {
-            tracing::warn!(cache = %id, key, error = %e, "removing a deleted cache's snapshot");
-        }
-    }
-    Ok(Json(cache.try_into()?))
+    Ok((StatusCode::ACCEPTED, Json(deleting.try_into()?)))
 }

@@ -13,6 +13,7 @@ use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_core::time;
+use plateau_kernel::Status;
 use plateau_store::caches::{self as db, Cache};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -42,6 +43,7 @@ impl From<Error> for ApiError {
         match e {
             Error::Store(e) => e.into(),
             Error::Unavailable(m) => ApiError::Unavailable(m),
+            Error::NotPlaced(m) => ApiError::conflict("not_ready", m),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -53,8 +55,12 @@ impl From<Error> for ApiError {
 pub struct CacheView {
     pub id: String,
     pub name: String,
-    /// `running`, or `degraded` while a process is down.
-    pub status: String,
+    /// `creating` until the host has brought the cluster up, `updating`
+    /// while a change is applied, `running`, `degraded` while a process is
+    /// down, `deleting`, or `failed` (see `statusDetail`).
+    pub status: Status,
+    /// Why the last change failed, when the status is `failed`.
+    pub status_detail: Option<String>,
     /// The engine's major version.
     pub version: String,
     pub memory_mb: i64,
@@ -80,7 +86,8 @@ impl TryFrom<Cache> for CacheView {
             persistence: c.persistence.parse().map_err(ApiError::Internal)?,
             id: c.id,
             name: c.name,
-            status: c.status,
+            status: Status::read(&c.status),
+            status_detail: c.status_detail,
             version: "7".to_owned(),
             memory_mb: c.memory_mb,
             replicas: c.replicas,
@@ -95,6 +102,17 @@ impl TryFrom<Cache> for CacheView {
 
 fn not_found(id: &str) -> ApiError {
     ApiError::not_found(format!("cache {id} does not exist"))
+}
+
+/// Refuses a change of a cluster that is being deleted.
+fn refuse_deleting(cache: &Cache) -> Result<(), ApiError> {
+    if Status::read(&cache.status) == Status::Deleting {
+        return Err(ApiError::conflict(
+            "deleting",
+            format!("cache {} is being deleted", cache.id),
+        ));
+    }
+    Ok(())
 }
 
 /// The caller's cluster `id`; another organisation's answers 404.

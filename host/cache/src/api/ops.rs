@@ -141,13 +141,15 @@ pub struct RestoreSnapshot {
 }
 
 /// Restore a snapshot into a new cache (the source cache is untouched);
-/// counts against the plan's cache instances.
+/// counts against the plan's cache instances. The answer comes before the
+/// new cache runs: it is `creating` until the host has brought it up with
+/// the snapshot's data.
 #[utoipa::path(post, path = "/caches/{id}/snapshots/{snapshotId}/restore", tag = "caches",
     security(("bearer" = ["cache:write"])),
     params(("id" = String, Path, description = "cache id"),
            ("snapshotId" = String, Path, description = "snapshot id")),
     request_body = RestoreSnapshot,
-    responses((status = 201, description = "the new cache", body = CacheView),
+    responses((status = 201, description = "the new cache, `creating`", body = CacheView),
               (status = 409, description = "the name is taken, or the plan's cache instances are all used", body = plateau_api::error::Problem)))]
 pub async fn restore(
     State(app): State<AppState>,
@@ -174,7 +176,6 @@ pub async fn restore(
     let persistence = input.persistence.as_deref().unwrap_or(&source.persistence);
     let (eviction_policy, persistence) =
         check_settings(&app, &caller, memory_mb, policy, replicas, persistence).await?;
-    let rdb = service.snapshots().get(&snapshot.object_key).await?;
     let settings = Settings {
         memory_mb,
         eviction_policy,
@@ -188,7 +189,7 @@ pub async fn restore(
         &caller,
         &input.name,
         settings,
-        Some((snapshot.id, rdb)),
+        Some(snapshot.id),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(view)))

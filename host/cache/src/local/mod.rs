@@ -7,6 +7,7 @@
 
 mod conf;
 mod ops;
+mod provider;
 pub mod supervise;
 pub mod tls;
 pub mod user;

@@ -1,9 +1,9 @@
-//! [`CacheProvider`] for the local provider: creation, changes of
+//! The operations of the local provider that [`crate::CacheProvider`]
+//! is made of (`provider`): creation, changes of
 //! settings, passwords, snapshots, metrics and logs of the processes.
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use redis::aio::MultiplexedConnection;
 
@@ -11,7 +11,7 @@ use crate::client;
 use crate::spec::{
     ClusterSpec, Credentials, LogLine, Metrics, Persistence, PlacedNode, Placement, USER,
 };
-use crate::{CacheProvider, Error, Result};
+use crate::{Error, Result};
 
 use super::conf::{self, LOG_FILE, RDB_FILE};
 use super::supervise::{self, start};
@@ -205,9 +205,9 @@ fn tail(path: &std::path::Path, lines: usize) -> Vec<String> {
         .collect()
 }
 
-#[async_trait]
-impl CacheProvider for LocalProvider {
-    async fn create(
+/// The operations [`crate::CacheProvider`] is made of (`provider`).
+impl LocalProvider {
+    pub async fn create(
         &self,
         spec: &ClusterSpec,
         credentials: &Credentials,
@@ -240,7 +240,7 @@ impl CacheProvider for LocalProvider {
         Ok(placement)
     }
 
-    async fn update(
+    pub async fn update(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
@@ -312,7 +312,7 @@ impl CacheProvider for LocalProvider {
         Ok(next)
     }
 
-    async fn set_password(&self, placement: &Placement, credentials: &Credentials) -> Result<()> {
+    pub async fn set_password(&self, placement: &Placement, credentials: &Credentials) -> Result<()> {
         let app = format!("#{}", conf::hash(&credentials.password));
         let reader = conf::hash(&credentials.reader_password());
         let processes = placement.nodes.iter().map(|n| (n, true));
@@ -339,7 +339,7 @@ impl CacheProvider for LocalProvider {
         Ok(())
     }
 
-    async fn destroy(&self, placement: &Placement) -> Result<()> {
+    pub async fn destroy(&self, placement: &Placement) -> Result<()> {
         self.stop_all(placement).await;
         let dir = self.cluster_dir(&placement.cluster);
         match std::fs::remove_dir_all(&dir) {
@@ -356,12 +356,12 @@ impl CacheProvider for LocalProvider {
         Ok(())
     }
 
-    async fn leader(&self, placement: &Placement, credentials: &Credentials) -> Result<String> {
+    pub async fn leader(&self, placement: &Placement, credentials: &Credentials) -> Result<String> {
         let port = self.leader_port(placement, credentials).await;
         Ok(format!("{}:{port}", placement.address))
     }
 
-    async fn metrics(&self, placement: &Placement, credentials: &Credentials) -> Result<Metrics> {
+    pub async fn metrics(&self, placement: &Placement, credentials: &Credentials) -> Result<Metrics> {
         let port = self.leader_port(placement, credentials).await;
         let mut conn = self.admin_conn(placement, credentials, port).await?;
         let info = client::info(&mut conn, "all").await?;
@@ -381,7 +381,7 @@ impl CacheProvider for LocalProvider {
         })
     }
 
-    async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<LogLine>> {
+    pub async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<LogLine>> {
         let mut out = Vec::new();
         for process in placement.nodes.iter().chain(&placement.sentinels) {
             let path = self.process_dir(placement, &process.name).join(LOG_FILE);
@@ -393,7 +393,7 @@ impl CacheProvider for LocalProvider {
         Ok(out)
     }
 
-    async fn snapshot(&self, placement: &Placement, credentials: &Credentials) -> Result<Bytes> {
+    pub async fn snapshot(&self, placement: &Placement, credentials: &Credentials) -> Result<Bytes> {
         let _one = self.snapshot_lock.lock().await;
         let port = self.leader_port(placement, credentials).await;
         let dir = self.node_dir_by_port(placement, port)?;
@@ -435,11 +435,11 @@ impl CacheProvider for LocalProvider {
         Ok(Bytes::from(bytes))
     }
 
-    fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>> {
+    pub fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>> {
         self.ca_pem(placement)
     }
 
-    async fn supervise(
+    pub async fn supervise(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,

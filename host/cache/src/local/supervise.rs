@@ -234,7 +234,7 @@ async fn current_users(provider: &LocalProvider, placement: &Placement, credenti
     if !fresh {
         return;
     }
-    if let Err(e) = crate::CacheProvider::set_password(provider, placement, credentials).await {
+    if let Err(e) = provider.set_password(placement, credentials).await {
         tracing::warn!(cache = %placement.cluster, error = %e, "updating a cache's ACL users");
         provider
             .acl_current
