@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use plateau_kernel::{Failure, Resources};
+use plateau_kernel::{Failure, ResourceLocks, Resources};
 use plateau_store::Db;
 use plateau_store::caches;
 use plateau_store::managed::{State, Table};
@@ -87,6 +87,10 @@ impl Resources for CacheService {
 
     fn db(&self) -> &Db {
         CacheService::db(self)
+    }
+
+    fn locks(&self) -> &ResourceLocks {
+        CacheService::locks(self)
     }
 
     fn host_id(&self) -> &str {

@@ -20,6 +20,10 @@ use crate::{CacheProvider, Error, Result};
 /// Settings of the service.
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
+    /// One lock per cluster, held by every change of its processes in
+    /// either process of the host (the API and the agent), so the
+    /// supervisor never restarts a process that a change is stopping.
+    pub locks: plateau_kernel::ResourceLocks,
     /// This host's identity: clusters it created carry it, and only it
     /// supervises them.
     pub host_id: String,
@@ -33,10 +37,6 @@ pub struct CacheService {
     passwords: Passwords,
     snapshots: SnapshotStore,
     config: ServiceConfig,
-    /// Held by a supervision round over one cluster and by every change of
-    /// an existing cluster's processes, so the supervisor never restarts a
-    /// process that a change is stopping.
-    changes: tokio::sync::Mutex<()>,
 }
 
 /// Which of a cluster's passwords a sealed value holds.
@@ -69,7 +69,6 @@ impl CacheService {
             passwords: Passwords::new(sealer, "cache"),
             snapshots,
             config,
-            changes: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -85,9 +84,15 @@ impl CacheService {
         &self.snapshots
     }
 
-    /// Excludes the supervisor while a cluster's processes change.
-    pub async fn exclusive(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.changes.lock().await
+    /// The per-cluster locks (the reconciler holds one while it works).
+    pub fn locks(&self) -> &plateau_kernel::ResourceLocks {
+        &self.config.locks
+    }
+
+    /// Excludes the reconciler (and every other change) while cluster
+    /// `id`'s processes change.
+    pub async fn exclusive(&self, id: &str) -> Result<plateau_kernel::ResourceGuard> {
+        Ok(self.config.locks.lock(id).await?)
     }
 
     pub fn host_id(&self) -> &str {

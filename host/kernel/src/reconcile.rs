@@ -21,6 +21,7 @@ use plateau_store::events::{Actor, NewEvent};
 use plateau_store::managed::{self, State, Table, Transition};
 use serde_json::json;
 
+use crate::lock::ResourceLocks;
 use crate::status::Status;
 
 /// Why a provider call failed, in words for the resource's details.
@@ -37,6 +38,9 @@ pub trait Resources: Send + Sync + 'static {
     fn table(&self) -> Table;
 
     fn db(&self) -> &Db;
+
+    /// The locks of this kind's resources, held while one is reconciled.
+    fn locks(&self) -> &ResourceLocks;
 
     /// This host's identity: only its resources are reconciled here.
     fn host_id(&self) -> &str;

@@ -4,8 +4,9 @@
 //! due (it asks for a change, or was last observed `every` ago) in a task
 //! of its own under that resource's lock. A resource whose reconcile is
 //! still running is skipped, not waited for: a slow or stuck cluster never
-//! delays another's failover. The lock (an `flock` per resource) also
-//! excludes the API process's own operations on that resource.
+//! delays another's failover. The lock (an `flock` per resource, see
+//! [`crate::lock`]) also excludes the API process's own operations on
+//! that resource.
 //!
 //! A create is picked up within one `poll` (the store is polled; there is
 //! no wake-up beyond it).
@@ -17,7 +18,6 @@ use std::time::Duration;
 use plateau_store::managed;
 use tokio::time::Instant;
 
-use crate::lock::ResourceLocks;
 use crate::reconcile::{Resources, reconcile};
 use crate::status::Status;
 
@@ -25,7 +25,6 @@ use crate::status::Status;
 pub const POLL: Duration = Duration::from_millis(200);
 
 pub struct Supervisor {
-    locks: Arc<ResourceLocks>,
     poll: Duration,
     kinds: Vec<Arc<dyn Resources>>,
 }
@@ -40,9 +39,8 @@ struct Book {
 }
 
 impl Supervisor {
-    pub fn new(locks: Arc<ResourceLocks>, poll: Duration) -> Self {
+    pub fn new(poll: Duration) -> Self {
         Supervisor {
-            locks,
             poll,
             kinds: Vec::new(),
         }
@@ -91,14 +89,13 @@ impl Supervisor {
                 b.last.insert(key.clone(), now);
             }
             let kind = kind.clone();
-            let locks = self.locks.clone();
             let done = Done {
                 book: book.clone(),
                 key,
             };
             tokio::spawn(async move {
                 let _done = done;
-                let _held = match locks.lock(&state.id).await {
+                let _held = match kind.locks().lock(&state.id).await {
                     Ok(held) => held,
                     Err(e) => {
                         tracing::warn!(id = %state.id, error = %e, "locking a resource");
