@@ -16,6 +16,7 @@ pub mod bins;
 pub mod host_session;
 pub mod inside;
 pub mod local;
+pub mod reconciler;
 pub mod scram;
 pub mod service;
 pub mod spec;
@@ -55,24 +56,54 @@ pub enum Error {
     /// A process did not come up or did not answer in time.
     #[error("{0}")]
     Unavailable(String),
+    /// The cluster is not placed yet (being created) or no more.
+    #[error("{0}")]
+    NotPlaced(String),
     #[error("{0}")]
     Internal(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Where clusters run. Every call names the cluster by its [`Placement`],
-/// which the provider made in [`DatabaseProvider::create`] and the store
-/// keeps.
+/// Where clusters run, in the shape Kubernetes operators expose: a spec
+/// applied ([`DatabaseProvider::apply`]), what runs observed
+/// ([`DatabaseProvider::observe`]), a cluster deleted
+/// ([`DatabaseProvider::delete`]), and the operations of PostgreSQL
+/// itself. The host's reconciler (plateau-kernel) calls the first three;
+/// every call names the cluster by the [`Placement`] `apply` made, which
+/// the store keeps.
 #[async_trait]
 pub trait DatabaseProvider: Send + Sync + 'static {
-    /// Brings up the leader (initdb, settings from the spec, the owner
-    /// role and its database) and the pooler, accepting connections when
-    /// it returns.
-    async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement>;
+    /// Brings the cluster to `spec`. Without a `placement` it creates it
+    /// (initdb, settings from the spec, the owner role and its database,
+    /// the standbys, the pooler), removing first whatever an interrupted
+    /// earlier try left for `spec.id`, and removing what it made if it
+    /// fails; with one, it adds or removes standbys until there are
+    /// `spec.replicas`, live. Accepting connections when it returns; the
+    /// placement after.
+    async fn apply(
+        &self,
+        spec: &ClusterSpec,
+        placement: Option<&Placement>,
+        credentials: &Credentials,
+    ) -> Result<Placement>;
 
-    /// Stops every process of the cluster and removes its data.
-    async fn destroy(&self, placement: &Placement) -> Result<()>;
+    /// One round of supervision: adopts processes that run, restarts those
+    /// that do not, rebuilds a member that cannot follow the leader, and
+    /// fails over when the leader is gone (its process dead, or not
+    /// accepting connections for [`FAILOVER_AFTER`]): the most advanced
+    /// standby is promoted, the others and the pooler follow it, and the
+    /// new placement comes back for the store to keep.
+    async fn observe(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<Supervised>;
+
+    /// Stops every process of cluster `id` and removes its data: those of
+    /// `placement`, or without one whatever a create left.
+    async fn delete(&self, id: &str, placement: Option<&Placement>) -> Result<()>;
 
     /// A connection to the leader's `database` as `user`: the host's own
     /// superuser ([`spec::ADMIN_ROLE`], which customers never get) for
@@ -95,29 +126,6 @@ pub trait DatabaseProvider: Send + Sync + 'static {
 
     /// The extensions whose files this cluster's server has.
     async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>>;
-
-    /// One round of supervision: adopts processes that run, restarts those
-    /// that do not, rebuilds a member that cannot follow the leader, and
-    /// fails over when the leader is gone (its process dead, or not
-    /// accepting connections for [`FAILOVER_AFTER`]): the most advanced
-    /// standby is promoted, the others and the pooler follow it, and the
-    /// new placement comes back for the store to keep.
-    async fn supervise(
-        &self,
-        spec: &ClusterSpec,
-        placement: &Placement,
-        credentials: &Credentials,
-    ) -> Result<Supervised>;
-
-    /// Adds or removes standbys until there are `replicas`, live; the new
-    /// placement.
-    async fn scale(
-        &self,
-        spec: &ClusterSpec,
-        placement: &Placement,
-        credentials: &Credentials,
-        replicas: u32,
-    ) -> Result<Placement>;
 
     /// Hands the leadership to the standby `to` without losing a commit
     /// (the old leader stops first, then the standby promotes after

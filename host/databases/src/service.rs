@@ -1,14 +1,14 @@
-//! [`DatabaseService`]: what the API calls. It joins the store (rows,
-//! events, plan ceilings), the provider (processes) and the host's sealing
-//! key (passwords), and runs the supervision loop over this host's
-//! clusters.
+//! [`DatabaseService`]: what the API and the reconciler (`reconciler`)
+//! call. It joins the store (rows, events, plan ceilings), the provider
+//! (processes) and the host's sealing key (passwords). The API records
+//! what the user asked for; the kernel's supervisor, in `plateau agent`,
+//! drives the provider toward it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use plateau_core::{secret, time};
+use plateau_kernel::sealed::Passwords;
 use plateau_seal::Sealer;
 use plateau_store::Db;
 use plateau_store::databases::{self, Database};
@@ -29,7 +29,8 @@ pub struct ServiceConfig {
     /// This host's identity: clusters it created carry it, and only it
     /// supervises them.
     pub host_id: String,
-    /// Time between supervision rounds.
+    /// Time between observations of a running cluster without replicas
+    /// (those with replicas are observed every [`WATCH_EVERY`]).
     pub supervise_every: Duration,
     /// Time between checks of the clusters' sizes against their disk
     /// quotas (at most once per supervision round).
@@ -42,8 +43,18 @@ pub const WATCH_EVERY: Duration = Duration::from_millis(500);
 pub struct DatabaseService {
     db: Db,
     provider: Arc<dyn DatabaseProvider>,
-    sealer: Arc<Sealer>,
+    passwords: Passwords,
     config: ServiceConfig,
+    /// Clusters whose read-only role this process has made sure of, and
+    /// when each one's disk was last checked.
+    pub(crate) checked: std::sync::Mutex<Checked>,
+}
+
+/// What the reconciler did once per cluster, or does now and then.
+#[derive(Default)]
+pub(crate) struct Checked {
+    pub readers: std::collections::HashSet<String>,
+    pub disks: std::collections::HashMap<String, std::time::Instant>,
 }
 
 /// Which of a cluster's passwords a sealed value holds.
@@ -51,6 +62,15 @@ pub struct DatabaseService {
 pub enum Which {
     Owner,
     Admin,
+}
+
+impl Which {
+    fn name(self) -> &'static str {
+        match self {
+            Which::Owner => "owner",
+            Which::Admin => "admin",
+        }
+    }
 }
 
 impl DatabaseService {
@@ -63,9 +83,18 @@ impl DatabaseService {
         DatabaseService {
             db,
             provider,
-            sealer,
+            passwords: Passwords::new(sealer, "database"),
             config,
+            checked: Default::default(),
         }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn config(&self) -> &ServiceConfig {
+        &self.config
     }
 
     pub fn provider(&self) -> &dyn DatabaseProvider {
@@ -87,32 +116,17 @@ impl DatabaseService {
         secret::generate("")
     }
 
-    fn context(org_id: &str, id: &str, which: Which) -> String {
-        let which = match which {
-            Which::Owner => "owner",
-            Which::Admin => "admin",
-        };
-        format!("database\u{1f}{org_id}\u{1f}{id}\u{1f}{which}")
-    }
-
     /// Seals a password of a cluster for the store (base64).
     pub fn seal(&self, org_id: &str, id: &str, which: Which, password: &str) -> Result<String> {
-        let sealed = self
-            .sealer
-            .seal(&Self::context(org_id, id, which), password.as_bytes())
-            .map_err(|e| Error::Seal(e.to_string()))?;
-        Ok(BASE64.encode(sealed))
+        self.passwords
+            .seal(org_id, id, which.name(), password)
+            .map_err(|e| Error::Seal(e.to_string()))
     }
 
     fn open(&self, d: &Database, which: Which, sealed: &str) -> Result<String> {
-        let bytes = BASE64
-            .decode(sealed)
-            .map_err(|e| Error::Seal(e.to_string()))?;
-        let plain = self
-            .sealer
-            .open(&Self::context(&d.org_id, &d.id, which), &bytes)
-            .map_err(|e| Error::Seal(e.to_string()))?;
-        String::from_utf8(plain).map_err(|e| Error::Seal(e.to_string()))
+        self.passwords
+            .open(&d.org_id, &d.id, which.name(), sealed)
+            .map_err(|e| Error::Seal(e.to_string()))
     }
 
     /// The password of the host's read-only role
@@ -146,8 +160,22 @@ impl DatabaseService {
         }
     }
 
+    /// Where the cluster runs, `None` until the provider has placed it.
+    pub fn placed(d: &Database) -> Result<Option<Placement>> {
+        match d.placement.as_str() {
+            "" => Ok(None),
+            json => Placement::from_json(json).map(Some),
+        }
+    }
+
+    /// Where the cluster runs; a cluster not placed yet is refused.
     pub fn placement(d: &Database) -> Result<Placement> {
-        Placement::from_json(&d.placement)
+        Self::placed(d)?.ok_or_else(|| {
+            Error::NotPlaced(format!(
+                "database {} is {}; wait until its status is running",
+                d.id, d.status
+            ))
+        })
     }
 
     /// A superuser connection to the cluster's own database.
@@ -179,103 +207,10 @@ impl DatabaseService {
             .await
     }
 
-    /// Supervises this host's clusters every `supervise_every`, starting
-    /// with one round at once (adoption after a restart), and the clusters
-    /// with replicas every [`WATCH_EVERY`] too, so a failover starts
-    /// within a second or so of the leader's death.
-    pub fn spawn_supervisor(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let service = self.clone();
-        tokio::spawn(async move {
-            let every = service.config.supervise_every;
-            let tick = every.min(WATCH_EVERY);
-            let mut last_full: Option<tokio::time::Instant> = None;
-            let mut last_disk: Option<tokio::time::Instant> = None;
-            loop {
-                let full = last_full.is_none_or(|t| t.elapsed() >= every);
-                if full {
-                    last_full = Some(tokio::time::Instant::now());
-                }
-                let disk = full
-                    && last_disk.is_none_or(|t| t.elapsed() >= service.config.disk_check_every);
-                if disk {
-                    last_disk = Some(tokio::time::Instant::now());
-                }
-                service.supervise_round(full, disk).await;
-                tokio::time::sleep(tick).await;
-            }
-        })
-    }
-
-    /// One round over every cluster of this host (`all`), or over those
-    /// with replicas; with a check of the healthy ones' disk quotas
-    /// (`disk`).
-    async fn supervise_round(&self, all: bool, disk: bool) {
-        let clusters = match databases::list_on_host(&self.db, &self.config.host_id).await {
-            Ok(clusters) => clusters,
-            Err(e) => {
-                tracing::warn!(error = %e, "listing the databases to supervise");
-                return;
-            }
-        };
-        for d in clusters {
-            if !all && d.replicas == 0 {
-                continue;
-            }
-            let healthy = match self.supervise_one(&d).await {
-                Ok(healthy) => healthy,
-                Err(e) => {
-                    tracing::warn!(database = %d.id, error = %e, "supervising a database");
-                    false
-                }
-            };
-            if disk
-                && healthy
-                && let Err(e) = self.check_disk(&d).await
-            {
-                tracing::warn!(database = %d.id, error = %e, "checking a database's disk quota");
-            }
-            let status = if healthy { "running" } else { "degraded" };
-            if let Err(e) = databases::set_status(&self.db, &d.id, status, time::now_ms()).await {
-                tracing::warn!(database = %d.id, error = %e, "recording a database's status");
-            }
-        }
-    }
-
-    async fn supervise_one(&self, d: &Database) -> Result<bool> {
-        let _changes = self.exclusive(&d.id).await?;
-        // Read again under the lock: the cluster may have changed or gone.
-        let Some(d) = databases::get(&self.db, &d.org_id, &d.id).await? else {
-            return Ok(true);
-        };
-        let spec = Self::spec(&d);
-        let placement = Self::placement(&d)?;
-        let credentials = self.credentials(&d)?;
-        let round = self
-            .provider
-            .supervise(&spec, &placement, &credentials)
-            .await?;
-        if let Some(new) = &round.placement {
-            let data = match &round.failover {
-                Some((from, to)) => serde_json::json!({ "from": from, "to": to }),
-                None => serde_json::json!({ "leader": new.leader }),
-            };
-            let kind = if round.failover.is_some() {
-                "database.failed_over"
-            } else {
-                "database.members_changed"
-            };
-            let event = NewEvent::audited(&d.org_id, kind, "resources", "update", &Actor::system())
-                .resource("database", &d.id)
-                .data(data);
-            self.record_placement(&d, new, d.replicas, &event).await?;
-        }
-        Ok(round.healthy)
-    }
-
     /// Compares the cluster's size with its disk quota and, when that
     /// changed, turns its read-only mode on or off, with an event
     /// (`database.disk_full`, `database.disk_ok`).
-    async fn check_disk(&self, d: &Database) -> Result<()> {
+    pub(crate) async fn check_disk(&self, d: &Database) -> Result<()> {
         let quota = quota::quota_bytes(d.disk_gb);
         let mut conn = self.admin(d).await?;
         let usage = quota::usage(&mut conn).await?;

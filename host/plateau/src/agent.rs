@@ -29,16 +29,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let host_id = host::identity(&data_dir, &db).await?;
     let caches = caches::start(&args.caches, &data_dir, &db, sealer.clone(), &host_id)?;
     let databases = databases::start(&args.databases, &data_dir, &db, sealer, &host_id)?;
-    let reconciler = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
+    let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
+        .with(databases)
         .spawn();
-    let supervisors = [reconciler, databases.spawn_supervisor()];
     dataplane::announce_ready(&data_dir)?;
     tracing::info!(host = %host_id, pid = std::process::id(), "the agent is supervising this host's resources");
     crate::serve::shutdown_signal().await;
-    for supervisor in supervisors {
-        supervisor.abort();
-    }
+    supervisor.abort();
     db.close().await;
     tracing::info!("the agent stopped; what it supervised keeps running");
     Ok(())

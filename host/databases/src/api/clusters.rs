@@ -15,16 +15,18 @@ use plateau_api::routes::{Pairs, page_and_filters};
 use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_store::databases::{self as db, Database};
-use plateau_store::events::NewEvent;
+use plateau_kernel::Status;
+use plateau_store::events::{self, NewEvent};
+use plateau_store::managed::{self, Table};
 use plateau_store::{plans, projects};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{DatabaseView, Service, find, find_locked};
+use super::{DatabaseView, Service, find};
 use crate::inside::roles;
 use crate::service::{DatabaseService, Which};
-use crate::spec::{ClusterSpec, Credentials, DEFAULT_VERSION, VERSIONS};
+use crate::spec::{DEFAULT_VERSION, VERSIONS};
 
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -85,12 +87,15 @@ pub async fn list(
     }))
 }
 
-/// Create a database: a PostgreSQL leader with a generated owner role and
-/// a pooler, accepting connections when the response arrives.
+/// Create a database: a PostgreSQL leader with a generated owner role, its
+/// standbys and a pooler. The answer comes before the cluster runs: the
+/// database is `creating` until the host has brought it up, then `running`
+/// (or `failed`, with the reason in `statusDetail`); poll
+/// `GET /databases/{id}` until it runs.
 #[utoipa::path(post, path = "/databases", tag = "databases",
     security(("bearer" = ["databases:write"])),
     request_body = CreateDatabase,
-    responses((status = 201, description = "the new database", body = DatabaseView),
+    responses((status = 201, description = "the new database, `creating`", body = DatabaseView),
               (status = 409, description = "the name is taken, or a plan limit (databases, DB disk, memory, CPUs) is reached", body = plateau_api::error::Problem)))]
 pub async fn create(
     State(app): State<AppState>,
@@ -167,26 +172,15 @@ pub async fn create(
     };
 
     let id = new_id("dbs");
-    let credentials = Credentials {
-        owner_password: DatabaseService::generate_password(),
-        admin_password: DatabaseService::generate_password(),
-    };
-    let spec = ClusterSpec {
-        id: id.clone(),
-        version: version.clone(),
-        memory_mb: memory_mb as u32,
-        cpus: cpus as u32,
-        disk_gb: disk_gb as u32,
-        replicas: replicas as u32,
-    };
-    let placement = service.provider().create(&spec, &credentials).await?;
     let now = time::now_ms();
     let d = Database {
         id: id.clone(),
         org_id: caller.org_id.clone(),
         project_id,
         name: input.name.trim().to_owned(),
-        status: "running".to_owned(),
+        status: Status::Creating.as_str().to_owned(),
+        status_detail: None,
+        generation: 1,
         version,
         replicas,
         memory_mb,
@@ -194,18 +188,18 @@ pub async fn create(
         disk_gb,
         backup_retention_days: 7,
         host_id: service.host_id().to_owned(),
-        placement: placement.to_json(),
+        placement: String::new(),
         owner_password_sealed: service.seal(
             &caller.org_id,
             &id,
             Which::Owner,
-            &credentials.owner_password,
+            &DatabaseService::generate_password(),
         )?,
         admin_password_sealed: service.seal(
             &caller.org_id,
             &id,
             Which::Admin,
-            &credentials.admin_password,
+            &DatabaseService::generate_password(),
         )?,
         created_at: now,
         updated_at: now,
@@ -225,34 +219,24 @@ pub async fn create(
         "cpus": cpus,
         "diskGb": disk_gb,
     }));
-    let recorded = async {
-        let mut tx = app.db().begin().await?;
-        if let Some(e) = over(db::usage_for_update(&mut tx, &caller.org_id).await?) {
-            return Err(e);
-        }
-        if let Err(e) = db::insert(&mut tx, &d, &event, now).await {
-            return Err(if e.is_unique_violation() {
-                ApiError::conflict(
-                    "name_taken",
-                    format!(
-                        "a database named {:?} already exists; choose another name",
-                        d.name
-                    ),
-                )
-            } else {
-                e.into()
-            });
-        }
-        tx.commit_last().await?;
-        Ok(())
-    }
-    .await;
-    if let Err(e) = recorded {
-        if let Err(stop) = service.provider().destroy(&placement).await {
-            tracing::warn!(database = %id, error = %stop, "removing a database that was not recorded");
-        }
+    let mut tx = app.db().begin().await?;
+    if let Some(e) = over(db::usage_for_update(&mut tx, &caller.org_id).await?) {
         return Err(e);
     }
+    if let Err(e) = db::insert(&mut tx, &d, &event, now).await {
+        return Err(if e.is_unique_violation() {
+            ApiError::conflict(
+                "name_taken",
+                format!(
+                    "a database named {:?} already exists; choose another name",
+                    d.name
+                ),
+            )
+        } else {
+            e.into()
+        });
+    }
+    tx.commit_last().await?;
     Ok((
         StatusCode::CREATED,
         Json(DatabaseView::of(&service, d).await?),
@@ -346,21 +330,20 @@ pub async fn update(
     Ok(Json(DatabaseView::of(&service, changed).await?))
 }
 
-/// Delete a database: its servers stop and its data is removed.
+/// Delete a database: its servers stop and its data is removed. The
+/// answer comes first, with the database `deleting`; it is gone (404) once
+/// the host has removed it.
 #[utoipa::path(delete, path = "/databases/{id}", tag = "databases",
     security(("bearer" = ["databases:write"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "the deleted database", body = DatabaseView)))]
+    responses((status = 202, description = "the database, `deleting`", body = DatabaseView)))]
 pub async fn delete(
     State(app): State<AppState>,
     service: Service,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<DatabaseView>, ApiError> {
-    let (_changes, d) = find_locked(&app, &service, &caller, &id).await?;
-    let placement = DatabaseService::placement(&d)?;
-    let mut view = DatabaseView::of(&service, d.clone()).await?;
-    service.provider().destroy(&placement).await?;
+) -> Result<(StatusCode, Json<DatabaseView>), ApiError> {
+    let d = find(&app, &caller, &id).await?;
     let now = time::now_ms();
     let event = NewEvent::audited(
         &caller.org_id,
@@ -372,11 +355,16 @@ pub async fn delete(
     .resource("database", &id)
     .data(json!({ "name": d.name }));
     let mut tx = app.db().begin().await?;
-    db::delete(&mut tx, &caller.org_id, &id, &event, now).await?;
+    let status = Status::Deleting.as_str();
+    managed::request(&mut tx, Table::Databases, &caller.org_id, &id, status, now).await?;
+    events::record(&mut tx, &event, now).await?;
+    let deleting = db::get_for_update(&mut tx, &caller.org_id, &id)
+        .await?
+        .ok_or_else(|| super::not_found(&id))?;
     tx.commit_last().await?;
-    view.status = "deleted".to_owned();
+    let mut view = DatabaseView::of(&service, deleting).await?;
     view.members.clear();
-    Ok(Json(view))
+    Ok((StatusCode::ACCEPTED, Json(view)))
 }
 
 /// How to connect, with a role's password.
@@ -428,11 +416,9 @@ pub async fn connection(
     let (username, password) = if caller.scopes.allows("databases:write") {
         (placement.owner.clone(), credentials.owner_password.clone())
     } else {
+        // The reconciler made the role when it created the cluster (or
+        // first observed it, for an older one): a GET never writes.
         let password = DatabaseService::reader_password(&credentials);
-        let mut conn = service.admin(&d).await?;
-        let made = roles::ensure_reader(&mut conn, &placement.database, &password).await;
-        let _ = sqlx::Connection::close(conn).await;
-        made?;
         (roles::READER_ROLE.to_owned(), password)
     };
     let uri = |port: u16, database: &str| {

@@ -9,8 +9,11 @@ use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_api::json::{Body, Validator};
+use plateau_core::time;
+use plateau_kernel::Status;
 use plateau_store::databases as db;
 use plateau_store::events::NewEvent;
+use plateau_store::managed::{self, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -68,11 +71,14 @@ pub async fn list_replicas(
 
 /// Scale the replicas while the database serves: new ones are made from
 /// the leader, removed ones stop after the leader stops waiting for them.
+/// The answer comes before the change is made: `replicas` is the number
+/// asked for, `members` those that run, and the database is `updating`
+/// until the host has scaled it, then `running`.
 #[utoipa::path(post, path = "/databases/{id}/replicas", tag = "databases",
     security(("bearer" = ["databases:write"])),
     params(("id" = String, Path, description = "database id")),
     request_body = ScaleReplicas,
-    responses((status = 200, description = "the replicas now", body = ReplicasView),
+    responses((status = 200, description = "the replicas asked for and the members now", body = ReplicasView),
               (status = 409, description = "more replicas than the plan allows", body = plateau_api::error::Problem)))]
 pub async fn scale_replicas(
     State(app): State<AppState>,
@@ -94,27 +100,30 @@ pub async fn scale_replicas(
             ),
         ));
     }
-    let (_changes, d) = find_locked(&app, &service, &caller, &id).await?;
-    let placement = DatabaseService::placement(&d)?;
-    let credentials = service.credentials(&d)?;
-    let mut spec = DatabaseService::spec(&d);
-    spec.replicas = input.replicas as u32;
-    let new = service
-        .provider()
-        .scale(&spec, &placement, &credentials, spec.replicas)
-        .await?;
-    let event = NewEvent::audited(
-        &caller.org_id,
-        "database.scaled",
-        "resources",
-        "update",
-        &caller.actor(),
-    )
-    .resource("database", &id)
-    .data(json!({ "replicas": input.replicas }));
-    service
-        .record_placement(&d, &new, input.replicas, &event)
-        .await?;
+    let d = find(&app, &caller, &id).await?;
+    if Status::read(&d.status) == Status::Deleting {
+        return Err(ApiError::conflict(
+            "deleting",
+            format!("database {id} is being deleted"),
+        ));
+    }
+    if input.replicas != d.replicas {
+        let event = NewEvent::audited(
+            &caller.org_id,
+            "database.scaled",
+            "resources",
+            "update",
+            &caller.actor(),
+        )
+        .resource("database", &id)
+        .data(json!({ "replicas": input.replicas }));
+        let now = time::now_ms();
+        let mut tx = app.db().begin().await?;
+        db::set_replicas(&mut tx, &caller.org_id, &id, input.replicas, &event, now).await?;
+        let status = Status::Updating.as_str();
+        managed::request(&mut tx, Table::Databases, &caller.org_id, &id, status, now).await?;
+        tx.commit_last().await?;
+    }
     let d = find(&app, &caller, &id).await?;
     let view = DatabaseView::of(&service, d).await?;
     Ok(Json(ReplicasView {

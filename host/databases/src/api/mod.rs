@@ -13,6 +13,7 @@ use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_core::time;
+use plateau_kernel::Status;
 use plateau_store::databases::{self as db, Database};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -49,6 +50,7 @@ impl From<Error> for ApiError {
         match e {
             Error::Store(e) => e.into(),
             Error::Unavailable(m) => ApiError::Unavailable(m),
+            Error::NotPlaced(m) => ApiError::conflict("not_ready", m),
             e @ Error::VersionMissing(_) => {
                 ApiError::bad_request("version_not_installed", e.to_string())
             }
@@ -66,8 +68,13 @@ impl From<Error> for ApiError {
 pub struct DatabaseView {
     pub id: String,
     pub name: String,
-    /// `running`, or `degraded` while a process is down.
-    pub status: String,
+    /// `creating` until the host has brought the cluster up, `updating`
+    /// while a change of its replicas is applied, `running`, `degraded`
+    /// while a process is down, `deleting`, or `failed` (see
+    /// `statusDetail`).
+    pub status: Status,
+    /// Why the last change failed, when the status is `failed`.
+    pub status_detail: Option<String>,
     /// The PostgreSQL major version: 15, 16 or 17.
     pub version: String,
     pub replicas: i64,
@@ -84,13 +91,18 @@ pub struct DatabaseView {
 
 impl DatabaseView {
     pub async fn of(service: &DatabaseService, d: Database) -> Result<Self, ApiError> {
-        let placement = DatabaseService::placement(&d)?;
-        let credentials = service.credentials(&d)?;
-        let members = service.provider().members(&placement, &credentials).await;
+        let members = match DatabaseService::placed(&d)? {
+            Some(placement) => {
+                let credentials = service.credentials(&d)?;
+                service.provider().members(&placement, &credentials).await
+            }
+            None => Vec::new(),
+        };
         Ok(DatabaseView {
             id: d.id,
             name: d.name,
-            status: d.status,
+            status: Status::read(&d.status),
+            status_detail: d.status_detail,
             version: d.version,
             replicas: d.replicas,
             memory_mb: d.memory_mb,

@@ -11,6 +11,7 @@ mod conf;
 pub use conf::read_database;
 mod failover;
 mod members;
+mod provider;
 pub mod supervise;
 pub mod users;
 
@@ -20,7 +21,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use async_trait::async_trait;
 use nix::sys::signal::Signal;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -28,7 +28,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use crate::Supervised;
 use crate::scram;
 use crate::spec::{ADMIN_ROLE, ClusterSpec, Credentials, Member, Node, Placement};
-use crate::{DatabaseProvider, Error, Result, bins};
+use crate::{Error, Result, bins};
 
 /// Settings of the local provider.
 #[derive(Clone, Debug)]
@@ -416,9 +416,9 @@ pub fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-#[async_trait]
-impl DatabaseProvider for LocalProvider {
-    async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
+/// The operations [`crate::DatabaseProvider`] is made of (`provider`).
+impl LocalProvider {
+    pub async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
         // Refuse a missing version before taking anything.
         self.bin(&spec.version)?;
         let port = self.allocate_port()?;
@@ -450,7 +450,7 @@ impl DatabaseProvider for LocalProvider {
         Ok(placement)
     }
 
-    async fn destroy(&self, placement: &Placement) -> Result<()> {
+    pub async fn destroy(&self, placement: &Placement) -> Result<()> {
         self.stop_all(placement).await;
         let dir = self.cluster_dir(&placement.cluster);
         if dir.exists() {
@@ -463,7 +463,7 @@ impl DatabaseProvider for LocalProvider {
         Ok(())
     }
 
-    async fn connect(
+    pub async fn connect(
         &self,
         placement: &Placement,
         user: &str,
@@ -483,11 +483,11 @@ impl DatabaseProvider for LocalProvider {
         Ok(PgConnection::connect_with(&options).await?)
     }
 
-    async fn members(&self, placement: &Placement, credentials: &Credentials) -> Vec<Member> {
+    pub async fn members(&self, placement: &Placement, credentials: &Credentials) -> Vec<Member> {
         self.member_states(placement, credentials).await
     }
 
-    async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>> {
+    pub async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>> {
         let path = self
             .cluster_dir(&placement.cluster)
             .join(&placement.leader)
@@ -498,7 +498,7 @@ impl DatabaseProvider for LocalProvider {
         Ok(all[from..].iter().map(|l| (*l).to_owned()).collect())
     }
 
-    async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
+    pub async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
         // The server's own share directory: Debian's, or the package's.
         let bin = self.bin(&placement.version)?;
         let dir = if bin.starts_with("/usr/lib/postgresql") {
@@ -522,7 +522,7 @@ impl DatabaseProvider for LocalProvider {
         Ok(names)
     }
 
-    async fn supervise(
+    pub async fn supervise(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
@@ -532,7 +532,7 @@ impl DatabaseProvider for LocalProvider {
         self.supervise_members(spec, placement, credentials).await
     }
 
-    async fn scale(
+    pub async fn scale(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
@@ -543,7 +543,7 @@ impl DatabaseProvider for LocalProvider {
             .await
     }
 
-    async fn switchover(
+    pub async fn switchover(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
@@ -554,7 +554,7 @@ impl DatabaseProvider for LocalProvider {
             .await
     }
 
-    async fn recreate_member(
+    pub async fn recreate_member(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,

@@ -170,6 +170,27 @@ pub async fn update_settings(
     Ok(())
 }
 
+/// Records the number of replicas the user asked for (what the
+/// reconciler applies next, see [`crate::managed::request`]) and `event`.
+pub async fn set_replicas(
+    tx: &mut Tx,
+    org_id: &str,
+    id: &str,
+    replicas: i64,
+    event: &NewEvent,
+    now: i64,
+) -> Result<()> {
+    sqlx::query("UPDATE databases SET replicas = $1, updated_at = $2 WHERE org_id = $3 AND id = $4")
+        .bind(replicas)
+        .bind(now)
+        .bind(org_id)
+        .bind(id)
+        .execute(tx.conn())
+        .await?;
+    events::record(tx, event, now).await?;
+    Ok(())
+}
+
 /// Keeps where a cluster's members run now and how many replicas it has
 /// (after a failover, a switchover or scaling) and records `event`.
 pub async fn set_placement(
@@ -189,17 +210,6 @@ pub async fn set_placement(
     .bind(id)
     .execute(tx.conn())
     .await?;
-    events::record(tx, event, now).await?;
-    Ok(())
-}
-
-/// Deletes a cluster's row and records `event`.
-pub async fn delete(tx: &mut Tx, org_id: &str, id: &str, event: &NewEvent, now: i64) -> Result<()> {
-    sqlx::query("DELETE FROM databases WHERE org_id = $1 AND id = $2")
-        .bind(org_id)
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
     events::record(tx, event, now).await?;
     Ok(())
 }

@@ -1,0 +1,120 @@
+//! [`DatabaseProvider`] for the local provider: the kernel's shape
+//! (apply, observe, delete) over the operations of this module.
+
+use async_trait::async_trait;
+use sqlx::postgres::PgConnection;
+
+use crate::spec::{ClusterSpec, Credentials, Member, Node, Placement};
+use crate::{DatabaseProvider, Result, Supervised};
+
+use super::LocalProvider;
+
+impl LocalProvider {
+    /// What a create of cluster `id` left on this host, found from its
+    /// directory (the ports are not needed to stop its processes).
+    fn leftovers(&self, id: &str, version: &str) -> Placement {
+        let mut members = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(self.cluster_dir(id)) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with("node") {
+                    members.push(Node { name, port: 0 });
+                }
+            }
+        }
+        Placement {
+            cluster: id.to_owned(),
+            version: version.to_owned(),
+            address: self.config.address.clone(),
+            port: 0,
+            pooler_port: 0,
+            owner: String::new(),
+            database: String::new(),
+            leader: members
+                .first()
+                .map_or_else(|| "node0".to_owned(), |n| n.name.clone()),
+            members,
+        }
+    }
+}
+
+#[async_trait]
+impl DatabaseProvider for LocalProvider {
+    async fn apply(
+        &self,
+        spec: &ClusterSpec,
+        placement: Option<&Placement>,
+        credentials: &Credentials,
+    ) -> Result<Placement> {
+        match placement {
+            None => {
+                self.destroy(&self.leftovers(&spec.id, &spec.version))
+                    .await?;
+                self.create(spec, credentials).await
+            }
+            Some(placement) if placement.standbys().len() != spec.replicas as usize => {
+                self.scale(spec, placement, credentials, spec.replicas)
+                    .await
+            }
+            Some(placement) => Ok(placement.clone()),
+        }
+    }
+
+    async fn observe(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<Supervised> {
+        self.supervise(spec, placement, credentials).await
+    }
+
+    async fn delete(&self, id: &str, placement: Option<&Placement>) -> Result<()> {
+        match placement {
+            Some(placement) => self.destroy(placement).await,
+            None => self.destroy(&self.leftovers(id, "")).await,
+        }
+    }
+
+    async fn connect(
+        &self,
+        placement: &Placement,
+        user: &str,
+        password: &str,
+        database: &str,
+    ) -> Result<PgConnection> {
+        LocalProvider::connect(self, placement, user, password, database).await
+    }
+
+    async fn members(&self, placement: &Placement, credentials: &Credentials) -> Vec<Member> {
+        LocalProvider::members(self, placement, credentials).await
+    }
+
+    async fn logs(&self, placement: &Placement, lines: usize) -> Result<Vec<String>> {
+        LocalProvider::logs(self, placement, lines).await
+    }
+
+    async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
+        LocalProvider::available_extensions(self, placement).await
+    }
+
+    async fn switchover(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        to: &str,
+    ) -> Result<Placement> {
+        LocalProvider::switchover(self, spec, placement, credentials, to).await
+    }
+
+    async fn recreate_member(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        member: &str,
+    ) -> Result<()> {
+        LocalProvider::recreate_member(self, spec, placement, credentials, member).await
+    }
+}
