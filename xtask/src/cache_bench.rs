@@ -171,6 +171,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     drop(plain);
     let failover = failovers(&conn, opts.failovers)?;
     api.delete(&format!("/caches/{id}")).await;
+    api.wait_gone(&format!("/caches/{id}")).await;
 
     println!("| measurement | value |\n|---|---|");
     for (name, plain_rps, tls_rps) in [
@@ -192,12 +193,14 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Creates a cache and waits until it runs (the create answers first).
 async fn create(api: &Client, body: Value) -> anyhow::Result<Value> {
     let r = api.post("/caches", body).await;
     if r.status != 201 {
         bail!("creating a cache answered {}: {}", r.status, r.text());
     }
-    Ok(r.json())
+    let id = r.json()["id"].as_str().unwrap_or_default().to_owned();
+    Ok(api.wait_running(&format!("/caches/{id}")).await)
 }
 
 /// Seconds from `POST /caches` to the first answered TLS `PING`, one cache
@@ -214,6 +217,7 @@ async fn creations(api: &Client, count: usize) -> anyhow::Result<Vec<f64>> {
         })?;
         out.push(start.elapsed().as_secs_f64());
         api.delete(&format!("/caches/{id}")).await;
+        api.wait_gone(&format!("/caches/{id}")).await;
     }
     Ok(out)
 }

@@ -113,9 +113,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         if r.status != 201 {
             bail!("creating a database answered {}: {}", r.status, r.text());
         }
-        created.push(start.elapsed().as_secs_f64() * 1000.0);
         let id = r.json()["id"].as_str().unwrap_or_default().to_owned();
+        c.wait_running(&format!("/databases/{id}")).await;
+        created.push(start.elapsed().as_secs_f64() * 1000.0);
         c.delete(&format!("/databases/{id}")).await;
+        c.wait_gone(&format!("/databases/{id}")).await;
     }
     created.sort_by(f64::total_cmp);
     println!(
@@ -129,6 +131,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         bail!("creating a database answered {}: {}", r.status, r.text());
     }
     let id = r.json()["id"].as_str().unwrap_or_default().to_owned();
+    c.wait_running(&format!("/databases/{id}")).await;
     let conn = c.get(&format!("/databases/{id}/connection")).await.json();
     let pooled = conn["uri"].as_str().context("no uri")?.to_owned();
     let direct = conn["writeUri"].as_str().context("no writeUri")?.to_owned();
@@ -165,6 +168,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         p / r * 100.0
     );
     c.delete(&format!("/databases/{id}")).await;
+    c.wait_gone(&format!("/databases/{id}")).await;
     failovers(&server, &opts).await?;
     drop(server);
     Ok(())
@@ -207,6 +211,7 @@ async fn failovers(server: &Server, opts: &Options) -> anyhow::Result<()> {
         bail!("creating a database answered {}: {}", r.status, r.text());
     }
     let id = r.json()["id"].as_str().unwrap_or_default().to_owned();
+    c.wait_running(&format!("/databases/{id}")).await;
     let pooled = c.get(&format!("/databases/{id}/connection")).await.json()["uri"]
         .as_str()
         .context("no uri")?
@@ -268,6 +273,7 @@ async fn failovers(server: &Server, opts: &Options) -> anyhow::Result<()> {
         times.len()
     );
     c.delete(&format!("/databases/{id}")).await;
+    c.wait_gone(&format!("/databases/{id}")).await;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 pub mod bounds;
 mod client;
+mod converge;
 pub mod oci;
 mod orphans;
 pub use orphans::kill_under;

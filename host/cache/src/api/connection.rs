@@ -48,7 +48,8 @@ pub struct ConnectionView {
 #[utoipa::path(get, path = "/caches/{id}/connection", tag = "caches",
     security(("bearer" = ["cache:read"])),
     params(("id" = String, Path, description = "cache id")),
-    responses((status = 200, description = "how to connect", body = ConnectionView)))]
+    responses((status = 200, description = "how to connect", body = ConnectionView),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn connection(
     State(app): State<AppState>,
     service: Service,

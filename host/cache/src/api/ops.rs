@@ -51,7 +51,8 @@ impl From<Snapshot> for SnapshotView {
     params(("id" = String, Path, description = "cache id"),
            ("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
            ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
-    responses((status = 200, description = "snapshots", body = Page<SnapshotView>)))]
+    responses((status = 200, description = "snapshots", body = Page<SnapshotView>),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn list_snapshots(
     State(app): State<AppState>,
     caller: Caller,
@@ -199,7 +200,8 @@ pub async fn restore(
 #[utoipa::path(get, path = "/caches/{id}/metrics", tag = "caches",
     security(("bearer" = ["cache:read"])),
     params(("id" = String, Path, description = "cache id")),
-    responses((status = 200, description = "metrics", body = Metrics)))]
+    responses((status = 200, description = "metrics", body = Metrics),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn metrics(
     State(app): State<AppState>,
     service: Service,
@@ -224,7 +226,8 @@ pub struct Logs {
     security(("bearer" = ["cache:read"])),
     params(("id" = String, Path, description = "cache id"),
            ("lines" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "lines per process, 1 to 1000; 100 by default")),
-    responses((status = 200, description = "log lines, by process", body = Logs)))]
+    responses((status = 200, description = "log lines, by process", body = Logs),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn logs(
     State(app): State<AppState>,
     service: Service,

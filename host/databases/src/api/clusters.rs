@@ -402,7 +402,8 @@ pub struct ConnectionView {
 #[utoipa::path(get, path = "/databases/{id}/connection", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "how to connect", body = ConnectionView)))]
+    responses((status = 200, description = "how to connect", body = ConnectionView),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn connection(
     State(app): State<AppState>,
     service: Service,

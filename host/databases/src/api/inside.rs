@@ -35,7 +35,8 @@ fn changed(caller: &Caller, id: &str, kind: &str, action: &str) -> NewEvent {
 #[utoipa::path(get, path = "/databases/{id}/roles", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "roles", body = Vec<RoleView>)))]
+    responses((status = 200, description = "roles", body = Vec<RoleView>),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn list_roles(
     State(app): State<AppState>,
     service: Service,
@@ -179,7 +180,8 @@ pub async fn reset_password(
 #[utoipa::path(get, path = "/databases/{id}/extensions", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "the allowlist", body = Vec<ExtensionView>)))]
+    responses((status = 200, description = "the allowlist", body = Vec<ExtensionView>),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn list_extensions(
     State(app): State<AppState>,
     service: Service,
@@ -246,7 +248,8 @@ pub async fn create_extension(
 #[utoipa::path(get, path = "/databases/{id}/query", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "tables", body = Vec<TableView>)))]
+    responses((status = 200, description = "tables", body = Vec<TableView>),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn tables(
     State(app): State<AppState>,
     service: Service,
@@ -316,7 +319,8 @@ pub async fn run_query(
            ("filter" = Option<String>, Query, pattern = "^[^.]+[.][a-z]+[.]", description = "column.operator.value (eq, neq, gt, gte, lt, lte, like, ilike, is, in); repeatable"),
            ("order" = Option<String>, Query, pattern = "^[^.,]+([.](asc|desc))?(,[^.,]+([.](asc|desc))?)*$", description = "column[.asc|.desc], comma-separated"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "1 to 200, default 100")),
-    responses((status = 200, description = "rows", body = Vec<Object>)))]
+    responses((status = 200, description = "rows", body = Vec<Object>),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn read_data(
     State(app): State<AppState>,
     service: Service,
@@ -396,7 +400,8 @@ pub async fn insert_data(
 #[utoipa::path(get, path = "/databases/{id}/metrics", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "figures", body = ops::Metrics)))]
+    responses((status = 200, description = "figures", body = ops::Metrics),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn metrics(
     State(app): State<AppState>,
     service: Service,
@@ -423,7 +428,8 @@ pub struct DatabaseLogs {
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id"),
            ("lines" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many of the last lines, 1 to 1000, default 200")),
-    responses((status = 200, description = "the log", body = DatabaseLogs)))]
+    responses((status = 200, description = "the log", body = DatabaseLogs),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn logs(
     State(app): State<AppState>,
     service: Service,

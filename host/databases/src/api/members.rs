@@ -52,7 +52,8 @@ async fn max_replicas(app: &AppState, caller: &Caller) -> Result<i64, ApiError> 
 #[utoipa::path(get, path = "/databases/{id}/replicas", tag = "databases",
     security(("bearer" = ["databases:read"])),
     params(("id" = String, Path, description = "database id")),
-    responses((status = 200, description = "the replicas", body = ReplicasView)))]
+    responses((status = 200, description = "the replicas", body = ReplicasView),
+              (status = 409, description = "not ready: the resource is still being created", body = plateau_api::error::Problem)))]
 pub async fn list_replicas(
     State(app): State<AppState>,
     service: Service,

@@ -8,7 +8,7 @@ use plateau_testkit::Backend;
 use redis::AsyncCommands as _;
 use serde_json::json;
 
-use super::{Processes, cli, cli_out, connection, create, direct, eventually};
+use super::{Processes, change, cli, cli_out, connection, create, delete, direct, eventually};
 use crate::{create_org, event_types, mint, start};
 
 crate::on_both_backends!(lifecycle_over_tls, plan_scopes_and_tenants);
@@ -89,23 +89,19 @@ async fn lifecycle_over_tls(backend: Backend) {
     assert!(m["connectedClients"].as_u64().unwrap() >= 1, "{m}");
     assert!(m["replicationOffset"].as_u64().unwrap() > 0, "{m}");
 
-    let r2 = c
-        .patch(
-            &format!("/caches/{id}"),
-            json!({ "memoryMb": 48, "evictionPolicy": "allkeys-lfu" }),
-        )
-        .await;
-    assert_eq!(r2.status, 200, "{}", r2.text());
-    assert_eq!(r2.json()["memoryMb"], 48);
+    let changed = change(
+        &c,
+        &id,
+        json!({ "memoryMb": 48, "evictionPolicy": "allkeys-lfu" }),
+    )
+    .await;
+    assert_eq!(changed["memoryMb"], 48);
     let m = c.get(&format!("/caches/{id}/metrics")).await.json();
     assert_eq!(m["maxmemoryBytes"], 48 << 20, "{m}");
     // Replicas scale down and back up; the new replica catches up.
     for (replicas, connected) in [(0, 0), (1, 1)] {
-        let r2 = c
-            .patch(&format!("/caches/{id}"), json!({ "replicas": replicas }))
-            .await;
-        assert_eq!(r2.status, 200, "{}", r2.text());
-        assert_eq!(r2.json()["replicas"], replicas);
+        let changed = change(&c, &id, json!({ "replicas": replicas })).await;
+        assert_eq!(changed["replicas"], replicas);
         eventually(
             &format!("{connected} connected replicas"),
             Duration::from_secs(30),
@@ -128,10 +124,7 @@ async fn lifecycle_over_tls(backend: Backend) {
     assert_eq!(r2.status, 400, "tls is chosen at creation: {}", r2.text());
 
     // Rotation: the old password stops working, the new one works.
-    let r2 = c
-        .patch(&format!("/caches/{id}"), json!({ "rotatePassword": true }))
-        .await;
-    assert_eq!(r2.status, 200, "{}", r2.text());
+    change(&c, &id, json!({ "rotatePassword": true })).await;
     let rotated = connection(&c, &id).await;
     assert_ne!(rotated.password, conn.password);
     assert_eq!(cli_out(&rotated, &["GET", "greeting"]), "hello");
@@ -162,9 +155,7 @@ async fn lifecycle_over_tls(backend: Backend) {
 
     let list = c.get("/caches?limit=10").await.json();
     assert_eq!(list["total"], 1, "{list}");
-    let r2 = c.delete(&format!("/caches/{id}")).await;
-    assert_eq!(r2.status, 200, "{}", r2.text());
-    assert_eq!(c.get(&format!("/caches/{id}")).await.status, 404);
+    delete(&c, &id).await;
     let gone = cli(&rotated, rotated.port, &rotated.password, &["PING"]);
     assert!(!String::from_utf8_lossy(&gone.stdout).contains("PONG"));
     assert!(!s.data_dir.path().join("caches").join(&id).exists());

@@ -114,7 +114,6 @@ async fn read_tokens_read_and_redis_runs_unprivileged(backend: Backend) {
     // The user (the tests run as root, so one per cluster) goes with the
     // cache.
     assert!(user_exists(&id));
-    let r = c.delete(&format!("/caches/{id}")).await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    super::delete(&c, &id).await;
     assert!(!user_exists(&id), "the cache's user outlives it");
 }

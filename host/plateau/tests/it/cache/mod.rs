@@ -17,11 +17,31 @@ use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
 use redis::{ConnectionAddr, TlsCertificates, TlsMode};
 use serde_json::Value;
 
-/// Creates a cache with `body`; its JSON.
+/// Creates a cache with `body` and waits until it runs; its JSON. The
+/// create answers first, with the cache `creating`.
 pub async fn create(c: &Client, body: Value) -> Value {
     let r = c.post("/caches", body).await;
     assert_eq!(r.status, 201, "{}", r.text());
-    r.json()
+    let created = r.json();
+    assert_eq!(created["status"], "creating", "{created}");
+    let id = created["id"].as_str().unwrap();
+    c.wait_running(&format!("/caches/{id}")).await
+}
+
+/// Changes cache `id` with `body` and waits until the change is applied;
+/// its JSON.
+pub async fn change(c: &Client, id: &str, body: Value) -> Value {
+    let r = c.patch(&format!("/caches/{id}"), body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    c.wait_running(&format!("/caches/{id}")).await
+}
+
+/// Deletes cache `id` and waits until it is gone.
+pub async fn delete(c: &Client, id: &str) {
+    let r = c.delete(&format!("/caches/{id}")).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    assert_eq!(r.json()["status"], "deleting", "{}", r.text());
+    c.wait_gone(&format!("/caches/{id}")).await;
 }
 
 /// A cache's connection details, with its CA written to a file.

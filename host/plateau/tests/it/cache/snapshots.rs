@@ -56,6 +56,10 @@ async fn snapshot_restore_and_adoption(backend: Backend) {
         .await;
     assert_eq!(restored.status, 201, "{}", restored.text());
     let b = restored.json();
+    assert_eq!(b["status"], "creating", "{b}");
+    let b = c
+        .wait_running(&format!("/caches/{}", b["id"].as_str().unwrap()))
+        .await;
     assert_eq!(b["restoredFrom"], snap["id"]);
     assert_eq!(b["persistence"], "rdb");
     let b_id = b["id"].as_str().unwrap().to_owned();
@@ -114,7 +118,7 @@ async fn snapshot_restore_and_adoption(backend: Backend) {
     assert_eq!(back, "value 7");
     assert_ne!(pid_of(&conn_b), pid_b);
 
-    assert_eq!(c.delete(&format!("/caches/{a_id}")).await.status, 200);
+    super::delete(&c, &a_id).await;
     let gone = c.get(&format!("/caches/{a_id}/snapshots")).await;
     assert_eq!(gone.status, 404);
     let snapshots_dir = s.data_dir.path().join("cache-snapshots");
@@ -178,13 +182,7 @@ async fn eviction_policies(backend: Backend) {
         "allkeys-random",
         "volatile-lru",
     ] {
-        let changed = c
-            .patch(
-                &format!("/caches/{id}"),
-                json!({ "evictionPolicy": policy }),
-            )
-            .await;
-        assert_eq!(changed.status, 200, "{}", changed.text());
+        super::change(&c, &id, json!({ "evictionPolicy": policy })).await;
         let () = redis::cmd("FLUSHALL").query_async(&mut r).await.unwrap();
         let evicted_before = c.get(&format!("/caches/{id}/metrics")).await.json()["evictedKeys"]
             .as_u64()

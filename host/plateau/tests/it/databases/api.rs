@@ -147,8 +147,7 @@ async fn clusters(backend: Backend) {
     // Delete: the servers stop and the data goes.
     let dir = server.data_dir.path().join("databases").join(&id);
     assert!(dir.exists());
-    let r = c.delete(&format!("/databases/{id}")).await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    super::delete(&c, &id).await;
     assert!(!dir.exists());
     assert!(!psql(write_uri, "SELECT 1").status.success());
     assert!(!psql(uri, "SELECT 1").status.success());

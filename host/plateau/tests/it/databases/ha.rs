@@ -230,11 +230,11 @@ async fn failover(backend: Backend) {
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["replicas"], 1);
+    let scaled = c.wait_running(&format!("/databases/{id}")).await;
     assert_eq!(
-        r.json()["members"].as_array().unwrap().len(),
+        scaled["members"].as_array().unwrap().len(),
         2,
-        "{}",
-        r.text()
+        "{scaled}"
     );
     let r = c
         .post(
@@ -243,6 +243,7 @@ async fn failover(backend: Backend) {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
+    c.wait_running(&format!("/databases/{id}")).await;
     wait_for(&c, &id, "scaled back to 2", |d| all_streaming(d, 2)).await;
     psql_ok(&uri, "INSERT INTO ledger VALUES (1000000)");
 
@@ -274,7 +275,7 @@ async fn failover(backend: Backend) {
     let sql = "SELECT count(*) FROM ledger WHERE id = 2000000";
     assert_eq!(replica_answers(&read_uri, sql, "1").await, "1");
 
-    assert_eq!(c.delete(&format!("/databases/{id}")).await.status, 200);
+    super::delete(&c, &id).await;
 }
 
 on_both_backends!(failover);

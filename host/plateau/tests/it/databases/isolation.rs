@@ -302,9 +302,6 @@ async fn a_clusters_server_cannot_read_another_clusters_files() {
     // Deleting a cluster removes its user.
     let user = user_name(&uids[0].to_string()).unwrap();
     assert!(user.starts_with("pgc_"), "{user}");
-    let r = c
-        .delete(&format!("/databases/{}", mine["id"].as_str().unwrap()))
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    super::delete(&c, mine["id"].as_str().unwrap()).await;
     assert_eq!(user_name(&user), None);
 }

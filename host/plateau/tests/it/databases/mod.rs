@@ -3,6 +3,7 @@
 //! pooler (`uri`) and straight to the leader (`writeUri`).
 
 mod api;
+mod converge;
 mod ha;
 mod inside;
 mod isolation;
@@ -17,11 +18,23 @@ use serde_json::Value;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
-/// Creates a database with `body`; its JSON.
+/// Creates a database with `body` and waits until it runs; its JSON. The
+/// create answers first, with the database `creating`.
 pub async fn create(c: &Client, body: Value) -> Value {
     let r = c.post("/databases", body).await;
     assert_eq!(r.status, 201, "{}", r.text());
-    r.json()
+    let created = r.json();
+    assert_eq!(created["status"], "creating", "{created}");
+    let id = created["id"].as_str().unwrap();
+    c.wait_running(&format!("/databases/{id}")).await
+}
+
+/// Deletes database `id` and waits until it is gone.
+pub async fn delete(c: &Client, id: &str) {
+    let r = c.delete(&format!("/databases/{id}")).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    assert_eq!(r.json()["status"], "deleting", "{}", r.text());
+    c.wait_gone(&format!("/databases/{id}")).await;
 }
 
 /// A database's connection details.
