@@ -62,3 +62,24 @@ impl Passwords {
         String::from_utf8(plain).map_err(|e| SealError(e.to_string()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_opens_only_with_the_names_it_was_sealed_with() {
+        let key = Sealer::generate_key().unwrap();
+        let caches = Passwords::new(std::sync::Arc::new(Sealer::new(&key)), "cache");
+        let databases = Passwords::new(std::sync::Arc::new(Sealer::new(&key)), "database");
+        let sealed = caches.seal("org_1", "cch_1", "user", "hunter2").unwrap();
+        assert_eq!(
+            caches.open("org_1", "cch_1", "user", &sealed).unwrap(),
+            "hunter2"
+        );
+        assert!(caches.open("org_1", "cch_1", "admin", &sealed).is_err());
+        assert!(caches.open("org_1", "cch_2", "user", &sealed).is_err());
+        assert!(caches.open("org_2", "cch_1", "user", &sealed).is_err());
+        assert!(databases.open("org_1", "cch_1", "user", &sealed).is_err());
+    }
+}
