@@ -74,6 +74,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// the store keeps.
 #[async_trait]
 pub trait DatabaseProvider: Send + Sync + 'static {
+    /// Refuses at once a spec this provider cannot run (a PostgreSQL
+    /// version it does not have), before the API records it.
+    fn admit(&self, spec: &ClusterSpec) -> Result<()>;
+
     /// Brings the cluster to `spec`. Without a `placement` it creates it
     /// (initdb, settings from the spec, the owner role and its database,
     /// the standbys, the pooler), removing first whatever an interrupted

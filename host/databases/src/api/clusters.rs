@@ -204,6 +204,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
+    service.provider().admit(&DatabaseService::spec(&d))?;
     let event = NewEvent::audited(
         &caller.org_id,
         "database.created",

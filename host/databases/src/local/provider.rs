@@ -40,6 +40,10 @@ impl LocalProvider {
 
 #[async_trait]
 impl DatabaseProvider for LocalProvider {
+    fn admit(&self, spec: &ClusterSpec) -> Result<()> {
+        self.bin(&spec.version).map(|_| ())
+    }
+
     async fn apply(
         &self,
         spec: &ClusterSpec,
