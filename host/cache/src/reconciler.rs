@@ -12,68 +12,8 @@ use plateau_store::Db;
 use plateau_store::caches;
 use plateau_store::managed::{State, Table};
 
+use crate::Error;
 use crate::service::CacheService;
-use crate::{Error, Result};
-
-impl CacheService {
-    async fn applied(&self, state: &State) -> Result<String> {
-        let cache = caches::get(self.db(), &state.org_id, &state.id)
-            .await?
-            .ok_or_else(|| Error::NotPlaced(format!("cache {} is gone", state.id)))?;
-        let spec = Self::spec(&cache)?;
-        let credentials = self.credentials(&cache)?;
-        let placement = Self::placed(&cache)?;
-        let seed = match (&placement, &cache.source_snapshot_id) {
-            (None, Some(snapshot_id)) => {
-                let snapshot = caches::snapshot_by_id(self.db(), &cache.org_id, snapshot_id)
-                    .await?
-                    .ok_or_else(|| {
-                        Error::NotPlaced(format!(
-                            "snapshot {snapshot_id} was deleted before the cache was restored from it"
-                        ))
-                    })?;
-                Some(self.snapshots().get(&snapshot.object_key).await?)
-            }
-            _ => None,
-        };
-        let next = self
-            .provider()
-            .apply(&spec, placement.as_ref(), &credentials, seed)
-            .await?;
-        Ok(next.to_json())
-    }
-
-    async fn observed(&self, state: &State) -> Result<bool> {
-        let Some(cache) = caches::get(self.db(), &state.org_id, &state.id).await? else {
-            return Ok(true);
-        };
-        let Some(placement) = Self::placed(&cache)? else {
-            return Ok(false);
-        };
-        let spec = Self::spec(&cache)?;
-        let credentials = self.credentials(&cache)?;
-        self.provider()
-            .observe(&spec, &placement, &credentials)
-            .await
-    }
-
-    async fn deleted(&self, state: &State) -> Result<()> {
-        let placement = match state.placement.as_str() {
-            "" => None,
-            json => Some(crate::spec::Placement::from_json(json)?),
-        };
-        self.provider().delete(&state.id, placement.as_ref()).await?;
-        let mut tx = self.db().begin().await?;
-        let keys = caches::delete_snapshots(&mut tx, &state.org_id, &state.id).await?;
-        tx.commit().await?;
-        for key in keys {
-            if let Err(e) = self.snapshots().delete(&key).await {
-                tracing::warn!(cache = %state.id, key, error = %e, "removing a deleted cache's snapshot");
-            }
-        }
-        Ok(())
-    }
-}
 
 #[async_trait]
 impl Resources for CacheService {
@@ -102,14 +42,63 @@ impl Resources for CacheService {
     }
 
     async fn apply(&self, state: &State) -> Result<String, Failure> {
-        self.applied(state).await.map_err(|e| e.to_string())
+        let cache = caches::get(self.db(), &state.org_id, &state.id)
+            .await?
+            .ok_or_else(|| Error::NotPlaced(format!("cache {} is gone", state.id)))?;
+        let spec = Self::spec(&cache)?;
+        let credentials = self.credentials(&cache)?;
+        let placement = Self::placed(&cache)?;
+        let seed = match (&placement, &cache.source_snapshot_id) {
+            (None, Some(snapshot_id)) => {
+                let snapshot = caches::snapshot_by_id(self.db(), &cache.org_id, snapshot_id)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::NotPlaced(format!(
+                            "snapshot {snapshot_id} was deleted before the cache was restored from it"
+                        ))
+                    })?;
+                Some(self.snapshots().get(&snapshot.object_key).await?)
+            }
+            _ => None,
+        };
+        let next = self
+            .provider()
+            .apply(&spec, placement.as_ref(), &credentials, seed)
+            .await?;
+        Ok(next.to_json())
     }
 
     async fn observe(&self, state: &State) -> Result<bool, Failure> {
-        self.observed(state).await.map_err(|e| e.to_string())
+        let Some(cache) = caches::get(self.db(), &state.org_id, &state.id).await? else {
+            return Ok(true);
+        };
+        let Some(placement) = Self::placed(&cache)? else {
+            return Ok(false);
+        };
+        let spec = Self::spec(&cache)?;
+        let credentials = self.credentials(&cache)?;
+        Ok(self
+            .provider()
+            .observe(&spec, &placement, &credentials)
+            .await?)
     }
 
     async fn delete(&self, state: &State) -> Result<(), Failure> {
-        self.deleted(state).await.map_err(|e| e.to_string())
+        let placement = match state.placement.as_str() {
+            "" => None,
+            json => Some(crate::spec::Placement::from_json(json)?),
+        };
+        self.provider()
+            .delete(&state.id, placement.as_ref())
+            .await?;
+        let mut tx = self.db().begin().await?;
+        let keys = caches::delete_snapshots(&mut tx, &state.org_id, &state.id).await?;
+        tx.commit().await?;
+        for key in keys {
+            if let Err(e) = self.snapshots().delete(&key).await {
+                tracing::warn!(cache = %state.id, key, error = %e, "removing a deleted cache's snapshot");
+            }
+        }
+        Ok(())
     }
 }

@@ -29,19 +29,6 @@ impl DatabaseService {
             .ok_or_else(|| Error::NotPlaced(format!("database {} is gone", state.id)))
     }
 
-    async fn applied(&self, state: &State) -> Result<String> {
-        let d = self.row(state).await?;
-        let spec = Self::spec(&d);
-        let credentials = self.credentials(&d)?;
-        let placement = Self::placed(&d)?;
-        let next = self
-            .provider()
-            .apply(&spec, placement.as_ref(), &credentials)
-            .await?;
-        self.ensure_reader(&d, &next).await?;
-        Ok(next.to_json())
-    }
-
     /// Makes sure the host's read-only role exists with its password (what
     /// a `databases:read` caller is given), once per process and cluster.
     async fn ensure_reader(&self, d: &Database, placement: &Placement) -> Result<()> {
@@ -67,7 +54,79 @@ impl DatabaseService {
         Ok(())
     }
 
-    async fn observed(&self, state: &State) -> Result<bool> {
+    /// The checks of a healthy cluster: its read-only role once per
+    /// process (a cluster made by an older version gets it), its disk
+    /// every `disk_check_every`.
+    async fn now_and_then(&self, d: &Database, placement: &Placement) {
+        let (reader, disk) = {
+            let checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+            let disk = checked
+                .disks
+                .get(&d.id)
+                .is_none_or(|t| t.elapsed() >= self.config().disk_check_every);
+            (!checked.readers.contains(&d.id), disk)
+        };
+        if reader && let Err(e) = self.ensure_reader(d, placement).await {
+            tracing::warn!(database = %d.id, error = %e, "making a database's read-only role");
+        }
+        if disk {
+            self.checked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .disks
+                .insert(d.id.clone(), Instant::now());
+            if let Err(e) = self.check_disk(d).await {
+                tracing::warn!(database = %d.id, error = %e, "checking a database's disk quota");
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Resources for DatabaseService {
+    fn kind(&self) -> &'static str {
+        "database"
+    }
+
+    fn table(&self) -> Table {
+        Table::Databases
+    }
+
+    fn db(&self) -> &Db {
+        DatabaseService::db(self)
+    }
+
+    fn locks(&self) -> &ResourceLocks {
+        &self.config().locks
+    }
+
+    fn host_id(&self) -> &str {
+        DatabaseService::host_id(self)
+    }
+
+    fn every(&self, state: &State) -> Duration {
+        let every = self.config().supervise_every;
+        if state.replicas > 0 {
+            every.min(WATCH_EVERY)
+        } else {
+            every
+        }
+    }
+
+    async fn apply(&self, state: &State) -> Result<String, Failure> {
+        let d = self.row(state).await?;
+        let spec = Self::spec(&d);
+        let credentials = self.credentials(&d)?;
+        let placement = Self::placed(&d)?;
+        let next = self
+            .provider()
+            .apply(&spec, placement.as_ref(), &credentials)
+            .await?;
+        self.ensure_reader(&d, &next).await?;
+        Ok(next.to_json())
+    }
+
+    async fn observe(&self, state: &State) -> Result<bool, Failure> {
         let d = self.row(state).await?;
         let Some(placement) = Self::placed(&d)? else {
             return Ok(false);
@@ -104,86 +163,17 @@ impl DatabaseService {
         Ok(round.healthy)
     }
 
-    /// The checks of a healthy cluster: its read-only role once per
-    /// process (a cluster made by an older version gets it), its disk
-    /// every `disk_check_every`.
-    async fn now_and_then(&self, d: &Database, placement: &Placement) {
-        let (reader, disk) = {
-            let checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
-            let disk = checked
-                .disks
-                .get(&d.id)
-                .is_none_or(|t| t.elapsed() >= self.config().disk_check_every);
-            (!checked.readers.contains(&d.id), disk)
-        };
-        if reader && let Err(e) = self.ensure_reader(d, placement).await {
-            tracing::warn!(database = %d.id, error = %e, "making a database's read-only role");
-        }
-        if disk {
-            self.checked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .disks
-                .insert(d.id.clone(), Instant::now());
-            if let Err(e) = self.check_disk(d).await {
-                tracing::warn!(database = %d.id, error = %e, "checking a database's disk quota");
-            }
-        }
-    }
-
-    async fn deleted(&self, state: &State) -> Result<()> {
+    async fn delete(&self, state: &State) -> Result<(), Failure> {
         let placement = match state.placement.as_str() {
             "" => None,
             json => Some(Placement::from_json(json)?),
         };
-        self.provider().delete(&state.id, placement.as_ref()).await?;
+        self.provider()
+            .delete(&state.id, placement.as_ref())
+            .await?;
         let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
         checked.readers.remove(&state.id);
         checked.disks.remove(&state.id);
         Ok(())
-    }
-}
-
-#[async_trait]
-impl Resources for DatabaseService {
-    fn kind(&self) -> &'static str {
-        "database"
-    }
-
-    fn table(&self) -> Table {
-        Table::Databases
-    }
-
-    fn db(&self) -> &Db {
-        DatabaseService::db(self)
-    }
-
-    fn locks(&self) -> &ResourceLocks {
-        &self.config().locks
-    }
-
-    fn host_id(&self) -> &str {
-        DatabaseService::host_id(self)
-    }
-
-    fn every(&self, state: &State) -> Duration {
-        let every = self.config().supervise_every;
-        if state.replicas > 0 {
-            every.min(WATCH_EVERY)
-        } else {
-            every
-        }
-    }
-
-    async fn apply(&self, state: &State) -> Result<String, Failure> {
-        self.applied(state).await.map_err(|e| e.to_string())
-    }
-
-    async fn observe(&self, state: &State) -> Result<bool, Failure> {
-        self.observed(state).await.map_err(|e| e.to_string())
-    }
-
-    async fn delete(&self, state: &State) -> Result<(), Failure> {
-        self.deleted(state).await.map_err(|e| e.to_string())
     }
 }

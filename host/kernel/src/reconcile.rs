@@ -24,8 +24,8 @@ use serde_json::json;
 use crate::lock::ResourceLocks;
 use crate::status::Status;
 
-/// Why a provider call failed, in words for the resource's details.
-pub type Failure = String;
+/// Why a provider call failed; its words go to the resource's details.
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// One kind of managed resource, as its service gives it to the kernel:
 /// the provider's operations in the shape Kubernetes operators expose
@@ -96,6 +96,7 @@ pub async fn reconcile(r: &dyn Resources, id: &str) {
                 .await
             }
             Err(reason) => {
+                let reason = reason.to_string();
                 tracing::warn!(kind = r.kind(), id, error = %reason, "applying a resource's spec");
                 settle(
                     r,

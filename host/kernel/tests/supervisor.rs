@@ -68,7 +68,7 @@ impl Resources for Fake {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 Ok("{}".to_owned())
             }
-            Plan::Fail => Err("no port free for node1".to_owned()),
+            Plan::Fail => Err("no port free for node1".into()),
             Plan::Bumped => {
                 if state.generation == 1 {
                     let mut tx = self.db.begin().await.unwrap();
@@ -154,7 +154,13 @@ async fn each_resource_converges_on_its_own() {
         ("cch_gone", Plan::Place, Status::Deleting),
     ];
     for (id, _, status) in plans {
-        let event = NewEvent::audited("org_1", "cache.created", "resources", "create", &Actor::system());
+        let event = NewEvent::audited(
+            "org_1",
+            "cache.created",
+            "resources",
+            "create",
+            &Actor::system(),
+        );
         caches::insert(&mut tx, &cache(id, status), &event, 0)
             .await
             .unwrap();
@@ -163,7 +169,10 @@ async fn each_resource_converges_on_its_own() {
     let fake = std::sync::Arc::new(Fake {
         db: db.clone(),
         locks: ResourceLocks::new(dir.path().join("locks")).unwrap(),
-        plans: plans.iter().map(|(id, plan, _)| (id.to_string(), *plan)).collect(),
+        plans: plans
+            .iter()
+            .map(|(id, plan, _)| (id.to_string(), *plan))
+            .collect(),
         applied: Mutex::new(Vec::new()),
         deleted: Mutex::new(Vec::new()),
     });
@@ -172,25 +181,45 @@ async fn each_resource_converges_on_its_own() {
         .spawn();
 
     // The stuck one's apply never ends; the others converge meanwhile.
-    let fine = until(&db, "cch_fine", |s| s.is_some_and(|s| s.status == "running")).await;
+    let fine = until(&db, "cch_fine", |s| {
+        s.is_some_and(|s| s.status == "running")
+    })
+    .await;
     assert_eq!(fine.unwrap().placement, "{\"placed\":1}");
-    let broken = until(&db, "cch_broken", |s| s.is_some_and(|s| s.status == "failed")).await;
+    let broken = until(&db, "cch_broken", |s| {
+        s.is_some_and(|s| s.status == "failed")
+    })
+    .await;
     assert_eq!(
         broken.unwrap().status_detail.as_deref(),
         Some("no port free for node1")
     );
     // A change asked for during an apply is applied next.
-    let bumped = until(&db, "cch_bumped", |s| s.is_some_and(|s| s.status == "running")).await;
+    let bumped = until(&db, "cch_bumped", |s| {
+        s.is_some_and(|s| s.status == "running")
+    })
+    .await;
     assert_eq!(bumped.unwrap().placement, "{\"placed\":2}");
     until(&db, "cch_gone", |s| s.is_none()).await;
     assert_eq!(*fake.deleted.lock().unwrap(), ["cch_gone"]);
     let stuck = status_of(&db, "cch_stuck").await.unwrap();
     assert_eq!(stuck.status, "creating");
     // A failed one is not tried again until the user asks.
-    let tries = |id: &str| fake.applied.lock().unwrap().iter().filter(|a| *a == id).count();
+    let tries = |id: &str| {
+        fake.applied
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| *a == id)
+            .count()
+    };
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(tries("cch_broken"), 1);
-    assert_eq!(tries("cch_stuck"), 1, "a busy resource is not started twice");
+    assert_eq!(
+        tries("cch_stuck"),
+        1,
+        "a busy resource is not started twice"
+    );
     supervisor.abort();
 
     let kinds: Vec<(String, String)> = sqlx::query_as(
@@ -199,7 +228,10 @@ async fn each_resource_converges_on_its_own() {
     .fetch_all(db.pool())
     .await
     .unwrap();
-    let kinds: Vec<(&str, &str)> = kinds.iter().map(|(k, r)| (k.as_str(), r.as_str())).collect();
+    let kinds: Vec<(&str, &str)> = kinds
+        .iter()
+        .map(|(k, r)| (k.as_str(), r.as_str()))
+        .collect();
     assert_eq!(
         kinds,
         [

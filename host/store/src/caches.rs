@@ -293,7 +293,8 @@ pub async fn get_snapshot(
 /// An organisation's snapshot `id`, whichever cache it was taken of (the
 /// seed of a cache restored from it).
 pub async fn snapshot_by_id(db: &Db, org_id: &str, id: &str) -> Result<Option<Snapshot>> {
-    let sql = format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
+    let sql =
+        format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
     Ok(sqlx::query_as(&sql)
         .bind(org_id)
         .bind(id)

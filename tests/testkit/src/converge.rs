@@ -30,17 +30,10 @@ impl Client {
             let v = r.json();
             let status = v["status"].as_str().unwrap_or_default();
             if status == want {
-                eprintln!(
-                    "{path} {want} after {:.2} s",
-                    start.elapsed().as_secs_f64()
-                );
+                eprintln!("{path} {want} after {:.2} s", start.elapsed().as_secs_f64());
                 return v;
             }
-            assert!(
-                status != "failed",
-                "{path} failed: {}",
-                v["statusDetail"]
-            );
+            assert!(status != "failed", "{path} failed: {}", v["statusDetail"]);
             assert!(
                 start.elapsed() < CEILING,
                 "{path} still {status} after {} s: {v}",

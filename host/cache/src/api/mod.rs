@@ -121,4 +121,3 @@ async fn find(app: &AppState, caller: &Caller, id: &str) -> Result<Cache, ApiErr
         .await?
         .ok_or_else(|| not_found(id))
 }
-

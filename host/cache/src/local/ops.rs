@@ -312,7 +312,11 @@ impl LocalProvider {
         Ok(next)
     }
 
-    pub async fn set_password(&self, placement: &Placement, credentials: &Credentials) -> Result<()> {
+    pub async fn set_password(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<()> {
         let app = format!("#{}", conf::hash(&credentials.password));
         let reader = conf::hash(&credentials.reader_password());
         let processes = placement.nodes.iter().map(|n| (n, true));
@@ -361,7 +365,11 @@ impl LocalProvider {
         Ok(format!("{}:{port}", placement.address))
     }
 
-    pub async fn metrics(&self, placement: &Placement, credentials: &Credentials) -> Result<Metrics> {
+    pub async fn metrics(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<Metrics> {
         let port = self.leader_port(placement, credentials).await;
         let mut conn = self.admin_conn(placement, credentials, port).await?;
         let info = client::info(&mut conn, "all").await?;
@@ -393,7 +401,11 @@ impl LocalProvider {
         Ok(out)
     }
 
-    pub async fn snapshot(&self, placement: &Placement, credentials: &Credentials) -> Result<Bytes> {
+    pub async fn snapshot(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<Bytes> {
         let _one = self.snapshot_lock.lock().await;
         let port = self.leader_port(placement, credentials).await;
         let dir = self.node_dir_by_port(placement, port)?;

@@ -180,13 +180,15 @@ pub async fn set_replicas(
     event: &NewEvent,
     now: i64,
 ) -> Result<()> {
-    sqlx::query("UPDATE databases SET replicas = $1, updated_at = $2 WHERE org_id = $3 AND id = $4")
-        .bind(replicas)
-        .bind(now)
-        .bind(org_id)
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
+    sqlx::query(
+        "UPDATE databases SET replicas = $1, updated_at = $2 WHERE org_id = $3 AND id = $4",
+    )
+    .bind(replicas)
+    .bind(now)
+    .bind(org_id)
+    .bind(id)
+    .execute(tx.conn())
+    .await?;
     events::record(tx, event, now).await?;
     Ok(())
 }

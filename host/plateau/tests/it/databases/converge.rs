@@ -57,7 +57,10 @@ async fn a_create_interrupted_by_a_killed_agent_converges(backend: Backend) {
     let agent = agent_pid(&server).expect("serve started its agent");
 
     let r = c
-        .post("/databases", json!({ "name": "interrupted", "replicas": 1 }))
+        .post(
+            "/databases",
+            json!({ "name": "interrupted", "replicas": 1 }),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.json()["status"], "creating", "{}", r.text());
@@ -114,6 +117,9 @@ async fn a_create_interrupted_by_a_killed_agent_converges(backend: Backend) {
     psql_ok(uri, "CREATE TABLE t (n int); INSERT INTO t VALUES (1)");
     assert_eq!(psql_ok(uri, "SELECT count(*) FROM t"), "1");
     super::delete(&c, &id).await;
-    assert!(processes_under(&dir).is_empty(), "a deleted cluster's processes run on");
+    assert!(
+        processes_under(&dir).is_empty(),
+        "a deleted cluster's processes run on"
+    );
     assert!(!dir.exists());
 }

@@ -231,11 +231,7 @@ async fn failover(backend: Backend) {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["replicas"], 1);
     let scaled = c.wait_running(&format!("/databases/{id}")).await;
-    assert_eq!(
-        scaled["members"].as_array().unwrap().len(),
-        2,
-        "{scaled}"
-    );
+    assert_eq!(scaled["members"].as_array().unwrap().len(), 2, "{scaled}");
     let r = c
         .post(
             &format!("/databases/{id}/replicas"),
