@@ -79,16 +79,8 @@ pub async fn create(
     actor: &Actor,
 ) -> plateau_store::Result<()> {
     deployments::insert(tx, d).await?;
-    if app.live_deployment_id.is_none()
-        && plateau_kernel::AppStatus::read(&app.status) != plateau_kernel::AppStatus::Paused
-    {
-        apps::set_status(
-            tx,
-            &app.id,
-            plateau_kernel::AppStatus::Deploying.as_str(),
-            d.created_at,
-        )
-        .await?;
+    if app.live_deployment_id.is_none() && app.status != "paused" {
+        apps::set_status(tx, &app.id, "deploying", d.created_at).await?;
     }
     let e = event(app, "app.deployment.created", "deploy", actor).data(json!({
         "deploymentId": d.id,
@@ -176,17 +168,14 @@ impl Apps {
         let Some(current) = apps::get_in(&mut tx, &app.org_id, &app.id).await? else {
             return Ok(());
         };
-        if current.deleted_at.is_some()
-            || plateau_kernel::AppStatus::read(&current.status) == plateau_kernel::AppStatus::Paused
-        {
+        if current.deleted_at.is_some() || current.status == "paused" {
             drop(tx);
             handle.stop();
             let why = if current.deleted_at.is_some() {
-                plateau_kernel::AppStatus::Deleted
+                "deleted"
             } else {
-                plateau_kernel::AppStatus::Paused
-            }
-            .as_str();
+                "paused"
+            };
             return self
                 .fail(
                     &app,
@@ -208,7 +197,7 @@ impl Apps {
         tx.commit().await?;
         let mut live = current;
         live.live_deployment_id = Some(d.id.clone());
-        live.status = plateau_kernel::AppStatus::Running.as_str().to_owned();
+        live.status = "running".to_owned();
         self.install(&live, &d.id, handle);
         Ok(())
     }
@@ -280,16 +269,9 @@ impl Apps {
         let current = apps::get_in(&mut tx, &app.org_id, &app.id).await?;
         if let Some(current) = current
             && current.live_deployment_id.is_none()
-            && plateau_kernel::AppStatus::read(&current.status)
-                == plateau_kernel::AppStatus::Deploying
+            && current.status == "deploying"
         {
-            apps::set_status(
-                &mut tx,
-                &app.id,
-                plateau_kernel::AppStatus::Failed.as_str(),
-                now,
-            )
-            .await?;
+            apps::set_status(&mut tx, &app.id, "failed", now).await?;
         }
         let e = event(app, "app.deployment.failed", "deploy", &Actor::system()).data(json!({
             "deploymentId": d.id,

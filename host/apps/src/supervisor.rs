@@ -201,7 +201,7 @@ impl Apps {
             self.take_down(&app.id, &app.slug, false);
             return Ok(());
         }
-        if plateau_kernel::AppStatus::read(&app.status) == plateau_kernel::AppStatus::Paused {
+        if app.status == "paused" {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))
             {

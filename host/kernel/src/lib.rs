@@ -27,5 +27,5 @@ pub mod supervisor;
 
 pub use lock::{ResourceGuard, ResourceLocks};
 pub use reconcile::{Failure, Resources};
-pub use status::{AppStatus, Status};
+pub use status::Status;
 pub use supervisor::Supervisor;

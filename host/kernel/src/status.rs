@@ -1,7 +1,8 @@
-//! [`Status`] (caches, databases) and [`AppStatus`]: what is true of a
-//! resource, one word the API shows, the store keeps (as today's lowercase
-//! strings) and the OpenAPI document lists as an enum. No string literal
-//! of a status outside this file.
+//! [`Status`] (caches, databases): what is true of a resource, one word
+//! the API shows, the store keeps (as today's lowercase strings) and the
+//! OpenAPI document lists as an enum. No string literal of a status
+//! outside this file. `statuses!` declares such an enum (apps keep theirs,
+//! `AppStatus`, in plateau-apps).
 
 use std::fmt;
 use std::str::FromStr;
@@ -79,20 +80,6 @@ statuses!(
         Paused = "paused",
         Deleting = "deleting",
         Failed = "failed",
-    }
-);
-
-statuses!(
-    /// The status of an app: `created` (no deployment yet), `deploying`,
-    /// `running`, `failed` (its last deployment did not go live), `paused`
-    /// (no replicas, by the user), `deleted` (in the trash).
-    AppStatus, unknown = Failed, {
-        Created = "created",
-        Deploying = "deploying",
-        Running = "running",
-        Failed = "failed",
-        Paused = "paused",
-        Deleted = "deleted",
     }
 );
 

@@ -152,7 +152,7 @@ pub async fn create(
         branch,
         port: input.port,
         health_check_path: health,
-        status: plateau_kernel::AppStatus::Created.as_str().to_owned(),
+        status: "created".to_owned(),
         replicas: 1,
         memory_mb: limits.as_ref().map_or(128, |l| l.memory_mb.min(128)),
         milli_cpu: limits.as_ref().map_or(250, |l| l.milli_cpu.min(250)),
@@ -174,7 +174,7 @@ pub async fn create(
         (Some(image), "image") => {
             let d = pipeline::pending(&app, "deploy", Some(image.clone()), None);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
-            app.status = plateau_kernel::AppStatus::Deploying.as_str().to_owned();
+            app.status = "deploying".to_owned();
             Some(d.id)
         }
         (_, "git") if app.repo.is_some() => {
@@ -182,7 +182,7 @@ pub async fn create(
             let branch = app.branch.clone().unwrap_or_else(|| "main".to_owned());
             let d = pipeline::pending_git(&app, &repo, &branch);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
-            app.status = plateau_kernel::AppStatus::Deploying.as_str().to_owned();
+            app.status = "deploying".to_owned();
             Some(d.id)
         }
         _ => None,
@@ -300,7 +300,7 @@ pub async fn restore(
     events::record(&mut tx, &e, now).await?;
     let mut redeploy = None;
     if let Some(live) = &app.live_deployment_id
-        && plateau_kernel::AppStatus::read(&app.status) != plateau_kernel::AppStatus::Paused
+        && app.status != "paused"
         && let Some(from) = plateau_store::apps::deployments::get_in(&mut tx, &app.id, live).await?
     {
         let d = pipeline::pending(&app, "restore", None, Some(&from));

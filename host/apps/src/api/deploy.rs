@@ -244,18 +244,12 @@ pub async fn pause(
     let now = time::now_ms();
     let mut tx = apps.db().begin().await?;
     let mut app = load_live_in(&mut tx, &caller, &id).await?;
-    if plateau_kernel::AppStatus::read(&app.status) != plateau_kernel::AppStatus::Paused {
-        db::set_status(
-            &mut tx,
-            &app.id,
-            plateau_kernel::AppStatus::Paused.as_str(),
-            now,
-        )
-        .await?;
+    if app.status != "paused" {
+        db::set_status(&mut tx, &app.id, "paused", now).await?;
         let e = event(&app, "app.paused", "update", &caller.actor()).data(json!({}));
         events::record(&mut tx, &e, now).await?;
         tx.commit_last().await?;
-        app.status = plateau_kernel::AppStatus::Paused.as_str().to_owned();
+        app.status = "paused".to_owned();
         app.updated_at = now;
     }
     apps.take_down(&app.id, &app.slug, true);
@@ -280,27 +274,24 @@ pub async fn resume(
     let now = time::now_ms();
     let mut tx = apps.db().begin().await?;
     let mut app = load_live_in(&mut tx, &caller, &id).await?;
-    if plateau_kernel::AppStatus::read(&app.status) != plateau_kernel::AppStatus::Paused {
+    if app.status != "paused" {
         return Err(ApiError::conflict(
             "app_not_paused",
             format!("app {id} is not paused"),
         ));
     }
     let status = if app.live_deployment_id.is_some() {
-        plateau_kernel::AppStatus::Running
+        "running"
     } else {
-        plateau_kernel::AppStatus::Created
-    }
-    .as_str();
+        "created"
+    };
     db::set_status(&mut tx, &app.id, status, now).await?;
     let e = event(&app, "app.resumed", "update", &caller.actor()).data(json!({}));
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
     app.status = status.to_owned();
     app.updated_at = now;
-    apps.spawn_follow(app.id.clone(), |a| {
-        plateau_kernel::AppStatus::read(&a.status) != plateau_kernel::AppStatus::Paused
-    });
+    apps.spawn_follow(app.id.clone(), |a| a.status != "paused");
     let url = apps.url(&app.slug);
     Ok(Json(AppView::new(app, url)))
 }
@@ -356,7 +347,7 @@ pub(crate) fn check_git(apps: &Apps, repo: &str, branch: &str) -> Result<(), Api
 }
 
 fn refuse_paused(app: &plateau_store::apps::App) -> Result<(), ApiError> {
-    if plateau_kernel::AppStatus::read(&app.status) == plateau_kernel::AppStatus::Paused {
+    if app.status == "paused" {
         return Err(ApiError::conflict(
             "app_paused",
             format!("app {} is paused; resume it first", app.id),

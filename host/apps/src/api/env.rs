@@ -325,7 +325,7 @@ async fn redeploy(
     let Some(live) = &app.live_deployment_id else {
         return Ok(None);
     };
-    if plateau_kernel::AppStatus::read(&app.status) == plateau_kernel::AppStatus::Paused {
+    if app.status == "paused" {
         return Ok(None);
     }
     let Some(from) = deployments::get_in(tx, &app.id, live).await? else {

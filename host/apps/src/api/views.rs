@@ -16,7 +16,7 @@ pub struct AppView {
     /// Where the edge serves the app.
     pub url: String,
     /// created, deploying, running, failed, paused, or deleted (in the trash).
-    pub status: plateau_kernel::AppStatus,
+    pub status: String,
     pub project_id: String,
     pub source_type: String,
     pub image: Option<String>,
@@ -38,9 +38,9 @@ impl AppView {
     pub fn new(app: App, url: String) -> AppView {
         AppView {
             status: if app.deleted_at.is_some() {
-                plateau_kernel::AppStatus::Deleted
+                "deleted".to_owned()
             } else {
-                plateau_kernel::AppStatus::read(&app.status)
+                app.status
             },
             id: app.id,
             name: app.name,
