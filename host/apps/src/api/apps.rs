@@ -19,7 +19,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{AppView, load, load_live_in, not_found, pull_as};
-use crate::Apps;
+use crate::{AppStatus, Apps};
 use crate::pipeline::{self, event};
 
 #[derive(Deserialize, ToSchema)]
@@ -256,7 +256,7 @@ pub async fn delete(
     let e = event(&app, "app.deleted", "delete", &caller.actor()).data(json!({ "name": app.name }));
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
-    apps.take_down(&app.id, &app.slug, false);
+    apps.follow_on_agent(&app.id).await;
     app.deleted_at = Some(now);
     app.updated_at = now;
     let url = apps.url(&app.slug);
@@ -300,7 +300,7 @@ pub async fn restore(
     events::record(&mut tx, &e, now).await?;
     let mut redeploy = None;
     if let Some(live) = &app.live_deployment_id
-        && app.status != "paused"
+        && !AppStatus::Paused.is(&app.status)
         && let Some(from) = plateau_store::apps::deployments::get_in(&mut tx, &app.id, live).await?
     {
         let d = pipeline::pending(&app, "restore", None, Some(&from));

@@ -53,6 +53,17 @@ pub struct Template {
     pub name: String,
 }
 
+/// Fails with what to install when runc is missing.
+pub fn check_runc() -> Result<()> {
+    let version = Command::new("runc").arg("--version").output();
+    if !version.is_ok_and(|o| o.status.success()) {
+        return Err(Error::NotRunnable(
+            "runc is not installed; install the runc package (apt-get install runc)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Runs Linux images with runc.
 pub struct ContainerRunner {
     paths: Arc<Paths>,
@@ -69,12 +80,7 @@ impl ContainerRunner {
             state: root.join("state"),
             bundles: root.join("bundles"),
         };
-        let version = Command::new("runc").arg("--version").output();
-        if !version.is_ok_and(|o| o.status.success()) {
-            return Err(Error::NotRunnable(
-                "runc is not installed; install the runc package (apt-get install runc)".into(),
-            ));
-        }
+        check_runc()?;
         for dir in [&paths.state, &paths.bundles] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::NotRunnable(format!("cannot create {}: {e}", dir.display())))?;
