@@ -135,12 +135,18 @@ impl Apps {
     }
 }
 
-/// Serves the plane's end on `socket` (replacing a previous agent's file)
-/// until the task is dropped.
-pub async fn serve(plane: Plane, socket: &Path) -> std::io::Result<()> {
-    let listener = bind(socket)?;
+/// Serves the plane's end on `listener` (from [`bind`]) until the task
+/// is dropped.
+pub async fn serve(plane: Plane, listener: UnixListener) {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "apps: accepting a control connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let plane = plane.clone();
         tokio::spawn(async move {
             if let Err(e) = answer(&plane, stream).await {
@@ -150,7 +156,8 @@ pub async fn serve(plane: Plane, socket: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Binds `socket` with mode 0600 (only this host's own user reaches it).
+/// Binds `socket` with mode 0600 (only this host's own user reaches it),
+/// replacing a previous agent's file.
 pub fn bind(socket: &Path) -> std::io::Result<UnixListener> {
     use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::remove_file(socket);

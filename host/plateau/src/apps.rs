@@ -195,7 +195,7 @@ pub async fn prepare(
     )
     .with_builder(builder)
     .with_upload_key(&secret_key)
-    .with_agent(AgentLink::new(crate::dataplane_files::apps_socket(data_dir)));
+    .with_agent(AgentLink::new(crate::dataplane::apps_socket(data_dir)));
     if plateau_runner::container::check_runc().is_ok() {
         apps = apps.with_images(data_dir.join("apps/images"));
     }
@@ -237,15 +237,15 @@ pub async fn plane(
     if let Err(e) = plane.prime().await {
         tracing::warn!(error = %e, "apps: routing the apps of the database");
     }
-    let socket = crate::dataplane_files::apps_socket(data_dir);
+    let socket = crate::dataplane::apps_socket(data_dir);
     let control = control::bind(&socket)
         .with_context(|| format!("binding the apps control socket {}", socket.display()))?;
     let mut tasks = vec![
         tokio::spawn(plateau_edge::serve(listener, edge, timeouts)),
-        tokio::spawn(control::serve_on(plane.clone(), control)),
+        tokio::spawn(control::serve(plane.clone(), control)),
     ];
     tasks.extend(plane.start());
-    crate::dataplane_files::write_edge(data_dir, edge_addr)?;
+    crate::dataplane::write_edge(data_dir, edge_addr)?;
     tracing::info!(edge = %edge_addr, "apps: the edge serves");
     Ok(PlaneRunning { tasks, plane })
 }
@@ -258,6 +258,23 @@ impl PlaneRunning {
             task.abort();
         }
         self.plane.flush_logs().await;
+    }
+}
+
+/// The Linux container runtime under `<data dir>/apps`, when runc runs
+/// here; without it apps run Wasm components only, and a Linux image's
+/// deployment fails saying what to install.
+fn containers(data_dir: &Path) -> Option<Containers> {
+    let root = data_dir.join("apps");
+    match ContainerRunner::new(root.join("containers")) {
+        Ok(runner) => Some(Containers {
+            runner: Arc::new(runner),
+            images: root.join("images"),
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "apps: Linux images will not run on this host");
+            None
+        }
     }
 }
 

@@ -77,9 +77,9 @@ pub struct ServeArgs {
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
     clock: String,
     #[command(flatten)]
-    listen_timeouts: ListenArgs,
+    pub(crate) listen_timeouts: ListenArgs,
     #[command(flatten)]
-    apps: AppsArgs,
+    pub(crate) apps: AppsArgs,
     #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
@@ -151,6 +151,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     // The data plane: supervision and failover go on in the agent while
     // this process is down.
     let agent = crate::dataplane::Agent::ensure(&args.store.data_dir).await?;
+    let edge_addr = crate::dataplane::edge_address(&args.store.data_dir)?;
     let (storage, storage_listener) =
         crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
     let routes = plateau_plugin_host::admin::routes()
@@ -189,6 +190,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         addr,
         args.registry_url.as_deref(),
         &args.store.data_dir,
+        edge_addr,
     )
     .await?;
     commands
@@ -207,7 +209,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
     let timeouts = args.listen_timeouts.timeouts();
-    apps.serve(timeouts);
+    apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
     let storage_addr = storage_listener.local_addr()?;
     tracing::info!(addr = %storage_addr, endpoint = %storage.endpoint(), "object storage serving S3");
