@@ -72,7 +72,9 @@ impl AgentLink {
         };
         match tokio::time::timeout(FOLLOW_WITHIN, self.ask(&request)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::info!(app = app_id, error = %e, "apps: the agent will follow on its own"),
+            Ok(Err(e)) => {
+                tracing::info!(app = app_id, error = %e, "apps: the agent will follow on its own")
+            }
             Err(_) => tracing::warn!(app = app_id, "apps: the agent did not follow within 10 s"),
         }
     }

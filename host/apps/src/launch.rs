@@ -18,9 +18,9 @@ use plateau_store::apps::{self, App, components, env};
 use plateau_store::events::{self, Actor};
 use serde_json::json;
 
+use crate::AppStatus;
 use crate::pipeline::{event, fail};
 use crate::supervisor::Plane;
-use crate::AppStatus;
 
 /// Health check attempts before a deployment fails, and the pause
 /// between them.

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use plateau_core::id::new_id;
 use plateau_core::time;
-use plateau_store::{Db, Tx};
 use plateau_store::apps::deployments::{self, Deployment};
 use plateau_store::apps::{self, App, components};
 use plateau_store::events::{self, Actor, NewEvent};
+use plateau_store::{Db, Tx};
 use serde_json::json;
 
-use crate::{AppStatus, Apps};
 use crate::image::{self, PullAs};
+use crate::{AppStatus, Apps};
 
 /// How long the pipeline waits for the request that created a deployment
 /// to commit (it commits with its idempotency record, after the handler).
@@ -261,7 +261,12 @@ impl Apps {
 
 /// Records that `d` failed with `reason` (a first deployment's failure
 /// makes the app `failed`); nothing when it was no longer working.
-pub(crate) async fn fail(db: &Db, app: &App, d: &Deployment, reason: &str) -> plateau_store::Result<()> {
+pub(crate) async fn fail(
+    db: &Db,
+    app: &App,
+    d: &Deployment,
+    reason: &str,
+) -> plateau_store::Result<()> {
     let now = time::now_ms();
     let mut tx = db.begin().await?;
     if !deployments::fail(&mut tx, &d.id, reason, now).await? {

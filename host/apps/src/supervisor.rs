@@ -359,7 +359,10 @@ impl Plane {
             .failures
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        failures.insert(app_id.to_owned(), (deployment_id.to_owned(), Instant::now()));
+        failures.insert(
+            app_id.to_owned(),
+            (deployment_id.to_owned(), Instant::now()),
+        );
     }
 
     fn forget_failure(&self, app_id: &str) {

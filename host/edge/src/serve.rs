@@ -47,7 +47,10 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
             ),
         );
     };
-    let replicas = match edge.get_ready(&slug.to_ascii_lowercase(), edge.hold()).await {
+    let replicas = match edge
+        .get_ready(&slug.to_ascii_lowercase(), edge.hold())
+        .await
+    {
         Some(Target::Serving(replicas)) => replicas,
         Some(Target::Paused) => {
             return problem(
@@ -164,7 +167,10 @@ mod tests {
         edge.set("hello", Target::Loading);
         let (head, problem) = answer_head(edge.clone(), "hello.apps.localhost").await;
         assert!(head.starts_with("HTTP/1.1 503"), "{head}");
-        assert!(head.to_ascii_lowercase().contains("retry-after: 1"), "{head}");
+        assert!(
+            head.to_ascii_lowercase().contains("retry-after: 1"),
+            "{head}"
+        );
         assert_eq!(problem.code, "app_starting");
         edge.set("new", Target::Undeployed);
         let (head, problem) = answer_head(edge, "new.apps.localhost").await;
@@ -181,7 +187,10 @@ mod tests {
             tokio::spawn(async move { answer(edge, "hello.apps.localhost").await })
         };
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        assert!(!waiting.is_finished(), "the request waits while the app loads");
+        assert!(
+            !waiting.is_finished(),
+            "the request waits while the app loads"
+        );
         edge.set("hello", Target::Paused);
         let (status, problem) = waiting.await.unwrap();
         assert_eq!(status, "HTTP/1.1 503 Service Unavailable");

@@ -224,16 +224,21 @@ pub async fn plane(
     data_dir: &Path,
     timeouts: plateau_listen::Timeouts,
 ) -> anyhow::Result<PlaneRunning> {
-    let listener = tokio::net::TcpListener::bind(args.edge_listen)
-        .await
-        .with_context(|| format!("PLATEAU_EDGE_LISTEN: listening on {}", args.edge_listen))?;
+    let listener = bind_edge(args.edge_listen, data_dir).await?;
     let edge_addr = listener.local_addr()?;
     let edge = Arc::new(Edge::new(&args.apps_domain));
     let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
     let containers = containers(data_dir);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
     let sealer = Arc::new(Sealer::new(&secret_key));
-    let plane = Plane::new(db.clone(), sealer, log_retention, wasm, containers, edge.clone());
+    let plane = Plane::new(
+        db.clone(),
+        sealer,
+        log_retention,
+        wasm,
+        containers,
+        edge.clone(),
+    );
     if let Err(e) = plane.prime().await {
         tracing::warn!(error = %e, "apps: routing the apps of the database");
     }
@@ -248,6 +253,22 @@ pub async fn plane(
     crate::dataplane::write_edge(data_dir, edge_addr)?;
     tracing::info!(edge = %edge_addr, "apps: the edge serves");
     Ok(PlaneRunning { tasks, plane })
+}
+
+/// Binds the edge at `listen`; with port 0, the port a previous agent of
+/// this data directory had first, so the edge keeps its address across
+/// restarts of the agent.
+async fn bind_edge(listen: SocketAddr, data_dir: &Path) -> anyhow::Result<tokio::net::TcpListener> {
+    if listen.port() == 0
+        && let Ok(previous) = crate::dataplane::edge_address(data_dir)
+        && previous.ip() == listen.ip()
+        && let Ok(listener) = tokio::net::TcpListener::bind(previous).await
+    {
+        return Ok(listener);
+    }
+    tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("PLATEAU_EDGE_LISTEN: listening on {listen}"))
 }
 
 impl PlaneRunning {

@@ -19,8 +19,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{AppView, load, load_live_in, not_found, pull_as};
-use crate::{AppStatus, Apps};
 use crate::pipeline::{self, event};
+use crate::{AppStatus, Apps};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -17,8 +17,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{AppView, DeploymentView, load, load_live_in, pull_as};
-use crate::{AppStatus, Apps};
 use crate::pipeline::{self, event};
+use crate::{AppStatus, Apps};
 
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]

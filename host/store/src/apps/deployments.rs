@@ -197,7 +197,10 @@ pub async fn working(db: &Db, app_id: &str) -> Result<Vec<Deployment>> {
         "SELECT {COLUMNS} FROM app_deployments WHERE app_id = $1 \
          AND status IN ('pending', 'building', 'deploying') ORDER BY id"
     );
-    Ok(sqlx::query_as(&sql).bind(app_id).fetch_all(db.pool()).await?)
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .fetch_all(db.pool())
+        .await?)
 }
 
 /// Pending deployments, oldest first: after a restart, the work a host

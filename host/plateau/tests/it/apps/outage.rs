@@ -2,7 +2,9 @@
 //! (SIGKILL) and started again 20 s later, a Wasm app and a Linux app
 //! (when runc is installed) under steady load keep answering through the
 //! edge, which the host's agent runs; the restarted serve adopts what
-//! runs, and no request gets a 404.
+//! runs, and no request gets a 404. Then the agent itself is killed: serve
+//! starts it again, and while the apps load their names answer (held, or
+//! 503 with `Retry-After`), never 404.
 
 use std::time::{Duration, Instant};
 
@@ -35,9 +37,9 @@ struct Tally {
     first_success: Option<f64>,
 }
 
-/// Requests every app in turn until `until` holds; tallies the answers
-/// per app.
-async fn load(targets: &[Target], mut until: impl FnMut() -> bool) -> Vec<Tally> {
+/// Requests every app in turn until `until` holds for the tallies so far;
+/// tallies the answers per app.
+async fn load(targets: &[Target], mut until: impl FnMut(&[Tally]) -> bool) -> Vec<Tally> {
     let started = Instant::now();
     let mut tallies: Vec<Tally> = targets
         .iter()
@@ -49,7 +51,7 @@ async fn load(targets: &[Target], mut until: impl FnMut() -> bool) -> Vec<Tally>
             first_success: None,
         })
         .collect();
-    while !until() {
+    while !until(&tallies) {
         for (t, tally) in targets.iter().zip(&mut tallies) {
             let answer = t.edge.get("/").await;
             tally.sent += 1;
@@ -135,7 +137,7 @@ async fn apps_serve_while_the_api_process_is_down(backend: Backend) {
         .expect("kill runs");
     env.server.exited().await;
     let down = Instant::now();
-    let during = load(&targets, || down.elapsed() >= OUTAGE).await;
+    let during = load(&targets, |_| down.elapsed() >= OUTAGE).await;
     report("while serve was down", &targets, &during);
 
     // Up again: serve adopts the agent; requests go on meanwhile.
@@ -143,19 +145,19 @@ async fn apps_serve_while_the_api_process_is_down(backend: Backend) {
         env.server.restart().await;
         env
     });
-    let after = load(&targets, || restart.is_finished()).await;
+    let after = load(&targets, |_| restart.is_finished()).await;
     let env = restart.await.unwrap();
     let settled = Instant::now();
-    let later = load(&targets, || settled.elapsed() >= Duration::from_secs(3)).await;
+    let later = load(&targets, |_| settled.elapsed() >= Duration::from_secs(3)).await;
     report("while serve started again", &targets, &after);
     report("after serve started again", &targets, &later);
 
-    for ((t, d), (a, l)) in targets
-        .iter()
-        .zip(&during)
-        .zip(after.iter().zip(&later))
-    {
-        assert!(d.sent > 0, "{}: requests were sent during the outage", t.name);
+    for ((t, d), (a, l)) in targets.iter().zip(&during).zip(after.iter().zip(&later)) {
+        assert!(
+            d.sent > 0,
+            "{}: requests were sent during the outage",
+            t.name
+        );
         assert_eq!(
             d.failed, 0,
             "{}: no request fails while the API process is down: {:?}",
@@ -172,4 +174,26 @@ async fn apps_serve_while_the_api_process_is_down(backend: Backend) {
     }
     let r = env.client().get(&format!("/apps/{}", id(&wasm))).await;
     assert_eq!(r.json()["status"], "running", "{}", r.text());
+
+    // The agent killed: serve starts another, which loads the apps again
+    // on the same edge address.
+    let pid = std::fs::read_to_string(env.server.data_dir.path().join("agent/pid")).unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .expect("kill runs");
+    let killed = Instant::now();
+    let reload = load(&targets, |tallies| {
+        tallies.iter().all(|t| t.first_success.is_some())
+            || killed.elapsed() > Duration::from_secs(90)
+    })
+    .await;
+    report("after the agent was killed", &targets, &reload);
+    for (t, r) in targets.iter().zip(&reload) {
+        assert_eq!(
+            r.not_found, 0,
+            "{}: a loading app is no 404: {:?}",
+            t.name, r.examples
+        );
+    }
 }
