@@ -145,9 +145,14 @@ impl Plane {
             return fail(self.db(), app, d, &reason).await;
         }
         if !deployments::promote(&mut tx, &app.id, &d.id, now).await? {
-            // Another host promoted it, or it failed: follow the database.
             drop(tx);
-            handle.stop();
+            // Another host promoted it: serve it here too; or it failed.
+            let now_live = deployments::get(self.db(), &app.id, &d.id).await?;
+            if now_live.is_some_and(|d| d.status == "live") {
+                self.install(&current, &d.id, handle);
+            } else {
+                handle.stop();
+            }
             return Ok(());
         }
         apps::set_live(&mut tx, &app.id, &d.id, now).await?;

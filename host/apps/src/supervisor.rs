@@ -230,12 +230,12 @@ impl Plane {
             return Ok(());
         }
         let Some(live) = &app.live_deployment_id else {
-            let target = if working.is_some() {
-                Target::Loading
-            } else {
-                Target::Undeployed
-            };
-            self.inner.edge.set(&app.slug, target);
+            // Not deployed yet: loading while a first deployment is on its way.
+            match (working.is_some(), self.inner.edge.get(&app.slug)) {
+                (true, Some(Target::Loading)) | (false, Some(Target::Undeployed)) => {}
+                (true, _) => self.inner.edge.set(&app.slug, Target::Loading),
+                (false, _) => self.inner.edge.set(&app.slug, Target::Undeployed),
+            }
             return Ok(());
         };
         if let Some(local) = self.running(&app.id)

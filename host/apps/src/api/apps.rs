@@ -152,7 +152,7 @@ pub async fn create(
         branch,
         port: input.port,
         health_check_path: health,
-        status: "created".to_owned(),
+        status: AppStatus::Created.as_str().to_owned(),
         replicas: 1,
         memory_mb: limits.as_ref().map_or(128, |l| l.memory_mb.min(128)),
         milli_cpu: limits.as_ref().map_or(250, |l| l.milli_cpu.min(250)),
@@ -174,7 +174,7 @@ pub async fn create(
         (Some(image), "image") => {
             let d = pipeline::pending(&app, "deploy", Some(image.clone()), None);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
-            app.status = "deploying".to_owned();
+            app.status = AppStatus::Deploying.as_str().to_owned();
             Some(d.id)
         }
         (_, "git") if app.repo.is_some() => {
@@ -182,7 +182,7 @@ pub async fn create(
             let branch = app.branch.clone().unwrap_or_else(|| "main".to_owned());
             let d = pipeline::pending_git(&app, &repo, &branch);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
-            app.status = "deploying".to_owned();
+            app.status = AppStatus::Deploying.as_str().to_owned();
             Some(d.id)
         }
         _ => None,

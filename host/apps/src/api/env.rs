@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::{DeploymentView, load, load_live_in};
-use crate::Apps;
 use crate::env::{self, Invalid, MAX_VARS, TARGETS};
 use crate::pipeline::{self, event};
+use crate::{AppStatus, Apps};
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -326,7 +326,7 @@ async fn redeploy(
     let Some(live) = &app.live_deployment_id else {
         return Ok(None);
     };
-    if app.status == "paused" {
+    if AppStatus::Paused.is(&app.status) {
         return Ok(None);
     }
     let Some(from) = deployments::get_in(tx, &app.id, live).await? else {
