@@ -26,7 +26,8 @@ use tokio::task::JoinHandle;
 /// Where apps are served.
 #[derive(Args, Clone, Debug)]
 pub struct AppsArgs {
-    /// The apps edge's address; port 0 picks a free port.
+    /// The apps edge's address, bound by `plateau agent`; port 0 picks a
+    /// free port, which a restarted agent takes again when it can.
     #[arg(long, env = "PLATEAU_EDGE_LISTEN", default_value = "127.0.0.1:8081")]
     pub edge_listen: SocketAddr,
     /// Apps are served at `<slug>.<this domain>`; `apps.localhost`
