@@ -99,8 +99,14 @@ async fn promoted(conn: &Conn, old: u16) -> u16 {
     .await
 }
 
-/// Seconds from `since` until `tally` acknowledges another write.
-async fn writable_again(tally: &Tally, since: Instant) -> f64 {
+/// Seconds from `since` until `tally` acknowledges another write, after
+/// it saw more than `failed` refusals (the kill noticed, so a write that
+/// was in flight when it struck does not count).
+async fn writable_again(tally: &Tally, since: Instant, failed: u64) -> f64 {
+    eventually("the kill noticed", Duration::from_secs(60), || async move {
+        (tally.failed.load(Ordering::Relaxed) > failed).then_some(())
+    })
+    .await;
     let before = tally.acked.load(Ordering::Relaxed);
     eventually("writes through the uri", Duration::from_secs(120), || async move {
         (tally.acked.load(Ordering::Relaxed) > before).then_some(())
@@ -131,8 +137,12 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers(backend: Backend)
         tokio::spawn(writer(conn.clone(), "with-wait", true, with_wait.clone(), stop.clone())),
         tokio::spawn(writer(conn.clone(), "without-wait", false, without.clone(), stop.clone())),
     ];
-    writable_again(&without, Instant::now()).await;
-    writable_again(&with_wait, Instant::now()).await;
+    for tally in [&without, &with_wait] {
+        eventually("a first write", Duration::from_secs(60), || async move {
+            (tally.acked.load(Ordering::Relaxed) > 0).then_some(())
+        })
+        .await;
+    }
 
     // Three failovers, the second a double: its new leader is killed
     // about a second after the sentinels promoted it.
@@ -140,23 +150,28 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers(backend: Backend)
     for round in 0..3 {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let leader = eventually("a leader", Duration::from_secs(60), || leader_port(&conn)).await;
+        let failed = without.failed.load(Ordering::Relaxed);
         let killed = Instant::now();
         kill_node(&conn, leader).await;
         if round == 1 {
             let next = promoted(&conn, leader).await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
             eprintln!(
                 "double failover: second leader killed {:.1} s after the first",
                 killed.elapsed().as_secs_f64()
             );
             kill_node(&conn, next).await;
         }
-        outages.push(writable_again(&without, killed).await);
+        outages.push(writable_again(&without, killed, failed).await);
         // The cluster whole again (the dead nodes back as replicas) before
         // the next round.
         eventually("two replicas back", Duration::from_secs(120), ready).await;
     }
-    writable_again(&with_wait, Instant::now()).await;
+    let confirmed = with_wait.acked.load(Ordering::Relaxed);
+    eventually("a write confirmed with WAIT", Duration::from_secs(60), || async {
+        (with_wait.acked.load(Ordering::Relaxed) > confirmed).then_some(())
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.await.unwrap();
