@@ -32,6 +32,10 @@ pub struct CacheArgs {
     /// default: `cache-snapshots` in the data directory.
     #[arg(long, env = "PLATEAU_CACHE_SNAPSHOT_STORE")]
     pub cache_snapshot_store: Option<String>,
+    /// Days a deleted cache's snapshots are kept (listed, restorable and
+    /// counted against the organisation's storage) before they are swept.
+    #[arg(long, env = "PLATEAU_CACHE_SNAPSHOT_RETENTION_DAYS", default_value_t = 7)]
+    pub cache_snapshot_retention_days: u64,
     /// Milliseconds between supervision rounds over this host's caches.
     #[arg(long, env = "PLATEAU_CACHE_SUPERVISE_MS", default_value_t = 1000)]
     pub cache_supervise_ms: u64,
@@ -68,6 +72,7 @@ pub fn start(
             locks: crate::host::locks(data_dir, "caches")?,
             host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.cache_supervise_ms.max(100)),
+            snapshot_retention: Duration::from_secs(args.cache_snapshot_retention_days * 86_400),
         },
     )))
 }

@@ -9,6 +9,7 @@
 mod conf;
 pub mod endpoint;
 mod ops;
+mod restore;
 pub mod supervise;
 pub mod tls;
 pub mod user;

@@ -464,6 +464,17 @@ impl CacheProvider for LocalProvider {
         Ok(Bytes::from(bytes))
     }
 
+    async fn restore(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        rdb: Bytes,
+    ) -> Result<()> {
+        let port = self.leader_port(placement, credentials).await;
+        let leader = self.admin_conn(placement, credentials, port).await?;
+        super::restore::replace(self, placement, leader, rdb).await
+    }
+
     fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>> {
         self.ca_pem(placement)
     }

@@ -6,6 +6,7 @@ mod api;
 mod failover;
 mod isolation;
 mod kill_loop;
+mod retention;
 mod snapshots;
 
 use std::path::{Path, PathBuf};
