@@ -247,7 +247,11 @@ pub async fn list(
 }
 
 /// Create a cache: a Redis 7 leader, its replicas and three sentinels,
-/// accepting connections when the response arrives.
+/// accepting connections when the response arrives. A cache with replicas
+/// also gets a stable endpoint, the `uri` of its connection, that always
+/// leads to the current leader; its leader takes writes only while a
+/// replica keeps up (within 2 s), which bounds what a failover can lose
+/// (see the connection's description, and `WAIT`).
 #[utoipa::path(post, path = "/caches", tag = "caches",
     security(("bearer" = ["cache:write"])),
     request_body = CreateCache,

@@ -262,6 +262,10 @@ mod tests {
         ] {
             assert!(conf.lines().any(|l| l == line), "{line} in {conf}");
         }
+        // Alone, a leader has no replica to wait for.
+        let alone = ClusterSpec { replicas: 0, ..spec.clone() };
+        let conf = data_node(&files, &alone, "127.0.0.1", 7000, None, &credentials, false);
+        assert!(conf.lines().any(|l| l == "min-replicas-to-write 0"), "{conf}");
         let acl = data_acl(&credentials);
         assert!(acl.contains("user default off"));
         assert!(!acl.contains(" >"), "passwords are hashed: {acl}");
