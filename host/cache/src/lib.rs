@@ -91,8 +91,12 @@ pub trait CacheProvider: Send + Sync + 'static {
     /// Replaces the whole data set of a running cluster with the RDB
     /// `rdb` (a restore into an existing cache): the leader is emptied and
     /// given every key of the RDB, which the replicas follow.
-    async fn restore(&self, placement: &Placement, credentials: &Credentials, rdb: Bytes)
-    -> Result<()>;
+    async fn restore(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        rdb: Bytes,
+    ) -> Result<()>;
 
     /// The PEM certificate of the cluster's CA, for clients to trust.
     fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>>;

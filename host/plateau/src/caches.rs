@@ -34,7 +34,11 @@ pub struct CacheArgs {
     pub cache_snapshot_store: Option<String>,
     /// Days a deleted cache's snapshots are kept (listed, restorable and
     /// counted against the organisation's storage) before they are swept.
-    #[arg(long, env = "PLATEAU_CACHE_SNAPSHOT_RETENTION_DAYS", default_value_t = 7)]
+    #[arg(
+        long,
+        env = "PLATEAU_CACHE_SNAPSHOT_RETENTION_DAYS",
+        default_value_t = 7
+    )]
     pub cache_snapshot_retention_days: u64,
     /// Milliseconds between supervision rounds over this host's caches.
     #[arg(long, env = "PLATEAU_CACHE_SUPERVISE_MS", default_value_t = 1000)]

@@ -66,7 +66,8 @@ pub async fn list(db: &Db, org_id: &str, keyset: &Keyset) -> Result<Listed<Snaps
 
 /// One of the organisation's snapshots, whatever became of its cache.
 pub async fn get(db: &Db, org_id: &str, id: &str) -> Result<Option<Snapshot>> {
-    let sql = format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
+    let sql =
+        format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
     Ok(sqlx::query_as(&sql)
         .bind(org_id)
         .bind(id)
@@ -84,7 +85,8 @@ pub async fn remove(
     event: Option<&NewEvent>,
     now: i64,
 ) -> Result<Option<Snapshot>> {
-    let sql = format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
+    let sql =
+        format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
     let found: Option<Snapshot> = sqlx::query_as(&sql)
         .bind(org_id)
         .bind(id)

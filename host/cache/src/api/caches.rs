@@ -251,7 +251,7 @@ pub async fn list(
 /// also gets a stable endpoint, the `uri` of its connection, that always
 /// leads to the current leader; its leader takes writes only while a
 /// replica keeps up (within 2 s), which bounds what a failover can lose
-/// (see the connection's description, and `WAIT`).
+/// (see the connection's description, and `WAIT <replicas>`).
 #[utoipa::path(post, path = "/caches", tag = "caches",
     security(("bearer" = ["cache:write"])),
     request_body = CreateCache,

@@ -18,13 +18,15 @@ use crate::spec::{READER, USER};
 /// a user and its password, and the sentinels for clients that speak the
 /// sentinel protocol.
 ///
-/// Durability: a cache with replicas fails over to a replica within
-/// seconds of its leader's death; the leader takes writes only while a
+/// Durability: a cache with replicas fails over to a replica a few seconds
+/// after its leader goes silent (3 s); the leader takes writes only while a
 /// replica acknowledged its stream within the last 2 seconds (else it
 /// answers NOREPLICAS), so a failover can lose at most the writes
 /// acknowledged in the last 2 to 3 seconds before the leader was cut off.
-/// A write followed by `WAIT 1 <ms>` that answers 1 reached a replica and
-/// survives a failover. A cache without replicas keeps what its
+/// A write followed by `WAIT <replicas> <ms>` that answers the number of
+/// replicas is on every replica and survives any failover; `WAIT 1`
+/// survives the leader's crash (not a leader deposed while alive that
+/// keeps a replica for a moment). A cache without replicas keeps what its
 /// `persistence` keeps across a restart: nothing (`none`), the last RDB
 /// save (`rdb`: after 1 change in an hour, 100 in 5 minutes or 10,000 in a
 /// minute), or all but the last second (`aof`, fsync every second).
@@ -78,7 +80,9 @@ pub async fn connection(
     let placement = CacheService::placement(&cache)?;
     let credentials = service.credentials(&cache)?;
     let leader = service.provider().leader(&placement, &credentials).await?;
-    let address = placement.endpoint_address().unwrap_or_else(|| leader.clone());
+    let address = placement
+        .endpoint_address()
+        .unwrap_or_else(|| leader.clone());
     let (host, port) = address
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))

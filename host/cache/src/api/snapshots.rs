@@ -51,9 +51,19 @@ pub async fn list(
     pairs: Pairs,
 ) -> Result<Json<Page<SnapshotView>>, ApiError> {
     let (page, filters) = page_and_filters(&pairs);
-    let pager = Pager::new(app.cursors(), &page, "cache_snapshots_org", &caller.org_id, filters)?;
+    let pager = Pager::new(
+        app.cursors(),
+        &page,
+        "cache_snapshots_org",
+        &caller.org_id,
+        filters,
+    )?;
     let listed = kept::list(app.db(), &caller.org_id, pager.keyset()).await?;
-    Ok(Json(pager.finish(listed, |s| s.id.clone(), SnapshotView::from)))
+    Ok(Json(pager.finish(
+        listed,
+        |s| s.id.clone(),
+        SnapshotView::from,
+    )))
 }
 
 /// Delete a snapshot now (of a live or a deleted cache); its bytes leave
@@ -142,7 +152,15 @@ async fn restore_new(
         persistence,
         tls: input.tls.or(source.tls).unwrap_or(true),
     };
-    provision(app, service, caller, &input.name, settings, Some((snapshot.id, rdb))).await
+    provision(
+        app,
+        service,
+        caller,
+        &input.name,
+        settings,
+        Some((snapshot.id, rdb)),
+    )
+    .await
 }
 
 /// Restore a snapshot into a new cache (the source cache, if it still
@@ -217,7 +235,11 @@ pub async fn restore_into(
     Body(input): Body<RestoreInto>,
 ) -> Result<Json<CacheView>, ApiError> {
     Validator::new()
-        .check(!input.snapshot_id.is_empty(), "snapshotId", "must not be empty")
+        .check(
+            !input.snapshot_id.is_empty(),
+            "snapshotId",
+            "must not be empty",
+        )
         .finish()?;
     find(&app, &caller, &id).await?;
     let snapshot = find_snapshot(&app, &caller, &input.snapshot_id).await?;

@@ -35,8 +35,12 @@ const SENTINEL_USER_RULES: &str = "&* +ping +auth +hello +role +info +client|set
     +psubscribe +unsubscribe +punsubscribe";
 
 /// Sentinel timing: a leader silent this long is down, and the sentinels
-/// promote a replica.
-pub const DOWN_AFTER_MS: u64 = 1000;
+/// promote a replica. Sentinels ping every second; at 1 s a leader that
+/// stalled once (a fork for a replica's sync on a busy host) was deposed
+/// while alive, and that false failover is what loses writes a `WAIT 1`
+/// confirmed (the deposed leader keeps one replica until the sentinels
+/// move it), so three pings' worth.
+pub const DOWN_AFTER_MS: u64 = 3000;
 /// How long a failover may take before another sentinel tries again (and
 /// twice this before the same sentinel retries); it also bounds the time
 /// replicas have to follow a new leader.
@@ -49,7 +53,9 @@ const FAILOVER_TIMEOUT_MS: u64 = 5000;
 /// deposed, its replicas gone to the new leader) refuses writes with
 /// NOREPLICAS at most `MIN_REPLICAS_MAX_LAG_S + 1` seconds after it lost
 /// them, at once when they disconnect: that bounds what a failover can
-/// discard to the writes acknowledged in that window.
+/// discard to the writes acknowledged in that window. A write that
+/// `WAIT <replicas>` confirmed is on every replica, so on whichever the
+/// sentinels promote.
 pub const MIN_REPLICAS_MAX_LAG_S: u64 = 2;
 
 /// Where one process keeps its files.
@@ -263,9 +269,15 @@ mod tests {
             assert!(conf.lines().any(|l| l == line), "{line} in {conf}");
         }
         // Alone, a leader has no replica to wait for.
-        let alone = ClusterSpec { replicas: 0, ..spec.clone() };
+        let alone = ClusterSpec {
+            replicas: 0,
+            ..spec.clone()
+        };
         let conf = data_node(&files, &alone, "127.0.0.1", 7000, None, &credentials, false);
-        assert!(conf.lines().any(|l| l == "min-replicas-to-write 0"), "{conf}");
+        assert!(
+            conf.lines().any(|l| l == "min-replicas-to-write 0"),
+            "{conf}"
+        );
         let acl = data_acl(&credentials);
         assert!(acl.contains("user default off"));
         assert!(!acl.contains(" >"), "passwords are hashed: {acl}");

@@ -64,7 +64,10 @@ pub fn config(
         out,
         "frontend leader\n    bind {address}:{port}\n    default_backend nodes"
     );
-    let _ = writeln!(out, "backend nodes\n    balance first\n    option tcp-check");
+    let _ = writeln!(
+        out,
+        "backend nodes\n    balance first\n    option tcp-check"
+    );
     let _ = writeln!(
         out,
         "    tcp-check send \"AUTH {ADMIN_USER} {}\\r\\n\"",
@@ -273,6 +276,9 @@ mod tests {
         assert!(text.contains("on-marked-down shutdown-sessions"));
         let first = text.find("server node1").unwrap();
         assert!(first < text.find("server node0").unwrap(), "{text}");
-        assert!(!text.contains(" p\\r"), "the customer's password is not in it");
+        assert!(
+            !text.contains(" p\\r"),
+            "the customer's password is not in it"
+        );
     }
 }

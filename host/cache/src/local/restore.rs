@@ -61,9 +61,9 @@ pub async fn replace(
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let mut scratch = cmd.spawn().map_err(|e| {
-        Error::Unavailable(format!("cannot run {}: {e}", provider.bin().display()))
-    })?;
+    let mut scratch = cmd
+        .spawn()
+        .map_err(|e| Error::Unavailable(format!("cannot run {}: {e}", provider.bin().display())))?;
     let copied = async {
         let mut source = loaded(&dir.join(SOCKET)).await?;
         copy(&mut source, &mut leader).await
@@ -103,11 +103,20 @@ async fn loaded(socket: &Path) -> Result<MultiplexedConnection> {
 
 /// Empties `target` and copies every key of every database of `source`
 /// into it; how many keys.
-async fn copy(source: &mut MultiplexedConnection, target: &mut MultiplexedConnection) -> Result<u64> {
+async fn copy(
+    source: &mut MultiplexedConnection,
+    target: &mut MultiplexedConnection,
+) -> Result<u64> {
     let keyspace = client::info(source, "keyspace").await?;
-    let () = redis::cmd("FLUSHALL").arg("SYNC").query_async(target).await?;
+    let () = redis::cmd("FLUSHALL")
+        .arg("SYNC")
+        .query_async(target)
+        .await?;
     let mut copied = 0;
-    for db in keyspace.keys().filter_map(|k| k.strip_prefix("db")?.parse::<u32>().ok()) {
+    for db in keyspace
+        .keys()
+        .filter_map(|k| k.strip_prefix("db")?.parse::<u32>().ok())
+    {
         let () = redis::cmd("SELECT").arg(db).query_async(source).await?;
         let () = redis::cmd("SELECT").arg(db).query_async(target).await?;
         let mut cursor = 0u64;
@@ -151,7 +160,13 @@ async fn copy_keys(
             continue;
         }
         let ttl = ttl.max(0);
-        write.cmd("RESTORE").arg(key).arg(ttl).arg(dump).arg("REPLACE").ignore();
+        write
+            .cmd("RESTORE")
+            .arg(key)
+            .arg(ttl)
+            .arg(dump)
+            .arg("REPLACE")
+            .ignore();
         n += 1;
     }
     let () = write.query_async(target).await?;

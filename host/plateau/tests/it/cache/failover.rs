@@ -88,7 +88,10 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
     let before: String = promoted.get("before").await.unwrap();
     assert_eq!(before, "1");
     let now = connection(&c, &id).await;
-    assert_ne!(now.leader, conn.leader, "the connection names the new leader");
+    assert_ne!(
+        now.leader, conn.leader,
+        "the connection names the new leader"
+    );
     assert_eq!(now.port, conn.port, "and keeps its stable endpoint");
     // The stable endpoint leads to the new leader: a client that kept the
     // uri writes again.

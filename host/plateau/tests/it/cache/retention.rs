@@ -30,7 +30,9 @@ async fn a_snapshot_outlives_its_cache_and_restores_into_another(backend: Backen
     let mut r = direct(&conn_a, conn_a.port).await.unwrap();
     let () = r.set("kept:1", "one").await.unwrap();
     let () = r.set_ex("kept:ttl", "two", 3600).await.unwrap();
-    let snap = c.post(&format!("/caches/{a_id}/snapshots"), json!({})).await;
+    let snap = c
+        .post(&format!("/caches/{a_id}/snapshots"), json!({}))
+        .await;
     assert_eq!(snap.status, 201, "{}", snap.text());
     let snap = snap.json();
     let snap_id = snap["id"].as_str().unwrap().to_owned();
@@ -83,9 +85,15 @@ async fn a_snapshot_outlives_its_cache_and_restores_into_another(backend: Backen
     let one: String = rb.get("kept:1").await.unwrap();
     assert_eq!(one, "one");
     let ttl: i64 = rb.ttl("kept:ttl").await.unwrap();
-    assert!(ttl > 3000 && ttl <= 3600, "the time to live comes along: {ttl}");
+    assert!(
+        ttl > 3000 && ttl <= 3600,
+        "the time to live comes along: {ttl}"
+    );
     let missing = c
-        .post(&format!("/caches/{b_id}/restore"), json!({ "snapshotId": "" }))
+        .post(
+            &format!("/caches/{b_id}/restore"),
+            json!({ "snapshotId": "" }),
+        )
         .await;
     assert_eq!(missing.status, 400, "{}", missing.text());
     assert!(missing.text().contains("snapshotId"), "{}", missing.text());
@@ -110,9 +118,15 @@ async fn a_snapshot_outlives_its_cache_and_restores_into_another(backend: Backen
         )
         .await;
     assert_eq!(stolen.status, 404, "{}", stolen.text());
-    assert_eq!(other.get("/caches/snapshots").await.json()["items"], json!([]));
     assert_eq!(
-        other.delete(&format!("/caches/snapshots/{snap_id}")).await.status,
+        other.get("/caches/snapshots").await.json()["items"],
+        json!([])
+    );
+    assert_eq!(
+        other
+            .delete(&format!("/caches/snapshots/{snap_id}"))
+            .await
+            .status,
         404
     );
 
