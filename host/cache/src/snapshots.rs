@@ -153,3 +153,84 @@ impl SnapshotStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use plateau_store::caches::{self, Snapshot};
+    use plateau_store::events::{Actor, NewEvent};
+    use plateau_store::orgs::{self, Organization};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_deleted_caches_snapshot_counts_until_swept() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = Db::connect(&Db::sqlite_url(dir.path()))
+            .await
+            .expect("sqlite");
+        let store = SnapshotStore::local(&dir.path().join("snapshots")).expect("store");
+        let key = SnapshotStore::key("org_kept", "cch_gone", "csn_1");
+        store
+            .put(&key, Bytes::from_static(b"rdb"))
+            .await
+            .expect("put");
+        let mut tx = db.begin().await.expect("begin");
+        let org = Organization {
+            id: "org_kept".to_owned(),
+            name: "Kept".to_owned(),
+            plan: "free".to_owned(),
+            created_at: 1,
+        };
+        orgs::insert_org(&mut tx, &org).await.expect("org");
+        let snapshot = Snapshot {
+            id: "csn_1".to_owned(),
+            org_id: org.id.clone(),
+            cache_id: "cch_gone".to_owned(),
+            cache_name: "gone".to_owned(),
+            settings: "{}".to_owned(),
+            object_key: key.clone(),
+            size_bytes: 3,
+            created_at: 1,
+            expires_at: None,
+        };
+        let event = NewEvent::audited(
+            &org.id,
+            "cache.snapshot_created",
+            "resources",
+            "create",
+            &Actor::system(),
+        );
+        caches::insert_snapshot(&mut tx, &snapshot, &event, 1)
+            .await
+            .expect("snapshot");
+        cache_snapshots::retain(&mut tx, &org.id, "cch_gone", 100)
+            .await
+            .expect("retain");
+        tx.commit().await.expect("commit");
+        let used = |db: Db| async move {
+            plateau_store::storage::usage(&db, "org_kept")
+                .await
+                .expect("usage")
+                .bytes
+        };
+        assert_eq!(used(db.clone()).await, 3, "kept, it counts");
+
+        assert_eq!(sweep(&db, &store, 99).await.expect("sweep"), 0);
+        assert_eq!(
+            store.get(&key).await.expect("still there"),
+            Bytes::from_static(b"rdb")
+        );
+        assert_eq!(sweep(&db, &store, 100).await.expect("sweep"), 1);
+        assert!(
+            store.get(&key).await.is_err(),
+            "the object went with its row"
+        );
+        assert_eq!(used(db.clone()).await, 0, "swept, it no longer counts");
+        assert!(
+            cache_snapshots::get(&db, &org.id, "csn_1")
+                .await
+                .expect("get")
+                .is_none()
+        );
+    }
+}
