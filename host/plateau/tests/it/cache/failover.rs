@@ -49,6 +49,20 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
     )
     .await;
 
+    // The endpoint's configuration holds the host's admin password: only
+    // the cluster's own user reads it.
+    let proxy_conf = s
+        .data_dir
+        .path()
+        .join(format!("caches/{id}/endpoint/haproxy.cfg"));
+    let meta = std::fs::metadata(&proxy_conf).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(meta.mode() & 0o777, 0o600, "{}", proxy_conf.display());
+    let owner = std::fs::metadata(proxy_conf.parent().unwrap().parent().unwrap())
+        .unwrap()
+        .uid();
+    assert_eq!(meta.uid(), owner, "owned by the cluster's user");
+
     let mut leader = through_sentinels(&conn).await.unwrap();
     let () = leader.set("before", "1").await.unwrap();
     let acked: i64 = redis::cmd("WAIT")
