@@ -72,18 +72,7 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(acked, 1, "the replica has the write");
-    let info = cli_out(&conn, &["INFO", "server"]);
-    let pid = info
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    super::kill_described(&cli_out(&conn, &["INFO", "server"]));
 
     // Writes resume on the promoted replica, found through the sentinels.
     let mut promoted = eventually(

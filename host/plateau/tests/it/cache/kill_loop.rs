@@ -93,17 +93,7 @@ async fn kill_node(conn: &Conn, port: u16) {
         .query_async(&mut r)
         .await
         .unwrap();
-    let pid = info
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    super::kill_described(&info);
 }
 
 /// Waits until the sentinels name a leader other than `old`.

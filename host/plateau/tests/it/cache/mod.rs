@@ -243,3 +243,18 @@ impl Drop for Processes {
         }
     }
 }
+
+/// SIGKILLs the redis process that an `INFO server` answer describes.
+pub fn kill_described(info: &str) {
+    let pid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .expect("INFO server names the process")
+        .trim()
+        .to_owned();
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
