@@ -22,6 +22,8 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
+    // The stable endpoint of caches with replicas.
+    "haproxy",
     "awscli",
     "pgbouncer",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
@@ -35,13 +37,15 @@ const TEST_PACKAGES: &[&str] = &[
     "git",
 ];
 
-/// Debian packages the server itself runs: Redis 7 for the managed caches,
+/// Debian packages the server itself runs: Redis 7 and HAProxy (the
+/// endpoint that follows the leader) for the managed caches,
 /// PostgreSQL 15 and pgbouncer for the managed databases, runc and iproute2
 /// for Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
+    "haproxy",
     "postgresql",
     "pgbouncer",
     "runc",

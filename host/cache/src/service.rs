@@ -28,6 +28,8 @@ pub struct ServiceConfig {
     pub host_id: String,
     /// Seconds between supervision rounds.
     pub supervise_every: Duration,
+    /// How long a deleted cache's snapshots are kept.
+    pub snapshot_retention: Duration,
 }
 
 pub struct CacheService {
@@ -74,6 +76,11 @@ impl CacheService {
     /// `id`'s processes change.
     pub async fn exclusive(&self, id: &str) -> Result<plateau_kernel::ResourceGuard> {
         Ok(self.config.locks.lock(id).await?)
+    }
+
+    /// How long a deleted cache's snapshots are kept.
+    pub fn snapshot_retention(&self) -> Duration {
+        self.config.snapshot_retention
     }
 
     pub fn host_id(&self) -> &str {

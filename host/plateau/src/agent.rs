@@ -1,9 +1,9 @@
 //! `plateau agent`: this host's data plane. It runs what must keep going
 //! while the API process (`plateau serve`) is down or restarting: the
 //! supervisors of this host's caches and databases (adoption after a
-//! restart, restarts of dead processes, failover) and the apps data plane
-//! (the edge, the apps' replicas and their supervision:
-//! [`crate::apps::plane`]). `plateau serve` starts
+//! restart, restarts of dead processes, failover), the sweep of expired
+//! cache snapshots, and the apps data plane (the edge, the apps' replicas
+//! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
 //!
@@ -31,7 +31,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let host_id = host::identity(&data_dir, &db).await?;
     let caches = caches::start(&args.caches, &data_dir, &db, sealer.clone(), &host_id)?;
     let databases = databases::start(&args.databases, &data_dir, &db, sealer, &host_id)?;
-    let supervisors = [caches.spawn_supervisor(), databases.spawn_supervisor()];
+    let sweeper = plateau_cache::snapshots::spawn_sweeper(
+        db.clone(),
+        caches.snapshots().clone(),
+        std::time::Duration::from_secs(60),
+    );
+    let supervisors = [
+        caches.spawn_supervisor(),
+        databases.spawn_supervisor(),
+        sweeper,
+    ];
     let timeouts = args.listen_timeouts.timeouts();
     let apps = crate::apps::plane(&args.apps, &db, secret_key, &data_dir, timeouts).await?;
     dataplane::announce_ready(&data_dir)?;

@@ -21,6 +21,10 @@ pub struct CacheArgs {
     /// The `redis-server` binary of the managed caches (Redis 7).
     #[arg(long, env = "PLATEAU_REDIS_SERVER", default_value = "redis-server")]
     pub redis_server: PathBuf,
+    /// The `haproxy` binary (2.6 or later): the stable endpoint that leads
+    /// to the leader of each cache with replicas.
+    #[arg(long, env = "PLATEAU_HAPROXY", default_value = "haproxy")]
+    pub haproxy: PathBuf,
     /// The address cache processes listen on and clients are given.
     #[arg(long, env = "PLATEAU_CACHE_ADDRESS", default_value = "127.0.0.1")]
     pub cache_address: String,
@@ -28,6 +32,14 @@ pub struct CacheArgs {
     /// default: `cache-snapshots` in the data directory.
     #[arg(long, env = "PLATEAU_CACHE_SNAPSHOT_STORE")]
     pub cache_snapshot_store: Option<String>,
+    /// Days a deleted cache's snapshots are kept (listed, restorable and
+    /// counted against the organisation's storage) before they are swept.
+    #[arg(
+        long,
+        env = "PLATEAU_CACHE_SNAPSHOT_RETENTION_DAYS",
+        default_value_t = 7
+    )]
+    pub cache_snapshot_retention_days: u64,
     /// Milliseconds between supervision rounds over this host's caches.
     #[arg(long, env = "PLATEAU_CACHE_SUPERVISE_MS", default_value_t = 1000)]
     pub cache_supervise_ms: u64,
@@ -52,6 +64,7 @@ pub fn start(
         root: root.clone(),
         address: args.cache_address.clone(),
         redis_server: args.redis_server.clone(),
+        haproxy: args.haproxy.clone(),
     })
     .with_context(|| format!("preparing the cache directory {}", root.display()))?;
     Ok(Arc::new(CacheService::new(
@@ -63,6 +76,7 @@ pub fn start(
             locks: crate::host::locks(data_dir, "caches")?,
             host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.cache_supervise_ms.max(100)),
+            snapshot_retention: Duration::from_secs(args.cache_snapshot_retention_days * 86_400),
         },
     )))
 }

@@ -41,13 +41,23 @@ const COLUMNS: &str = "id, org_id, name, status, memory_mb, eviction_policy, rep
 pub struct Snapshot {
     pub id: String,
     pub org_id: String,
+    /// The cache it was taken of, which may be deleted since.
     pub cache_id: String,
+    /// That cache's name when the snapshot was taken.
+    pub cache_name: String,
+    /// That cache's settings then (the service's JSON; `{}` for snapshots
+    /// taken before they were kept).
+    pub settings: String,
     pub object_key: String,
     pub size_bytes: i64,
     pub created_at: i64,
+    /// When it is removed: set when its cache is deleted, `None` while the
+    /// cache exists.
+    pub expires_at: Option<i64>,
 }
 
-const SNAPSHOT_COLUMNS: &str = "id, org_id, cache_id, object_key, size_bytes, created_at";
+pub(crate) const SNAPSHOT_COLUMNS: &str =
+    "id, org_id, cache_id, cache_name, settings, object_key, size_bytes, created_at, expires_at";
 
 /// The ceilings of a cache's settings on one plan.
 #[derive(Clone, Debug, FromRow)]
@@ -223,34 +233,24 @@ pub async fn set_status(db: &Db, id: &str, status: &str, now: i64) -> Result<()>
     Ok(())
 }
 
-/// Deletes a cluster with its snapshot rows and records `event`; the
-/// snapshots' object keys, for the caller to remove.
+/// Deletes a cluster and records `event`. Its snapshots stay until
+/// `expires_at` (see [`crate::cache_snapshots`]).
 pub async fn delete(
     tx: &mut Tx,
     org_id: &str,
     id: &str,
+    expires_at: i64,
     event: &NewEvent,
     now: i64,
-) -> Result<Vec<String>> {
-    let keys: Vec<(String,)> = sqlx::query_as(
-        "SELECT object_key FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2",
-    )
-    .bind(org_id)
-    .bind(id)
-    .fetch_all(tx.conn())
-    .await?;
-    sqlx::query("DELETE FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2")
-        .bind(org_id)
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
+) -> Result<()> {
+    crate::cache_snapshots::retain(tx, org_id, id, expires_at).await?;
     sqlx::query("DELETE FROM caches WHERE org_id = $1 AND id = $2")
         .bind(org_id)
         .bind(id)
         .execute(tx.conn())
         .await?;
     events::record(tx, event, now).await?;
-    Ok(keys.into_iter().map(|(k,)| k).collect())
+    Ok(())
 }
 
 /// Records a snapshot whose bytes are already stored, with its event.
@@ -261,12 +261,14 @@ pub async fn insert_snapshot(
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        "INSERT INTO cache_snapshots (id, org_id, cache_id, object_key, size_bytes, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO cache_snapshots (id, org_id, cache_id, cache_name, settings, object_key, \
+         size_bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&snapshot.id)
     .bind(&snapshot.org_id)
     .bind(&snapshot.cache_id)
+    .bind(&snapshot.cache_name)
+    .bind(&snapshot.settings)
     .bind(&snapshot.object_key)
     .bind(snapshot.size_bytes)
     .bind(snapshot.created_at)

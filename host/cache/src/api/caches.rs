@@ -247,7 +247,11 @@ pub async fn list(
 }
 
 /// Create a cache: a Redis 7 leader, its replicas and three sentinels,
-/// accepting connections when the response arrives.
+/// accepting connections when the response arrives. A cache with replicas
+/// also gets a stable endpoint, the `uri` of its connection, that always
+/// leads to the current leader; its leader takes writes only while a
+/// replica keeps up (within 2 s), which bounds what a failover can lose
+/// (see the connection's description, and `WAIT <replicas>`).
 #[utoipa::path(post, path = "/caches", tag = "caches",
     security(("bearer" = ["cache:write"])),
     request_body = CreateCache,
@@ -405,7 +409,10 @@ pub async fn update(
     Ok(Json(changed_cache.try_into()?))
 }
 
-/// Delete a cache: its processes stop, its data and snapshots are removed.
+/// Delete a cache: its processes stop and its data is removed. Its
+/// snapshots are kept for the retention period (7 days unless the host says
+/// otherwise; `expiresAt` in `GET /caches/snapshots`), counted against the
+/// organisation's storage, and can be restored into another cache.
 #[utoipa::path(delete, path = "/caches/{id}", tag = "caches",
     security(("bearer" = ["cache:write"])),
     params(("id" = String, Path, description = "cache id")),
@@ -429,13 +436,9 @@ pub async fn delete(
     )
     .resource("cache", &id)
     .data(json!({ "name": cache.name }));
+    let expires_at = now + service.snapshot_retention().as_millis() as i64;
     let mut tx = app.db().begin().await?;
-    let keys = db::delete(&mut tx, &caller.org_id, &id, &event, now).await?;
+    db::delete(&mut tx, &caller.org_id, &id, expires_at, &event, now).await?;
     tx.commit_last().await?;
-    for key in keys {
-        if let Err(e) = service.snapshots().delete(&key).await {
-            tracing::warn!(cache = %id, key, error = %e, "removing a deleted cache's snapshot");
-        }
-    }
     Ok(Json(cache.try_into()?))
 }
