@@ -24,6 +24,10 @@ pub struct DatabaseArgs {
     /// The `pgbouncer` binary of the databases' poolers.
     #[arg(long, env = "PLATEAU_PGBOUNCER", default_value = "/usr/sbin/pgbouncer")]
     pub pgbouncer: PathBuf,
+    /// The `haproxy` binary (2.6 or later) of the databases' write
+    /// endpoints (`writeUri`, which follows the leader).
+    #[arg(long, env = "PLATEAU_HAPROXY", default_value = "haproxy")]
+    pub haproxy: PathBuf,
     /// The address database servers listen on and clients are given.
     #[arg(long, env = "PLATEAU_DATABASE_ADDRESS", default_value = "127.0.0.1")]
     pub database_address: String,
@@ -64,6 +68,7 @@ pub fn start(
         address: args.database_address.clone(),
         binaries: args.postgres_dir.clone().unwrap_or_else(bins::default_root),
         pgbouncer: args.pgbouncer.clone(),
+        haproxy: args.haproxy.clone(),
     })
     .with_context(|| format!("preparing the database directory {}", root.display()))?;
     let service = Arc::new(DatabaseService::new(

@@ -2,7 +2,7 @@
 //! leader (SIGKILL), promotes the standby that received the most WAL (with
 //! synchronous commit to any one standby, it holds every acknowledged
 //! commit), gives the other standbys a slot on it and points them at it,
-//! and points the pooler at it. A switchover stops the old leader cleanly
+//! and points the pooler and the write endpoint at it. A switchover stops the old leader cleanly
 //! first, promotes the chosen standby, and makes the old leader its
 //! standby. The dead member of a failover is made again as a standby by
 //! the next supervision round.
@@ -90,7 +90,10 @@ impl LocalProvider {
                 self.configure_standby(spec, &new, credentials, &node)?;
             }
         }
+        // Every endpoint follows: `uri` and `readUri` (pgbouncer) and
+        // `writeUri` (the router).
         self.write_pooler_conf(spec, &new)?;
+        self.write_router_conf(&new)?;
         if to.is_some() {
             self.make_standby(spec, &new, credentials, &old).await?;
             self.configure_leader(spec, &new)?;

@@ -76,7 +76,7 @@ impl LocalProvider {
     }
 
     /// Writes a file only if its text changes; whether it changed.
-    fn write_if_changed(&self, path: &Path, text: &str) -> Result<bool> {
+    pub(super) fn write_if_changed(&self, path: &Path, text: &str) -> Result<bool> {
         if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
             return Ok(false);
         }
@@ -526,6 +526,15 @@ impl LocalProvider {
                 tracing::warn!(database = %placement.cluster, error = %e, "starting the pooler");
                 out.healthy = false;
             }
+        }
+        if placement.router_port.is_none() {
+            // A cluster placed before write endpoints existed gets one.
+            placement.router_port = Some(self.allocate_port()?);
+            out.placement = Some(placement.clone());
+        }
+        if let Err(e) = self.ensure_router(&placement, user).await {
+            tracing::warn!(database = %placement.cluster, error = %e, "starting the write endpoint");
+            out.healthy = false;
         }
         Ok(out)
     }

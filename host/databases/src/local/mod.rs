@@ -1,8 +1,8 @@
 //! The local provider: each cluster is a real PostgreSQL leader, its
-//! streaming standbys (`members`) and a pgbouncer on this host, on ports
-//! the host allocates, with their files under
-//! `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's data
-//! directory, its log beside it) and `pooler/`. When the host runs as
+//! streaming standbys (`members`), a pgbouncer and the write endpoint
+//! (`router`) on this host, on ports the host allocates, with their files
+//! under `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's
+//! data directory, its log beside it), `pooler/` and `router/`. When the host runs as
 //! root, each cluster's processes run as a user of its own (`users`).
 //! Every connection as the host's superuser carries
 //! [`crate::host_session::SETTINGS`].
@@ -11,6 +11,7 @@ mod conf;
 pub use conf::read_database;
 mod failover;
 mod members;
+mod router;
 pub mod supervise;
 pub mod users;
 
@@ -41,6 +42,8 @@ pub struct LocalConfig {
     pub binaries: PathBuf,
     /// The `pgbouncer` binary.
     pub pgbouncer: PathBuf,
+    /// The `haproxy` binary of the write endpoints.
+    pub haproxy: PathBuf,
 }
 
 pub struct LocalProvider {
@@ -132,6 +135,7 @@ impl LocalProvider {
     pub fn reserve(&self, placement: &Placement) {
         let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
         ports.insert(placement.pooler_port);
+        ports.extend(placement.router_port);
         for node in placement.nodes() {
             ports.insert(node.port);
         }
@@ -140,6 +144,9 @@ impl LocalProvider {
     fn release(&self, placement: &Placement) {
         let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
         ports.remove(&placement.pooler_port);
+        if let Some(port) = placement.router_port {
+            ports.remove(&port);
+        }
         for node in placement.nodes() {
             ports.remove(&node.port);
         }
@@ -288,7 +295,8 @@ impl LocalProvider {
             &self.config.address,
             placement.pooler_port,
         )
-        .await
+        .await?;
+        self.ensure_router(placement, user.as_deref()).await
     }
 
     /// The data directory every new cluster of `version` starts as, made
@@ -382,6 +390,7 @@ impl LocalProvider {
     }
 
     async fn stop_all(&self, placement: &Placement) {
+        self.stop_router(&placement.cluster).await;
         if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(&placement.cluster)) {
             supervise::stop_pid(pid, Signal::SIGINT).await;
         }
@@ -438,6 +447,7 @@ impl DatabaseProvider for LocalProvider {
             address: self.config.address.clone(),
             port,
             pooler_port: self.allocate_port()?,
+            router_port: Some(self.allocate_port()?),
             owner: owner_name(),
             database: "app".to_owned(),
             members,

@@ -1,7 +1,8 @@
 //! Process supervision of the local provider, all of it in one place:
-//! run a tool as the servers' user, start the postmaster (`pg_ctl`) and
-//! pgbouncer (they daemonize and write pid files), check that they live,
-//! adopt what runs after a host restart, restart what died, stop.
+//! run a tool as the servers' user, start the postmaster (`pg_ctl`),
+//! pgbouncer and the write endpoint's HAProxy (they daemonize and write
+//! pid files), check that they live, adopt what runs after a host
+//! restart, restart what died, stop.
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use tokio::process::Command;
 
 use crate::{Error, Result};
 
-use super::conf::{LOG_FILE, POOLER_CONF, POOLER_PID};
+use super::conf::{LOG_FILE, POOLER_CONF, POOLER_PID, ROUTER_CONF, ROUTER_PID};
 
 /// How long a started process has to accept connections.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -99,6 +100,30 @@ pub fn pooler_pid(dir: &Path) -> Option<i32> {
         .trim()
         .parse()
         .ok()?;
+    alive(pid).then_some(pid)
+}
+
+/// Starts the write endpoint's HAProxy on the configuration in `dir`
+/// (its master daemonizes), waiting until it accepts connections on
+/// `address:port`.
+pub async fn start_router(
+    user: Option<&str>,
+    haproxy: &Path,
+    dir: &Path,
+    address: &str,
+    port: u16,
+) -> Result<()> {
+    let mut cmd = command(user, haproxy);
+    cmd.args(["-D", "-q", "-f"]).arg(dir.join(ROUTER_CONF));
+    run(cmd, "haproxy (install the haproxy package)").await?;
+    wait_port(address, port).await
+}
+
+/// The write endpoint's HAProxy master's pid, if its pid file names a live
+/// process.
+pub fn router_pid(dir: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(dir.join(ROUTER_PID)).ok()?;
+    let pid: i32 = text.lines().next()?.trim().parse().ok()?;
     alive(pid).then_some(pid)
 }
 
