@@ -304,7 +304,7 @@ impl LocalProvider {
                 .map_or(0, |n| n + 1);
             let node = Node {
                 name: format!("node{next}"),
-                port: self.allocate_port()?,
+                port: self.allocate_port(&placement.cluster)?,
             };
             placement.members.push(node.clone());
             if let Err(e) = self
@@ -529,12 +529,18 @@ impl LocalProvider {
         }
         if placement.router_port.is_none() {
             // A cluster placed before write endpoints existed gets one.
-            placement.router_port = Some(self.allocate_port()?);
+            placement.router_port = Some(self.allocate_port(&placement.cluster)?);
             out.placement = Some(placement.clone());
         }
-        if let Err(e) = self.ensure_router(&placement, user).await {
-            tracing::warn!(database = %placement.cluster, error = %e, "starting the write endpoint");
-            out.healthy = false;
+        match self.ensure_router(&placement, user).await {
+            Ok(true) => {
+                tracing::warn!(database = %placement.cluster, "the write endpoint was down; started it")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(database = %placement.cluster, error = %e, "starting the write endpoint");
+                out.healthy = false;
+            }
         }
         Ok(out)
     }

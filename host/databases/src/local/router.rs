@@ -48,30 +48,23 @@ impl LocalProvider {
         Ok(())
     }
 
-    /// Points the endpoint at the leader and starts it unless it runs
-    /// (a running one is adopted as it is).
+    /// Points the endpoint at the leader and starts it unless it runs (a
+    /// running one is adopted as it is); whether it started it.
     pub(super) async fn ensure_router(
         &self,
         placement: &Placement,
         user: Option<&str>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let Some(port) = placement.router_port else {
-            return Ok(());
+            return Ok(false);
         };
         self.write_router_conf(placement)?;
         let dir = self.router_dir(&placement.cluster);
         if supervise::router_pid(&dir).is_some() {
-            return Ok(());
+            return Ok(false);
         }
-        tracing::warn!(database = %placement.cluster, "the write endpoint is down; starting it");
-        supervise::start_router(
-            user,
-            &self.config.haproxy,
-            &dir,
-            &placement.address,
-            port,
-        )
-        .await
+        supervise::start_router(user, &self.config.haproxy, &dir, &placement.address, port).await?;
+        Ok(true)
     }
 
     /// Stops the endpoint (its master stops its workers).

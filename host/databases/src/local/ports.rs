@@ -1,0 +1,97 @@
+//! The ports of this host's clusters. Every port a cluster holds (its
+//! members', its pooler's, its write endpoint's) has a claim, a file
+//! `<root>/.ports/<port>` naming the cluster, made with `O_EXCL`: the API
+//! process (which creates and scales clusters) and the agent (which
+//! supervises them, and gives a cluster placed before write endpoints its
+//! own) never hand out the same port, nor the port of a process that is
+//! down for a moment. Supervision claims the ports of the clusters it
+//! adopts; destroying a cluster or removing a member gives them back.
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use super::LocalProvider;
+use crate::spec::Placement;
+use crate::{Error, Result};
+
+impl LocalProvider {
+    fn ports_dir(&self) -> PathBuf {
+        self.config.root.join(".ports")
+    }
+
+    /// Claims `port` for `cluster`: whether this claim is new.
+    fn claim(&self, port: u16, cluster: &str) -> Result<bool> {
+        let dir = self.ports_dir();
+        std::fs::create_dir_all(&dir)?;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(port.to_string()))
+        {
+            Ok(mut file) => {
+                std::io::Write::write_all(&mut file, cluster.as_bytes())?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Claims the ports of a known cluster (adoption after a restart).
+    pub fn reserve(&self, placement: &Placement) {
+        let mut known = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+        for port in ports_of(placement) {
+            if known.insert(port)
+                && let Err(e) = self.claim(port, &placement.cluster)
+            {
+                known.remove(&port);
+                tracing::warn!(database = %placement.cluster, port, error = %e, "claiming a port");
+            }
+        }
+    }
+
+    /// Gives back every port of a cluster that is gone.
+    pub(super) fn release(&self, placement: &Placement) {
+        for port in ports_of(placement) {
+            self.release_port(port);
+        }
+    }
+
+    /// Gives back the port of a process that is gone.
+    pub(super) fn release_port(&self, port: u16) {
+        self.ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&port);
+        let _ = std::fs::remove_file(self.ports_dir().join(port.to_string()));
+    }
+
+    /// A free port that no cluster of this host holds, claimed for
+    /// `cluster`.
+    pub(super) fn allocate_port(&self, cluster: &str) -> Result<u16> {
+        for _ in 0..64 {
+            let port = TcpListener::bind((self.config.address.as_str(), 0))?
+                .local_addr()?
+                .port();
+            if self.claim(port, cluster)? {
+                self.ports
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(port);
+                return Ok(port);
+            }
+        }
+        Err(Error::Unavailable(
+            "no free port for a database process; free some ports".to_owned(),
+        ))
+    }
+}
+
+/// Every port `placement` holds.
+fn ports_of(placement: &Placement) -> Vec<u16> {
+    let mut ports = vec![placement.pooler_port];
+    ports.extend(placement.router_port);
+    ports.extend(placement.nodes().into_iter().map(|n| n.port));
+    ports
+}
