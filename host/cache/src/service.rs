@@ -19,6 +19,10 @@ use crate::{CacheProvider, Error, Result};
 /// Settings of the service.
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
+    /// One lock per cluster, held by every change of its processes in
+    /// either process of the host (the API and the agent), so the
+    /// supervisor never restarts a process that a change is stopping.
+    pub locks: plateau_kernel::ResourceLocks,
     /// This host's identity: clusters it created carry it, and only it
     /// supervises them.
     pub host_id: String,
@@ -32,10 +36,6 @@ pub struct CacheService {
     sealer: Arc<Sealer>,
     snapshots: SnapshotStore,
     config: ServiceConfig,
-    /// Held by a supervision round over one cluster and by every change of
-    /// an existing cluster's processes, so the supervisor never restarts a
-    /// process that a change is stopping.
-    changes: tokio::sync::Mutex<()>,
 }
 
 /// Which of a cluster's passwords a sealed value holds.
@@ -59,7 +59,6 @@ impl CacheService {
             sealer,
             snapshots,
             config,
-            changes: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -71,9 +70,10 @@ impl CacheService {
         &self.snapshots
     }
 
-    /// Excludes the supervisor while a cluster's processes change.
-    pub async fn exclusive(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.changes.lock().await
+    /// Excludes the supervisor (and every other change) while cluster
+    /// `id`'s processes change.
+    pub async fn exclusive(&self, id: &str) -> Result<plateau_kernel::ResourceGuard> {
+        Ok(self.config.locks.lock(id).await?)
     }
 
     pub fn host_id(&self) -> &str {
@@ -177,7 +177,7 @@ impl CacheService {
     }
 
     async fn supervise_one(&self, cache: &Cache) -> Result<bool> {
-        let _changes = self.changes.lock().await;
+        let _changes = self.exclusive(&cache.id).await?;
         // Read again under the lock: the cluster may have changed or gone.
         let Some(cache) = caches::get(&self.db, &cache.org_id, &cache.id).await? else {
             return Ok(true);

@@ -1,12 +1,11 @@
 //! Where snapshot RDBs are kept: an `object_store` (a local directory, or
-//! S3 with the usual `AWS_*` variables), configured like the registry's.
+//! S3 with the usual `AWS_*` variables), opened like every store of the
+//! host (`plateau-object-store`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::aws::AmazonS3Builder;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt as _, PutPayload};
 
@@ -20,33 +19,23 @@ pub struct SnapshotStore {
 }
 
 impl SnapshotStore {
-    /// Opens `spec`: `s3://bucket[/prefix]`, `file:///dir` or a directory.
+    /// Opens `spec` (see [`plateau_object_store::open`]).
     pub fn open(spec: &str) -> Result<SnapshotStore> {
-        if let Some(rest) = spec.strip_prefix("s3://") {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let s3 = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .build()?;
-            let prefix = prefix.trim_matches('/');
-            let inner: Arc<dyn ObjectStore> = if prefix.is_empty() {
-                Arc::new(s3)
-            } else {
-                Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
-            };
-            return Ok(SnapshotStore {
-                inner,
-                location: format!("s3://{rest}"),
-            });
-        }
-        Self::local(Path::new(spec.strip_prefix("file://").unwrap_or(spec)))
+        Self::opened(plateau_object_store::open(spec))
     }
 
     /// A store in a local directory, created if needed.
     pub fn local(dir: &Path) -> Result<SnapshotStore> {
-        std::fs::create_dir_all(dir)?;
+        Self::opened(plateau_object_store::local(dir))
+    }
+
+    fn opened(
+        opened: Result<plateau_object_store::Opened, plateau_object_store::OpenError>,
+    ) -> Result<SnapshotStore> {
+        let opened = opened.map_err(|e| crate::Error::Internal(e.to_string()))?;
         Ok(SnapshotStore {
-            inner: Arc::new(LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true)),
-            location: format!("file://{}", dir.display()),
+            inner: opened.store,
+            location: opened.location,
         })
     }
 

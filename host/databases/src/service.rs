@@ -22,6 +22,10 @@ use crate::{DatabaseProvider, Error, Result};
 /// Settings of the service.
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
+    /// One lock per cluster, held by every change of its processes in
+    /// either process of the host (the API and the agent), so the
+    /// supervisor never restarts a process that a change is stopping.
+    pub locks: plateau_kernel::ResourceLocks,
     /// This host's identity: clusters it created carry it, and only it
     /// supervises them.
     pub host_id: String,
@@ -40,10 +44,6 @@ pub struct DatabaseService {
     provider: Arc<dyn DatabaseProvider>,
     sealer: Arc<Sealer>,
     config: ServiceConfig,
-    /// Held by a supervision round over one cluster and by every change of
-    /// an existing cluster's processes, so the supervisor never restarts a
-    /// process that a change is stopping.
-    changes: tokio::sync::Mutex<()>,
 }
 
 /// Which of a cluster's passwords a sealed value holds.
@@ -65,7 +65,6 @@ impl DatabaseService {
             provider,
             sealer,
             config,
-            changes: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -73,9 +72,10 @@ impl DatabaseService {
         self.provider.as_ref()
     }
 
-    /// Excludes the supervisor while a cluster's processes change.
-    pub async fn exclusive(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.changes.lock().await
+    /// Excludes the supervisor (and every other change) while cluster
+    /// `id`'s processes change.
+    pub async fn exclusive(&self, id: &str) -> Result<plateau_kernel::ResourceGuard> {
+        Ok(self.config.locks.lock(id).await?)
     }
 
     pub fn host_id(&self) -> &str {
@@ -242,7 +242,7 @@ impl DatabaseService {
     }
 
     async fn supervise_one(&self, d: &Database) -> Result<bool> {
-        let _changes = self.changes.lock().await;
+        let _changes = self.exclusive(&d.id).await?;
         // Read again under the lock: the cluster may have changed or gone.
         let Some(d) = databases::get(&self.db, &d.org_id, &d.id).await? else {
             return Ok(true);

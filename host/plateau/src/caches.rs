@@ -1,6 +1,7 @@
-//! Starting the managed caches for `plateau serve`: the local provider on
-//! this host's data directory, the snapshot store, and the supervisor that
-//! adopts or restarts this host's clusters.
+//! The managed caches' service, as `plateau serve` (the API) and `plateau
+//! agent` (whose supervisor adopts or restarts this host's clusters) both
+//! build it: the local provider on this host's data directory and the
+//! snapshot store.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,27 +33,13 @@ pub struct CacheArgs {
     pub cache_supervise_ms: u64,
 }
 
-/// The service, with its supervisor running.
-pub struct Running {
-    pub service: Arc<CacheService>,
-    supervisor: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    /// Stops supervising; the clusters keep running, for the next start
-    /// to adopt.
-    pub fn stop(self) {
-        self.supervisor.abort();
-    }
-}
-
 pub fn start(
     args: &CacheArgs,
     data_dir: &Path,
     db: &Db,
     sealer: Arc<Sealer>,
     host_id: &str,
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<Arc<CacheService>> {
     let root = data_dir.join("caches");
     std::fs::create_dir_all(&root)
         .with_context(|| format!("creating the cache directory {}", root.display()))?;
@@ -67,19 +54,15 @@ pub fn start(
         redis_server: args.redis_server.clone(),
     })
     .with_context(|| format!("preparing the cache directory {}", root.display()))?;
-    let service = Arc::new(CacheService::new(
+    Ok(Arc::new(CacheService::new(
         db.clone(),
         Arc::new(provider),
         sealer,
         snapshots,
         ServiceConfig {
+            locks: crate::host::locks(data_dir, "caches")?,
             host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.cache_supervise_ms.max(100)),
         },
-    ));
-    let supervisor = service.spawn_supervisor();
-    Ok(Running {
-        service,
-        supervisor,
-    })
+    )))
 }

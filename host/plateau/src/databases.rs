@@ -1,6 +1,7 @@
-//! Starting the managed databases for `plateau serve`: the local provider
-//! on this host's data directory, and the supervisor that adopts or
-//! restarts this host's clusters.
+//! The managed databases' service, as `plateau serve` (the API) and
+//! `plateau agent` (whose supervisor adopts, restarts and fails over this
+//! host's clusters) both build it: the local provider on this host's data
+//! directory.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,27 +42,13 @@ pub struct DatabaseArgs {
     pub database_disk_check_ms: u64,
 }
 
-/// The service, with its supervisor running.
-pub struct Running {
-    pub service: Arc<DatabaseService>,
-    supervisor: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    /// Stops supervising; the clusters keep running, for the next start
-    /// to adopt.
-    pub fn stop(self) {
-        self.supervisor.abort();
-    }
-}
-
 pub fn start(
     args: &DatabaseArgs,
     data_dir: &Path,
     db: &Db,
     sealer: Arc<Sealer>,
     host_id: &str,
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<Arc<DatabaseService>> {
     let root = data_dir.join("databases");
     let provider = LocalProvider::new(LocalConfig {
         root: root.clone(),
@@ -71,19 +58,15 @@ pub fn start(
         haproxy: args.haproxy.clone(),
     })
     .with_context(|| format!("preparing the database directory {}", root.display()))?;
-    let service = Arc::new(DatabaseService::new(
+    Ok(Arc::new(DatabaseService::new(
         db.clone(),
         Arc::new(provider),
         sealer,
         ServiceConfig {
+            locks: crate::host::locks(data_dir, "databases")?,
             host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.database_supervise_ms.max(100)),
             disk_check_every: Duration::from_millis(args.database_disk_check_ms.max(100)),
         },
-    ));
-    let supervisor = service.spawn_supervisor();
-    Ok(Running {
-        service,
-        supervisor,
-    })
+    )))
 }

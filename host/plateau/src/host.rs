@@ -85,3 +85,10 @@ mod tests {
         assert_eq!(id, id.to_lowercase());
     }
 }
+
+/// The per-resource locks of one kind of resource on this host
+/// (`<data dir>/locks/<kind>`), shared by the API process and the agent.
+pub fn locks(data_dir: &Path, kind: &str) -> anyhow::Result<plateau_kernel::ResourceLocks> {
+    let dir = data_dir.join("locks").join(kind);
+    plateau_kernel::ResourceLocks::new(&dir).with_context(|| format!("creating {}", dir.display()))
+}

@@ -4,11 +4,13 @@
 //! `tests/native-twin`) calls [`serve::run_with`].
 
 pub mod admin;
+pub mod agent;
 mod apps;
 mod caches;
 mod commands;
 pub mod config;
 mod databases;
+mod dataplane;
 mod host;
 pub mod logging;
 pub mod plugin_cli;

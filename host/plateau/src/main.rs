@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use plateau::config::{self, StoreArgs};
-use plateau::{admin, logging, plugin_cli, serve};
+use plateau::{admin, agent, logging, plugin_cli, serve};
 
 #[derive(Parser)]
 #[command(
@@ -19,6 +19,9 @@ struct Cli {
 enum Command {
     /// Run the server.
     Serve(Box<serve::ServeArgs>),
+    /// Run this host's data plane (supervision, failover); `serve` starts
+    /// it and keeps it running. It takes the same settings as `serve`.
+    Agent(Box<serve::ServeArgs>),
     /// Manage plugins on a running server (admin API).
     Plugin(plugin_cli::PluginArgs),
     /// Operator commands that work on the database directly.
@@ -41,6 +44,7 @@ async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(*args).await,
+        Command::Agent(args) => agent::run(*args).await,
         Command::Plugin(args) => plugin_cli::run(args).await,
         Command::Admin { store, command } => {
             logging::init(config::LogFormat::Text);

@@ -30,7 +30,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PLATEAU_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     #[command(flatten)]
-    store: StoreArgs,
+    pub(crate) store: StoreArgs,
     /// On first start with an empty store, the owner token's secret (plt_ and 40 letters or digits).
     #[arg(long, env = "PLATEAU_BOOTSTRAP_TOKEN", hide_env_values = true)]
     bootstrap_token: Option<String>,
@@ -83,9 +83,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
-    caches: caches::CacheArgs,
+    pub(crate) caches: caches::CacheArgs,
     #[command(flatten)]
-    databases: databases::DatabaseArgs,
+    pub(crate) databases: databases::DatabaseArgs,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
@@ -106,7 +106,7 @@ pub struct ServeArgs {
     registry_max_uploads: i64,
     /// Log format.
     #[arg(long, env = "PLATEAU_LOG_FORMAT", value_enum, default_value = "text")]
-    log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -148,6 +148,9 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &host_id,
     )?;
     let databases = databases::start(&args.databases, &args.store.data_dir, &db, sealer, &host_id)?;
+    // The data plane: supervision and failover go on in the agent while
+    // this process is down.
+    let agent = crate::dataplane::Agent::ensure(&args.store.data_dir).await?;
     let (storage, storage_listener) =
         crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
     let routes = plateau_plugin_host::admin::routes()
@@ -198,8 +201,8 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
         .layer(axum::Extension(plugins.jobs.clone()))
         .layer(axum::Extension(plugins.clock.clone()))
-        .layer(axum::Extension(caches.service.clone()))
-        .layer(axum::Extension(databases.service.clone()))
+        .layer(axum::Extension(caches.clone()))
+        .layer(axum::Extension(databases.clone()))
         .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
@@ -235,8 +238,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let _ = s3.await;
     maintenance.abort();
     registry_gc.abort();
-    caches.stop();
-    databases.stop();
+    agent.detach();
     plugins.stop(&db).await;
     apps.stop().await;
     db.close().await;
@@ -297,7 +299,7 @@ async fn registry_gc(
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -320,7 +322,7 @@ async fn shutdown_signal() {
 }
 
 impl ServeArgs {
-    fn plugins_setup(&self) -> plugins::Setup {
+    pub(crate) fn plugins_setup(&self) -> plugins::Setup {
         plugins::Setup {
             egress_allow: self.egress_allow.clone(),
             egress_ca_file: self.egress_ca_file.clone(),

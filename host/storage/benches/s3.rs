@@ -61,6 +61,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// The server: its process, API URL and S3 endpoint.
 struct Server {
     child: std::process::Child,
+    data_dir: std::path::PathBuf,
     api: String,
     s3: String,
 }
@@ -69,6 +70,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        plateau_testkit::kill_under(&self.data_dir);
     }
 }
 
@@ -103,6 +105,7 @@ fn start(data_dir: &Path, token: &str) -> Server {
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     Server {
         child,
+        data_dir: data_dir.to_owned(),
         api: api.unwrap(),
         s3: s3.unwrap(),
     }

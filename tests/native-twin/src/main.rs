@@ -29,6 +29,8 @@ struct Cli {
 enum Command {
     /// Run the plateau server with the native twins under `/api/v1/bench`.
     Serve(Box<plateau::serve::ServeArgs>),
+    /// The data plane that `serve` starts (see `plateau agent`).
+    Agent(Box<plateau::serve::ServeArgs>),
     /// Time N in-process flag evaluations of the built-in flags component
     /// and of its native twin; print the instantiation, plugin-call and
     /// native times in microseconds.
@@ -54,6 +56,7 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => plateau::serve::run_with(*args, flags::routes()).await,
+        Command::Agent(args) => plateau::agent::run(*args).await,
         Command::InProcess {
             count,
             flag,

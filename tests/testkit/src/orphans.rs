@@ -1,4 +1,4 @@
-//! The processes a server starts under its data directory (cache and
+//! The processes a server starts under its data directory (its agent, cache and
 //! database servers, containers, apps' runc containers) outlive `plateau
 //! serve` by design: a restarted host adopts them. A test's server takes them down with it, so
 //! a test that forgets a resource leaves nothing running.
@@ -11,7 +11,10 @@ pub fn kill_under(dir: &Path) {
     stop_containers(dir);
     let Some(needle) = dir.to_str() else { return };
     let me = std::process::id().to_string();
-    let pids: Vec<String> = std::fs::read_dir("/proc")
+    // The host's agent first: it would start again what it supervises.
+    let agent = std::fs::read_to_string(dir.join("agent/pid")).unwrap_or_default();
+    let agent = agent.trim().to_owned();
+    let mut pids: Vec<String> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
@@ -24,6 +27,10 @@ pub fn kill_under(dir: &Path) {
                 || String::from_utf8_lossy(&cmdline).contains(needle)
         })
         .collect();
+    if agent.bytes().all(|b| b.is_ascii_digit()) && !agent.is_empty() && agent != me {
+        pids.retain(|pid| *pid != agent);
+        pids.insert(0, agent);
+    }
     if !pids.is_empty() {
         let _ = std::process::Command::new("kill")
             .arg("-KILL")

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{CacheView, Service, find};
+use super::{CacheView, Service, find, find_locked};
 use crate::service::{CacheService, Which};
 use crate::spec::{ClusterSpec, Credentials, EvictionPolicy, Persistence};
 
@@ -325,8 +325,7 @@ pub async fn update(
     Path(id): Path<String>,
     Body(input): Body<UpdateCache>,
 ) -> Result<Json<CacheView>, ApiError> {
-    let _changes = service.exclusive().await;
-    let cache = find(&app, &caller, &id).await?;
+    let (_changes, cache) = find_locked(&app, &service, &caller, &id).await?;
     let memory_mb = input.memory_mb.unwrap_or(cache.memory_mb);
     let replicas = input.replicas.unwrap_or(cache.replicas);
     let policy = input
@@ -417,8 +416,7 @@ pub async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<CacheView>, ApiError> {
-    let _changes = service.exclusive().await;
-    let cache = find(&app, &caller, &id).await?;
+    let (_changes, cache) = find_locked(&app, &service, &caller, &id).await?;
     let placement = CacheService::placement(&cache)?;
     service.provider().destroy(&placement).await?;
     let now = time::now_ms();

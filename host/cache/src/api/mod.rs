@@ -103,3 +103,16 @@ async fn find(app: &AppState, caller: &Caller, id: &str) -> Result<Cache, ApiErr
         .await?
         .ok_or_else(|| not_found(id))
 }
+
+/// The caller's cluster `id` with its lock, read again under the lock: for
+/// a change of its processes, which the supervisor must not undo.
+async fn find_locked(
+    app: &AppState,
+    service: &CacheService,
+    caller: &Caller,
+    id: &str,
+) -> Result<(plateau_kernel::ResourceGuard, Cache), ApiError> {
+    let found = find(app, caller, id).await?;
+    let guard = service.exclusive(&found.id).await?;
+    Ok((guard, find(app, caller, id).await?))
+}

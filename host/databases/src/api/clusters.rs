@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{DatabaseView, Service, find};
+use super::{DatabaseView, Service, find, find_locked};
 use crate::inside::roles;
 use crate::service::{DatabaseService, Which};
 use crate::spec::{ClusterSpec, Credentials, DEFAULT_VERSION, VERSIONS};
@@ -357,8 +357,7 @@ pub async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<DatabaseView>, ApiError> {
-    let _changes = service.exclusive().await;
-    let d = find(&app, &caller, &id).await?;
+    let (_changes, d) = find_locked(&app, &service, &caller, &id).await?;
     let placement = DatabaseService::placement(&d)?;
     let mut view = DatabaseView::of(&service, d.clone()).await?;
     service.provider().destroy(&placement).await?;

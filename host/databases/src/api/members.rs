@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{DatabaseView, Service, find};
+use super::{DatabaseView, Service, find, find_locked};
 use crate::service::DatabaseService;
 use crate::spec::Member;
 
@@ -94,8 +94,7 @@ pub async fn scale_replicas(
             ),
         ));
     }
-    let _changes = service.exclusive().await;
-    let d = find(&app, &caller, &id).await?;
+    let (_changes, d) = find_locked(&app, &service, &caller, &id).await?;
     let placement = DatabaseService::placement(&d)?;
     let credentials = service.credentials(&d)?;
     let mut spec = DatabaseService::spec(&d);
@@ -138,8 +137,7 @@ pub async fn apply_config(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<DatabaseView>, ApiError> {
-    let _changes = service.exclusive().await;
-    let d = find(&app, &caller, &id).await?;
+    let (_changes, d) = find_locked(&app, &service, &caller, &id).await?;
     let mut placement = DatabaseService::placement(&d)?;
     let credentials = service.credentials(&d)?;
     let spec = DatabaseService::spec(&d);

@@ -115,3 +115,16 @@ pub async fn find(app: &AppState, caller: &Caller, id: &str) -> Result<Database,
         .await?
         .ok_or_else(|| not_found(id))
 }
+
+/// The caller's cluster `id` with its lock, read again under the lock: for
+/// a change of its processes, which the supervisor must not undo.
+pub async fn find_locked(
+    app: &AppState,
+    service: &DatabaseService,
+    caller: &Caller,
+    id: &str,
+) -> Result<(plateau_kernel::ResourceGuard, Database), ApiError> {
+    let found = find(app, caller, id).await?;
+    let guard = service.exclusive(&found.id).await?;
+    Ok((guard, find(app, caller, id).await?))
+}

@@ -4,6 +4,7 @@
 
 mod account;
 mod admin;
+mod agent;
 mod apps;
 mod audit_export;
 mod auth;

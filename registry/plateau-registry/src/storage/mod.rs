@@ -19,8 +19,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
-use object_store::aws::AmazonS3Builder;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
     GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
@@ -57,46 +55,30 @@ pub enum WriteEnd {
 }
 
 impl BlobStore {
-    /// Opens `spec`: `s3://bucket[/prefix]` (credentials, region and
-    /// endpoint from the usual `AWS_*` variables), `file:///dir`, or a
-    /// plain directory path.
+    /// Opens `spec` (see [`plateau_object_store::open`]).
     pub fn open(spec: &str) -> Result<BlobStore> {
-        if let Some(rest) = spec.strip_prefix("s3://") {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let s3 = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .build()?;
-            let inner: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
-                Arc::new(s3)
-            } else {
-                Arc::new(object_store::prefix::PrefixStore::new(
-                    s3,
-                    prefix.trim_matches('/'),
-                ))
-            };
-            return Ok(BlobStore {
-                inner,
-                part_size: S3_PART_SIZE,
-                location: format!("s3://{rest}"),
-            });
-        }
-        let dir = spec.strip_prefix("file://").unwrap_or(spec);
-        Self::local(FsPath::new(dir))
+        Self::opened(plateau_object_store::open(spec))
     }
 
     /// A store in a local directory, created if needed.
     pub fn local(dir: &FsPath) -> Result<BlobStore> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Internal(format!(
-                "creating the registry directory {}: {e}",
-                dir.display()
-            ))
-        })?;
-        let fs = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+        Self::opened(plateau_object_store::local(dir))
+    }
+
+    fn opened(
+        opened: Result<plateau_object_store::Opened, plateau_object_store::OpenError>,
+    ) -> Result<BlobStore> {
+        let opened =
+            opened.map_err(|e| Error::Internal(format!("opening the registry store: {e}")))?;
+        let part_size = if opened.local_root.is_some() {
+            LOCAL_PART_SIZE
+        } else {
+            S3_PART_SIZE
+        };
         Ok(BlobStore {
-            inner: Arc::new(fs),
-            part_size: LOCAL_PART_SIZE,
-            location: format!("file://{}", dir.display()),
+            inner: opened.store,
+            part_size,
+            location: opened.location,
         })
     }
 

@@ -1,0 +1,42 @@
+//! `plateau agent`: this host's data plane. It runs what must keep going
+//! while the API process (`plateau serve`) is down or restarting: the
+//! supervisors of this host's caches and databases (adoption after a
+//! restart, restarts of dead processes, failover). `plateau serve` starts
+//! it, adopts it, and leaves it running when it exits
+//! ([`crate::dataplane`]).
+//!
+//! It takes the same flags and `PLATEAU_*` settings as `plateau serve`,
+//! and uses those that concern it. It holds `<data dir>/agent/agent.lock`
+//! while it lives, so one agent runs per data directory.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use plateau_seal::Sealer;
+
+use crate::serve::ServeArgs;
+use crate::{caches, databases, dataplane, host, logging, plugins};
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    logging::init(args.log_format);
+    let data_dir = args.store.data_dir.clone();
+    let _held = dataplane::take_lock(&data_dir)
+        .await
+        .context("taking the agent's lock")?;
+    let db = args.store.open().await?;
+    let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
+    let sealer = Arc::new(Sealer::new(&secret_key));
+    let host_id = host::identity(&data_dir, &db).await?;
+    let caches = caches::start(&args.caches, &data_dir, &db, sealer.clone(), &host_id)?;
+    let databases = databases::start(&args.databases, &data_dir, &db, sealer, &host_id)?;
+    let supervisors = [caches.spawn_supervisor(), databases.spawn_supervisor()];
+    dataplane::announce_ready(&data_dir)?;
+    tracing::info!(host = %host_id, pid = std::process::id(), "the agent is supervising this host's resources");
+    crate::serve::shutdown_signal().await;
+    for supervisor in supervisors {
+        supervisor.abort();
+    }
+    db.close().await;
+    tracing::info!("the agent stopped; what it supervised keeps running");
+    Ok(())
+}
