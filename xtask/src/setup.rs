@@ -24,6 +24,8 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-tools",
     "awscli",
     "pgbouncer",
+    // The databases' write endpoints.
+    "haproxy",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
     // iproute2 makes each replica's network namespace, nftables its firewall.
     "runc",
@@ -36,14 +38,15 @@ const TEST_PACKAGES: &[&str] = &[
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
-/// PostgreSQL 15 and pgbouncer for the managed databases, runc and iproute2
-/// for Linux-image apps, buildah and git for built apps.
+/// PostgreSQL 15, pgbouncer and haproxy for the managed databases, runc and
+/// iproute2 for Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
     "postgresql",
     "pgbouncer",
+    "haproxy",
     "runc",
     "iproute2",
     "nftables",
