@@ -1,13 +1,13 @@
 //! Leadership changes of a local cluster. A failover fences the old
-//! leader (SIGKILL), promotes the standby that received the most WAL (with
-//! synchronous commit to any one standby, it holds every acknowledged
-//! commit), gives the other standbys a slot on it and points them at it,
-//! and points the pooler and the write endpoint at it. A switchover stops the old leader cleanly
-//! first, promotes the chosen standby, and makes the old leader its
-//! standby. The dead member of a failover is made again as a standby by
-//! the next supervision round.
+//! leader (SIGKILL to every process in its data directory), promotes the
+//! standby that received the most WAL (with synchronous commit to any one
+//! standby, it holds every acknowledged commit), gives the other standbys
+//! a slot on it and points them at it, and points the pooler and the write
+//! endpoint at it. A switchover stops the old leader cleanly first,
+//! promotes the chosen standby, and makes the old leader its standby. The
+//! dead member of a failover is made again as a standby by the next
+//! supervision round.
 
-use nix::sys::signal::Signal;
 use sqlx::Connection;
 
 use super::{LocalProvider, supervise};
@@ -51,10 +51,9 @@ impl LocalProvider {
                 (node, false)
             }
             None => {
-                // Fence the old leader before anyone else leads.
-                if let Some(pid) = supervise::postgres_pid(&old_data) {
-                    super::members::signal(pid, Signal::SIGKILL);
-                }
+                // Fence the old leader, and what runs on after its
+                // postmaster, before anyone else leads.
+                supervise::fence_postgres(&old_data).await;
                 self.most_advanced(placement, credentials)
                     .await
                     .ok_or_else(|| Error::Unavailable("no live replica to promote".to_owned()))?

@@ -95,3 +95,36 @@ fn ports_of(placement: &Placement) -> Vec<u16> {
     ports.extend(placement.nodes().into_iter().map(|n| n.port));
     ports
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{LocalConfig, LocalProvider};
+
+    fn provider(root: &std::path::Path) -> LocalProvider {
+        LocalProvider::new(LocalConfig {
+            root: root.to_owned(),
+            address: "127.0.0.1".to_owned(),
+            binaries: root.join("bin"),
+            pgbouncer: "pgbouncer".into(),
+            haproxy: "haproxy".into(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn two_processes_never_hold_one_port() {
+        let dir = tempfile::tempdir().unwrap();
+        // The API process and the agent: two providers on one root.
+        let (api, agent) = (provider(dir.path()), provider(dir.path()));
+        let port = api.allocate_port("dbs_a").unwrap();
+        assert!(!agent.claim(port, "dbs_b").unwrap(), "claimed twice");
+        for _ in 0..20 {
+            assert_ne!(agent.allocate_port("dbs_b").unwrap(), port);
+        }
+        api.release_port(port);
+        assert!(
+            agent.claim(port, "dbs_b").unwrap(),
+            "a released port is free"
+        );
+    }
+}

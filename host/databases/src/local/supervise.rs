@@ -78,6 +78,37 @@ pub fn postgres_pid(data: &Path) -> Option<i32> {
     alive(pid).then_some(pid)
 }
 
+/// Fences a leader: SIGKILLs its postmaster and every process working in
+/// its data directory, then waits (5 s at most) until none is left. A
+/// postmaster's children are session leaders of their own, and when it
+/// dies they run on for a moment (a walsender may still stream, a backend
+/// still commit): the fence waits for them too, dead postmaster or not.
+pub async fn fence_postgres(data: &Path) {
+    let Ok(data) = data.canonicalize() else {
+        return;
+    };
+    let working_in = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|d| d == data))
+            .collect()
+    };
+    for _ in 0..100 {
+        let pids = working_in();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tracing::warn!(data = %data.display(), "processes of a fenced server outlived SIGKILL for 5 s");
+}
+
 /// Starts pgbouncer on the configuration in `dir` (daemonized), waiting
 /// until it accepts connections on `address:port`.
 pub async fn start_pooler(

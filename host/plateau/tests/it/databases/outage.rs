@@ -40,13 +40,17 @@ impl Writer {
             .count()
     }
 
-    /// Seconds from `t` to the first commit acknowledged after it.
-    fn gap_after(&self, t: Instant) -> f64 {
+    /// The longest time without an acknowledged commit that ended after
+    /// `t`, in seconds (a leader's backends may still commit for a moment
+    /// after its postmaster is killed: the outage is the longest silence,
+    /// not the time to the first commit after the kill).
+    fn longest_silence_after(&self, t: Instant) -> f64 {
         let acked = self.acked.lock().unwrap();
         acked
-            .iter()
-            .find(|(_, at)| *at > t)
-            .map_or(f64::NAN, |(_, at)| (*at - t).as_secs_f64())
+            .windows(2)
+            .filter(|w| w[1].1 > t)
+            .map(|w| (w[1].1 - w[0].1).as_secs_f64())
+            .fold(0.0, f64::max)
     }
 }
 
@@ -208,7 +212,10 @@ async fn the_agent_fails_over_while_the_api_process_is_down() {
             }
         }
     }
-    let gaps = (pooled.gap_after(killed_at), direct.gap_after(killed_at));
+    let gaps = (
+        pooled.longest_silence_after(killed_at),
+        direct.longest_silence_after(killed_at),
+    );
     eprintln!(
         "postgres failover without the API process: {:.2} s without a writable leader \
          (pooled uri {:.2} s, writeUri {:.2} s); failed writes: pooled {}, writeUri {}; \
