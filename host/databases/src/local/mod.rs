@@ -2,10 +2,11 @@
 //! streaming standbys (`members`), a pgbouncer and the write endpoint
 //! (`router`) on this host, on ports the host allocates, with their files
 //! under `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's
-//! data directory, its log beside it), `pooler/` and `router/`. When the host runs as
-//! root, each cluster's processes run as a user of its own (`users`).
-//! Every connection as the host's superuser carries
-//! [`crate::host_session::SETTINGS`].
+//! data directory, its log beside it), `pooler/` and `router/`. When the
+//! host runs as root, each cluster's processes run as a user of its own
+//! (`users`). Every connection as the host's superuser carries
+//! [`crate::host_session::SETTINGS`]. The ports are claimed in files
+//! (`ports`), so the API process and the agent never hand out one twice.
 
 mod conf;
 pub use conf::read_database;

@@ -6,6 +6,10 @@
 //! own) never hand out the same port, nor the port of a process that is
 //! down for a moment. Supervision claims the ports of the clusters it
 //! adopts; destroying a cluster or removing a member gives them back.
+//! Ports are picked below the kernel's ephemeral range, from which every
+//! `bind(0)` and every outgoing connection on the host draws: a port
+//! picked there can be taken by another program between the pick and the
+//! server's start.
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -70,10 +74,19 @@ impl LocalProvider {
     /// A free port that no cluster of this host holds, claimed for
     /// `cluster`.
     pub(super) fn allocate_port(&self, cluster: &str) -> Result<u16> {
-        for _ in 0..64 {
-            let port = TcpListener::bind((self.config.address.as_str(), 0))?
-                .local_addr()?
-                .port();
+        let (from, to) = below_ephemeral();
+        for attempt in 0..256 {
+            // The ephemeral range itself only when nothing is free below.
+            let port = if attempt < 192 && from < to {
+                rand::random_range(from..to)
+            } else {
+                0
+            };
+            let Ok(listener) = TcpListener::bind((self.config.address.as_str(), port)) else {
+                continue;
+            };
+            let port = listener.local_addr()?.port();
+            drop(listener);
             if self.claim(port, cluster)? {
                 self.ports
                     .lock()
@@ -86,6 +99,15 @@ impl LocalProvider {
             "no free port for a database process; free some ports".to_owned(),
         ))
     }
+}
+
+/// The ports picked from: the 12,000 below the kernel's ephemeral range.
+fn below_ephemeral() -> (u16, u16) {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    (low.saturating_sub(12_000).max(1024), low)
 }
 
 /// Every port `placement` holds.

@@ -145,7 +145,7 @@ pub async fn start_router(
     port: u16,
 ) -> Result<()> {
     let mut cmd = command(user, haproxy);
-    cmd.args(["-D", "-q", "-f"]).arg(dir.join(ROUTER_CONF));
+    cmd.args(["-D", "-f"]).arg(dir.join(ROUTER_CONF));
     run(cmd, "haproxy (install the haproxy package)").await?;
     wait_port(address, port).await
 }
