@@ -183,9 +183,13 @@ pub fn pooler_users(admin_password: &str) -> String {
 /// listener), with the leader as its only server. Bytes pass through
 /// untouched, so a session through it is a session on the leader: every
 /// startup parameter, prepared statements, LISTEN, cancel requests, and
-/// TLS end to end should the servers offer it. Sessions idle for a day are
-/// closed; the old worker of a reload keeps its sessions (to a leader that
-/// is gone or stopping) for 10 s at most.
+/// TLS end to end should the servers offer it. A connection the leader
+/// refuses is closed at once, not retried (`retries 0`: HAProxy waits a
+/// second before each retry, and a refusing leader is a dead one, about to
+/// be replaced), so the client's next attempt reaches the endpoint's new
+/// configuration. Sessions idle for a day are closed; the old worker of a
+/// reload keeps its sessions (to a leader that is gone or stopping) for
+/// 10 s at most.
 pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str, u16)) -> String {
     format!(
         "# Written by Plateau: the write endpoint, always to the leader.\n\
@@ -196,6 +200,7 @@ pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str
          \x20 maxconn 1000\n\
          defaults\n\
          \x20 mode tcp\n\
+         \x20 retries 0\n\
          \x20 option clitcpka\n\
          \x20 option srvtcpka\n\
          \x20 timeout connect 3s\n\
