@@ -22,7 +22,7 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
-    // The stable endpoint of caches with replicas.
+    // The endpoints that follow the leader: caches' and databases' writes.
     "haproxy",
     "awscli",
     "pgbouncer",
@@ -37,10 +37,10 @@ const TEST_PACKAGES: &[&str] = &[
     "git",
 ];
 
-/// Debian packages the server itself runs: Redis 7 and HAProxy (the
-/// endpoint that follows the leader) for the managed caches,
-/// PostgreSQL 15 and pgbouncer for the managed databases, runc and iproute2
-/// for Linux-image apps, buildah and git for built apps.
+/// Debian packages the server itself runs: Redis 7 for the managed caches,
+/// PostgreSQL 15 and pgbouncer for the managed databases, HAProxy for the
+/// endpoints of both that follow the leader, runc and iproute2 for
+/// Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",

@@ -222,7 +222,8 @@ impl DatabaseService {
                 continue;
             }
             let healthy = match self.supervise_one(&d).await {
-                Ok(healthy) => healthy,
+                Ok(Some(healthy)) => healthy,
+                Ok(None) => continue,
                 Err(e) => {
                     tracing::warn!(database = %d.id, error = %e, "supervising a database");
                     false
@@ -241,11 +242,18 @@ impl DatabaseService {
         }
     }
 
-    async fn supervise_one(&self, d: &Database) -> Result<bool> {
-        let _changes = self.exclusive(&d.id).await?;
+    /// One round over one cluster: whether it is healthy, or `None` when
+    /// another change (in this process or another: the API's, a second
+    /// agent's) holds its lock. The round never waits for it, so a cluster
+    /// under a long change delays no other's failover, and no two
+    /// processes ever fail over one cluster at once.
+    async fn supervise_one(&self, d: &Database) -> Result<Option<bool>> {
+        let Some(_changes) = self.config.locks.try_lock(&d.id)? else {
+            return Ok(None);
+        };
         // Read again under the lock: the cluster may have changed or gone.
         let Some(d) = databases::get(&self.db, &d.org_id, &d.id).await? else {
-            return Ok(true);
+            return Ok(Some(true));
         };
         let spec = Self::spec(&d);
         let placement = Self::placement(&d)?;
@@ -269,7 +277,7 @@ impl DatabaseService {
                 .data(data);
             self.record_placement(&d, new, d.replicas, &event).await?;
         }
-        Ok(round.healthy)
+        Ok(Some(round.healthy))
     }
 
     /// Compares the cluster's size with its disk quota and, when that

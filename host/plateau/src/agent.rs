@@ -29,8 +29,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let host_id = host::identity(&data_dir, &db).await?;
-    let caches = caches::start(&args.caches, &data_dir, &db, sealer.clone(), &host_id)?;
-    let databases = databases::start(&args.databases, &data_dir, &db, sealer, &host_id)?;
+    let caches = caches::start(
+        &args.caches,
+        &data_dir,
+        &db,
+        sealer.clone(),
+        &host_id,
+        &args.haproxy,
+    )?;
+    let databases = databases::start(
+        &args.databases,
+        &data_dir,
+        &db,
+        sealer,
+        &host_id,
+        &args.haproxy,
+    )?;
     let sweeper = plateau_cache::snapshots::spawn_sweeper(
         db.clone(),
         caches.snapshots().clone(),

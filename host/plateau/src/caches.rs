@@ -21,10 +21,6 @@ pub struct CacheArgs {
     /// The `redis-server` binary of the managed caches (Redis 7).
     #[arg(long, env = "PLATEAU_REDIS_SERVER", default_value = "redis-server")]
     pub redis_server: PathBuf,
-    /// The `haproxy` binary (2.6 or later): the stable endpoint that leads
-    /// to the leader of each cache with replicas.
-    #[arg(long, env = "PLATEAU_HAPROXY", default_value = "haproxy")]
-    pub haproxy: PathBuf,
     /// The address cache processes listen on and clients are given.
     #[arg(long, env = "PLATEAU_CACHE_ADDRESS", default_value = "127.0.0.1")]
     pub cache_address: String,
@@ -51,6 +47,7 @@ pub fn start(
     db: &Db,
     sealer: Arc<Sealer>,
     host_id: &str,
+    haproxy: &Path,
 ) -> anyhow::Result<Arc<CacheService>> {
     let root = data_dir.join("caches");
     std::fs::create_dir_all(&root)
@@ -64,7 +61,7 @@ pub fn start(
         root: root.clone(),
         address: args.cache_address.clone(),
         redis_server: args.redis_server.clone(),
-        haproxy: args.haproxy.clone(),
+        haproxy: haproxy.to_owned(),
     })
     .with_context(|| format!("preparing the cache directory {}", root.display()))?;
     Ok(Arc::new(CacheService::new(

@@ -86,6 +86,11 @@ pub struct ServeArgs {
     pub(crate) caches: caches::CacheArgs,
     #[command(flatten)]
     pub(crate) databases: databases::DatabaseArgs,
+    /// The `haproxy` binary (2.6 or later) of the endpoints that always
+    /// lead to the leader: caches with replicas (`uri`) and databases
+    /// (`writeUri`).
+    #[arg(long, env = "PLATEAU_HAPROXY", default_value = "haproxy")]
+    pub(crate) haproxy: PathBuf,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
@@ -146,8 +151,16 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &db,
         sealer.clone(),
         &host_id,
+        &args.haproxy,
     )?;
-    let databases = databases::start(&args.databases, &args.store.data_dir, &db, sealer, &host_id)?;
+    let databases = databases::start(
+        &args.databases,
+        &args.store.data_dir,
+        &db,
+        sealer,
+        &host_id,
+        &args.haproxy,
+    )?;
     // The data plane: supervision and failover go on in the agent while
     // this process is down.
     let agent = crate::dataplane::Agent::ensure(&args.store.data_dir).await?;
