@@ -124,10 +124,21 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
         },
     )
     .await;
-    let old = super::direct(&conn, conn.leader.1).await.unwrap();
-    let mut old = old;
-    let after: String = old.get("after").await.unwrap();
-    assert_eq!(after, "2", "the old leader follows the new one");
+    // Connected is not yet in sync: the replica may still be loading the
+    // new leader's data.
+    let mut old = eventually(
+        "the old leader has the new leader's writes",
+        Duration::from_secs(30),
+        || {
+            let conn = &conn;
+            async move {
+                let mut old = super::direct(conn, conn.leader.1).await.ok()?;
+                let after: Option<String> = old.get("after").await.ok()?;
+                (after.as_deref() == Some("2")).then_some(old)
+            }
+        },
+    )
+    .await;
     let role: redis::Value = redis::cmd("ROLE").query_async(&mut old).await.unwrap();
     assert!(format!("{role:?}").contains("slave"), "{role:?}");
     eventually("the cache running again", Duration::from_secs(30), || {
