@@ -44,8 +44,8 @@ pub struct Template {
     pub image: ImageConfig,
     /// The image's rootfs owned by the app's ids.
     pub rootfs: PathBuf,
-    /// The host id the app's container id 0 maps to.
-    pub host_ids: u32,
+    /// The first host uid of the app's range: its container uid 0.
+    pub uid_base: u32,
     pub env: Vec<(String, String)>,
     pub limits: Limits,
     pub logs: Arc<dyn LogSink>,
@@ -161,7 +161,7 @@ impl Runner for ContainerRunner {
         let template = Template {
             image: config,
             rootfs,
-            host_ids: range.base(),
+            uid_base: range.base(),
             env: spec.env,
             limits: spec.limits,
             logs: spec.logs,

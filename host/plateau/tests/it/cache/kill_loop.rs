@@ -17,7 +17,6 @@ use serde_json::json;
 use super::{Conn, Processes, connection, create, direct, eventually};
 use crate::{create_org, start};
 
-
 /// One writer's tally.
 #[derive(Default)]
 struct Tally {
