@@ -22,6 +22,8 @@ const TEST_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
+    // The endpoints that follow the leader: caches' and databases' writes.
+    "haproxy",
     "awscli",
     "pgbouncer",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
@@ -36,12 +38,14 @@ const TEST_PACKAGES: &[&str] = &[
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
-/// PostgreSQL 15 and pgbouncer for the managed databases, runc and iproute2
-/// for Linux-image apps, buildah and git for built apps.
+/// PostgreSQL 15 and pgbouncer for the managed databases, HAProxy for the
+/// endpoints of both that follow the leader, runc and iproute2 for
+/// Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
     "redis-server",
     "redis-sentinel",
     "redis-tools",
+    "haproxy",
     "postgresql",
     "pgbouncer",
     "runc",

@@ -1,15 +1,25 @@
 //! Apps (spec sections 3 and 4.4): the app model and its API
-//! ([`api`]), the deployment pipeline ([`pipeline`]: resolve the image,
-//! launch, health-check, promote), and the [`supervisor`] that keeps this
-//! host's edge in step with the database.
+//! ([`api`]), the deployment pipeline ([`pipeline`]: build, resolve the
+//! image, then wait for the data plane's outcome), and the data plane
+//! ([`supervisor::Plane`], in the host's `plateau agent` process): it
+//! launches, health-checks and promotes new deployments ([`launch`]) and
+//! keeps this host's replicas and edge in step with the database.
+//!
+//! The two processes share the database (the desired state: each app's
+//! live deployment, scale, limits, paused; the deployments to launch)
+//! and a Unix socket ([`control`]) the API uses to have the plane follow
+//! a change at once and to ask what runs.
 //!
 //! A deployment runs on a [`plateau_runner::Runner`] and is served by the
 //! [`plateau_edge::Edge`]; this crate is the only one that knows both and
 //! the database.
 //!
 //! **Architecture Invariant:** the database says which deployment of an
-//! app is live; every host only follows it (the pipeline that promotes a
+//! app is live; every host only follows it (the plane that promotes a
 //! deployment writes it first, then switches its own edge).
+//! **Architecture Invariant:** the data plane needs no API process: while
+//! `plateau serve` is down or restarting, apps serve from the routing the
+//! plane last followed.
 //! **Architecture Invariant:** a deployment's component is stored before
 //! it is launched, so rollbacks, resumes, restores and restarts never
 //! reach a registry.
@@ -17,27 +27,30 @@
 pub mod api;
 pub mod build;
 pub mod config;
+pub mod control;
 pub mod env;
 pub mod image;
+pub mod launch;
 pub mod linux_image;
 pub mod logs;
 pub mod pipeline;
+pub mod status;
 pub mod supervisor;
 pub mod upload;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use plateau_edge::Edge;
 use plateau_runner::Runner;
 use plateau_seal::Sealer;
 use plateau_store::Db;
 
 pub use config::AppsConfig;
 pub use image::RegistryAccess;
+pub use status::AppStatus;
+pub use supervisor::Plane;
 
-use crate::logs::LogBuffer;
-use crate::supervisor::Local;
+use crate::control::AgentLink;
 
 /// The Linux container runtime of this host and where it unpacks images.
 #[derive(Clone)]
@@ -47,7 +60,9 @@ pub struct Containers {
     pub images: std::path::PathBuf,
 }
 
-/// The apps service of this host; cheap to clone.
+/// The apps service of this host; cheap to clone. In the API process it
+/// serves the routes and runs the pipelines; in the agent it is what the
+/// [`Plane`] reads and records with.
 #[derive(Clone)]
 pub struct Apps {
     inner: Arc<Inner>,
@@ -57,23 +72,17 @@ struct Inner {
     db: Db,
     config: AppsConfig,
     sealer: Arc<Sealer>,
-    runner: Arc<dyn Runner>,
-    /// Runs Linux images, when this host can (runc installed).
-    containers: Option<Containers>,
+    /// Where Linux images are unpacked, when this host runs them.
     images: Option<std::path::PathBuf>,
-    edge: Arc<Edge>,
     registry: Arc<dyn RegistryAccess>,
+    /// The data plane of this host, as the API process reaches it.
+    agent: Option<AgentLink>,
     /// Builds git and uploaded sources, when this host does.
     builder: Option<Arc<dyn build::Builder>>,
     /// Signs upload URLs, when this host takes uploads.
     uploads: Option<upload::UploadSigner>,
-    logs: Arc<LogBuffer>,
-    /// What this host runs, by app id.
-    local: Mutex<HashMap<String, Local>>,
-    /// One lock per app: its pipeline runs and its supervision take turns.
+    /// One lock per app: its pipelines take turns.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// Live deployments that failed to start here, and when.
-    failures: Mutex<HashMap<String, (String, std::time::Instant)>>,
 }
 
 impl Apps {
@@ -81,30 +90,39 @@ impl Apps {
         db: Db,
         config: AppsConfig,
         sealer: Arc<Sealer>,
-        runner: Arc<dyn Runner>,
-        containers: Option<Containers>,
-        edge: Arc<Edge>,
         registry: Arc<dyn RegistryAccess>,
     ) -> Apps {
-        let logs = Arc::new(LogBuffer::new(db.clone(), config.log_retention));
         Apps {
             inner: Arc::new(Inner {
                 db,
                 config,
                 sealer,
-                images: containers.as_ref().map(|c| c.images.clone()),
-                runner,
-                containers,
-                edge,
+                images: None,
                 registry,
+                agent: None,
                 builder: None,
                 uploads: None,
-                logs,
-                local: Mutex::new(HashMap::new()),
                 locks: Mutex::new(HashMap::new()),
-                failures: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// This service unpacking Linux images under `images` (before it is
+    /// cloned or started).
+    pub fn with_images(mut self, images: std::path::PathBuf) -> Apps {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.images = Some(images);
+        }
+        self
+    }
+
+    /// This service reaching its host's data plane at `agent` (before it
+    /// is cloned or started).
+    pub fn with_agent(mut self, agent: AgentLink) -> Apps {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.agent = Some(agent);
+        }
+        self
     }
 
     /// This service with `builder` building its sources (before it is
@@ -133,10 +151,6 @@ impl Apps {
         &self.inner.config
     }
 
-    pub fn edge(&self) -> &Arc<Edge> {
-        &self.inner.edge
-    }
-
     /// The public address of the app with `slug`.
     pub fn url(&self, slug: &str) -> String {
         self.inner.config.url(slug)
@@ -147,26 +161,22 @@ impl Apps {
         locks.entry(app_id.to_owned()).or_default().clone()
     }
 
-    /// Starts the background work: log flushing, the supervision loop,
-    /// the deployments a previous run left pending, and the sweep of
-    /// uploads nobody built.
+    /// Starts the API process's background work: the deployments a
+    /// previous run left pending, and the sweep of uploads nobody built.
     pub fn start(&self) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
-            tokio::spawn(self.inner.logs.clone().keep_flushing()),
-            tokio::spawn(self.clone().supervise()),
             tokio::spawn(self.clone().resume_pending()),
             tokio::spawn(self.clone().sweep_uploads()),
         ]
-    }
-
-    /// Writes buffered log lines (at shutdown).
-    pub async fn flush_logs(&self) {
-        self.inner.logs.flush().await;
     }
 }
 
 impl Apps {
     pub(crate) fn sealer(&self) -> &Sealer {
         &self.inner.sealer
+    }
+
+    pub(crate) fn agent(&self) -> Option<&AgentLink> {
+        self.inner.agent.as_ref()
     }
 }

@@ -1,25 +1,32 @@
-//! The deployment pipeline: a pending deployment is resolved to a stored
-//! component (pulled once), launched, health-checked, and only then
-//! promoted: the database first, then this host's edge, in one atomic
-//! switch. A deployment that never gets healthy fails with its reason and
-//! the live one keeps serving. Each step is an event in the timeline.
+//! The deployment pipeline of the API process: a pending deployment is
+//! built (git and uploaded sources) and resolved to a stored component
+//! (pulled once); storing it hands the deployment to the data plane
+//! ([`crate::launch`], in `plateau agent`), which launches, health-checks
+//! and promotes it or records why it failed. The pipeline waits for that
+//! recorded outcome, so an app's deployments go live in order. Each step
+//! is an event in the timeline.
 
 use std::time::Duration;
 
 use plateau_core::id::new_id;
 use plateau_core::time;
-use plateau_store::Tx;
 use plateau_store::apps::deployments::{self, Deployment};
 use plateau_store::apps::{self, App, components};
 use plateau_store::events::{self, Actor, NewEvent};
+use plateau_store::{Db, Tx};
 use serde_json::json;
 
-use crate::Apps;
 use crate::image::{self, PullAs};
+use crate::{AppStatus, Apps};
 
 /// How long the pipeline waits for the request that created a deployment
 /// to commit (it commits with its idempotency record, after the handler).
 const VISIBLE_WITHIN: Duration = Duration::from_secs(30);
+
+/// The statuses of a deployment on its way.
+const WORKING: [&str; 3] = ["pending", "building", "deploying"];
+/// How often the pipeline reads whether its deployment went live.
+const OUTCOME_POLL: Duration = Duration::from_millis(100);
 
 /// An event of an app's deployment (category `deploys`).
 pub fn event(app: &App, kind: &str, action: &str, actor: &Actor) -> NewEvent {
@@ -79,8 +86,9 @@ pub async fn create(
     actor: &Actor,
 ) -> plateau_store::Result<()> {
     deployments::insert(tx, d).await?;
-    if app.live_deployment_id.is_none() && app.status != "paused" {
-        apps::set_status(tx, &app.id, "deploying", d.created_at).await?;
+    if app.live_deployment_id.is_none() && !AppStatus::Paused.is(&app.status) {
+        let deploying = AppStatus::Deploying.as_str();
+        apps::set_status(tx, &app.id, deploying, d.created_at).await?;
     }
     let e = event(app, "app.deployment.created", "deploy", actor).data(json!({
         "deploymentId": d.id,
@@ -109,7 +117,7 @@ impl Apps {
         let Some(d) = self.wait_visible(app_id, deployment_id).await else {
             return;
         };
-        if !matches!(d.status.as_str(), "pending" | "building" | "deploying") {
+        if !WORKING.contains(&d.status.as_str()) {
             return;
         }
         let outcome = self.steps(app_id, d, pull).await;
@@ -155,51 +163,25 @@ impl Apps {
                 Err(reason) => return self.fail(&app, &d, &reason).await,
             }
         }
-        // Read the app again: the environment and limits are those of now.
-        let Some(app) = apps::get_any(self.db(), app_id).await? else {
-            return Ok(());
-        };
-        let handle = match self.launch_healthy(&app, &d).await {
-            Ok(handle) => handle,
-            Err(reason) => return self.fail(&app, &d, &reason).await,
-        };
-        let now = time::now_ms();
-        let mut tx = self.db().begin().await?;
-        let Some(current) = apps::get_in(&mut tx, &app.org_id, &app.id).await? else {
-            return Ok(());
-        };
-        if current.deleted_at.is_some() || current.status == "paused" {
-            drop(tx);
-            handle.stop();
-            let why = if current.deleted_at.is_some() {
-                "deleted"
-            } else {
-                "paused"
-            };
-            return self
-                .fail(
-                    &app,
-                    &d,
-                    &format!("the app was {why} during the deployment"),
-                )
-                .await;
-        }
-        deployments::promote(&mut tx, &app.id, &d.id, now).await?;
-        apps::set_live(&mut tx, &app.id, &d.id, now).await?;
-        let e = event(&app, "app.deployment.live", "deploy", &Actor::system()).data(json!({
-            "deploymentId": d.id,
-            "cause": d.cause,
-            "image": d.image,
-            "digest": d.digest,
-            "previous": current.live_deployment_id,
-        }));
-        events::record(&mut tx, &e, now).await?;
-        tx.commit().await?;
-        let mut live = current;
-        live.live_deployment_id = Some(d.id.clone());
-        live.status = "running".to_owned();
-        self.install(&live, &d.id, handle);
+        self.await_outcome(&d).await;
         Ok(())
+    }
+
+    /// Waits until the data plane recorded the outcome of `d` (live or
+    /// failed), checking the database every [`OUTCOME_POLL`].
+    async fn await_outcome(&self, d: &Deployment) {
+        if let Some(agent) = self.agent() {
+            agent.nudge(&d.app_id);
+        }
+        loop {
+            match deployments::get(self.db(), &d.app_id, &d.id).await {
+                Ok(Some(now)) if !WORKING.contains(&now.status.as_str()) => return,
+                Ok(None) => return,
+                Ok(Some(_)) => {}
+                Err(e) => tracing::warn!(error = %e, "apps: reading a deployment"),
+            }
+            tokio::time::sleep(OUTCOME_POLL).await;
+        }
     }
 
     /// Pulls the deployment's image and stores its component; the inner
@@ -261,25 +243,7 @@ impl Apps {
     }
 
     async fn fail(&self, app: &App, d: &Deployment, reason: &str) -> plateau_store::Result<()> {
-        let now = time::now_ms();
-        let mut tx = self.db().begin().await?;
-        if !deployments::fail(&mut tx, &d.id, reason, now).await? {
-            return Ok(());
-        }
-        let current = apps::get_in(&mut tx, &app.org_id, &app.id).await?;
-        if let Some(current) = current
-            && current.live_deployment_id.is_none()
-            && current.status == "deploying"
-        {
-            apps::set_status(&mut tx, &app.id, "failed", now).await?;
-        }
-        let e = event(app, "app.deployment.failed", "deploy", &Actor::system()).data(json!({
-            "deploymentId": d.id,
-            "reason": reason,
-        }));
-        events::record(&mut tx, &e, now).await?;
-        tx.commit().await?;
-        Ok(())
+        fail(self.db(), app, d, reason).await
     }
 
     /// Picks up the deployments a previous run of the host left pending.
@@ -293,4 +257,33 @@ impl Apps {
             Err(e) => tracing::warn!(error = %e, "apps: reading pending deployments"),
         }
     }
+}
+
+/// Records that `d` failed with `reason` (a first deployment's failure
+/// makes the app `failed`); nothing when it was no longer working.
+pub(crate) async fn fail(
+    db: &Db,
+    app: &App,
+    d: &Deployment,
+    reason: &str,
+) -> plateau_store::Result<()> {
+    let now = time::now_ms();
+    let mut tx = db.begin().await?;
+    if !deployments::fail(&mut tx, &d.id, reason, now).await? {
+        return Ok(());
+    }
+    let current = apps::get_in(&mut tx, &app.org_id, &app.id).await?;
+    if let Some(current) = current
+        && current.live_deployment_id.is_none()
+        && AppStatus::Deploying.is(&current.status)
+    {
+        apps::set_status(&mut tx, &app.id, AppStatus::Failed.as_str(), now).await?;
+    }
+    let e = event(app, "app.deployment.failed", "deploy", &Actor::system()).data(json!({
+        "deploymentId": d.id,
+        "reason": reason,
+    }));
+    events::record(&mut tx, &e, now).await?;
+    tx.commit().await?;
+    Ok(())
 }

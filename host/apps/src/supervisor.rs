@@ -1,22 +1,25 @@
-//! What this host runs: launching a deployment from its stored component
-//! (or Linux image) on its runtime and health-checking it, switching the edge to it, and a loop that
-//! brings this host in step with the database every second (after a
-//! restart, and for changes other hosts made).
+//! The data plane of apps on this host ([`Plane`], run by `plateau
+//! agent`): what runs here and what the edge routes to it, brought in step
+//! with the database every second and whenever the API asks (over
+//! [`crate::control`]). It launches the deployments the API handed over
+//! ([`crate::launch`]), brings live apps up after its own start, scales,
+//! relaunches under new limits, pauses and takes down, and records what
+//! it observed (`starting`/`resuming` become `running`).
 
-use std::collections::HashSet;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::{Request, header};
-use http_body_util::{BodyExt, Empty};
-use plateau_edge::Target;
-use plateau_runner::container::ImageConfig;
-use plateau_runner::{Artifact, Body, LaunchSpec, Limits, Replicas, Runner};
-use plateau_store::apps::deployments::Deployment;
-use plateau_store::apps::{self, App, components, env};
+use plateau_core::time;
+use plateau_edge::{Edge, Target};
+use plateau_runner::{Replicas, Runner};
+use plateau_seal::Sealer;
+use plateau_store::Db;
+use plateau_store::apps::deployments::{self, Deployment};
+use plateau_store::apps::{self, App};
 
-use crate::Apps;
+use crate::logs::LogBuffer;
+use crate::{AppStatus, Containers};
 
 /// What this host serves for one app.
 #[derive(Clone)]
@@ -29,87 +32,269 @@ pub struct Local {
     pub handle: Arc<dyn Replicas>,
 }
 
-/// Health check attempts before a deployment fails, and the pause
-/// between them.
-const HEALTH_ATTEMPTS: u32 = 10;
-const HEALTH_PAUSE: Duration = Duration::from_millis(300);
 const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
+/// How long a deployment that failed to start on this host is left alone.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-impl Apps {
-    /// Launches deployment `d` of `app` from its stored component with the
-    /// app's environment and limits, and returns its replicas once they
-    /// pass the health check.
-    pub(crate) async fn launch_healthy(
-        &self,
-        app: &App,
-        d: &Deployment,
-    ) -> Result<Arc<dyn Replicas>, String> {
-        let digest = d
-            .component
-            .as_deref()
-            .ok_or("the deployment has no component")?;
-        let stored = components::get(self.db(), &app.org_id, digest)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("the component {digest} is no longer stored"))?;
-        let (runner, mut artifact) = self.artifact(&app.org_id, digest, stored)?;
-        if let Artifact::Container { config, .. } = &mut artifact {
-            config.port = app.port.and_then(|p| u16::try_from(p).ok());
+/// The apps data plane of this host; cheap to clone.
+#[derive(Clone)]
+pub struct Plane {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Db,
+    sealer: Arc<Sealer>,
+    logs: Arc<LogBuffer>,
+    wasm: Arc<dyn Runner>,
+    /// Runs Linux images, when this host can (runc installed).
+    containers: Option<Containers>,
+    edge: Arc<Edge>,
+    /// What this host runs, by app id.
+    local: Mutex<HashMap<String, Local>>,
+    /// One lock per app: its launches and its supervision take turns.
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Apps a task is bringing in step now.
+    busy: Mutex<HashSet<String>>,
+    /// Live deployments that failed to start here, and when.
+    failures: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl Plane {
+    /// The plane of a host whose database is `db`, opening variables with
+    /// `sealer` and keeping `log_retention` log lines per app.
+    pub fn new(
+        db: Db,
+        sealer: Arc<Sealer>,
+        log_retention: i64,
+        wasm: Arc<dyn Runner>,
+        containers: Option<Containers>,
+        edge: Arc<Edge>,
+    ) -> Plane {
+        let logs = Arc::new(LogBuffer::new(db.clone(), log_retention));
+        Plane {
+            inner: Arc::new(Inner {
+                db,
+                sealer,
+                logs,
+                locks: Mutex::new(HashMap::new()),
+                wasm,
+                containers,
+                edge,
+                local: Mutex::new(HashMap::new()),
+                busy: Mutex::new(HashSet::new()),
+                failures: Mutex::new(HashMap::new()),
+            }),
         }
-        let mut opened = Vec::new();
-        for var in env::list(self.db(), &app.id)
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            opened.push((
-                var.name.clone(),
-                crate::env::open(&self.inner.sealer, &app.id, &var.name, &var.sealed)?,
-            ));
-        }
-        let spec = LaunchSpec {
-            app_id: app.id.clone(),
-            deployment_id: d.id.clone(),
-            artifact,
-            env: opened,
-            limits: limits(app),
-            logs: self.inner.logs.sink(&app.id, &d.id),
-        };
-        let handle = runner.launch(spec).await.map_err(|e| e.to_string())?;
-        health_check(
-            &*handle,
-            &self.inner.edge.host_name(&app.slug),
-            &app.health_check_path,
-        )
-        .await?;
-        Ok(handle)
     }
 
-    /// What a stored digest runs and on which runtime: a Wasm component
-    /// (it starts with the Wasm magic) on wasmtime, else a Linux image's
-    /// config, with the rootfs unpacked beside it, on runc.
-    fn artifact(
-        &self,
-        org_id: &str,
-        digest: &str,
-        stored: Vec<u8>,
-    ) -> Result<(Arc<dyn Runner>, Artifact), String> {
-        if stored.starts_with(b"\0asm") {
-            let artifact = Artifact::Wasm {
-                digest: digest.to_owned(),
-                bytes: Bytes::from(stored),
+    pub(crate) fn db(&self) -> &Db {
+        &self.inner.db
+    }
+
+    pub(crate) fn sealer(&self) -> &Sealer {
+        &self.inner.sealer
+    }
+
+    pub(crate) fn logs(&self) -> &Arc<LogBuffer> {
+        &self.inner.logs
+    }
+
+    /// Writes buffered log lines (at shutdown).
+    pub async fn flush_logs(&self) {
+        self.inner.logs.flush().await;
+    }
+
+    fn lock_for(&self, app_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.inner.locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(app_id.to_owned()).or_default().clone()
+    }
+
+    pub fn edge(&self) -> &Arc<Edge> {
+        &self.inner.edge
+    }
+
+    pub(crate) fn wasm(&self) -> &Arc<dyn Runner> {
+        &self.inner.wasm
+    }
+
+    pub(crate) fn containers(&self) -> Option<&Containers> {
+        self.inner.containers.as_ref()
+    }
+
+    /// Routes every app of the database before the edge serves: a live
+    /// app (or a first deployment on its way) loads, a paused one answers
+    /// paused, one never deployed answers so; none answers 404.
+    pub async fn prime(&self) -> plateau_store::Result<()> {
+        for app in apps::active(self.db()).await? {
+            let target = if AppStatus::Paused.is(&app.status) {
+                Target::Paused
+            } else if app.live_deployment_id.is_some() || AppStatus::Deploying.is(&app.status) {
+                Target::Loading
+            } else {
+                Target::Undeployed
             };
-            return Ok((self.inner.runner.clone(), artifact));
+            self.inner.edge.set(&app.slug, target);
         }
-        let containers = self.inner.containers.as_ref().ok_or(
-            "this host runs no Linux images: install runc (apt-get install runc) and restart plateau",
-        )?;
-        let config = ImageConfig::parse(&stored).map_err(|e| e.to_string())?;
-        let artifact = Artifact::Container {
-            digest: digest.to_owned(),
-            rootfs: crate::linux_image::rootfs(&containers.images, org_id, digest),
-            config,
+        Ok(())
+    }
+
+    /// Starts the background work: log flushing and the supervision loop.
+    pub fn start(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let logs = self.inner.logs.clone();
+        vec![
+            tokio::spawn(logs.keep_flushing()),
+            tokio::spawn(self.clone().supervise()),
+        ]
+    }
+
+    async fn supervise(self) {
+        loop {
+            if let Err(e) = self.reconcile().await {
+                tracing::warn!(error = %e, "apps: following the database");
+            }
+            tokio::time::sleep(SUPERVISE_EVERY).await;
+        }
+    }
+
+    /// Brings this host's replicas and edge in step with the database:
+    /// each app in a task of its own, so a slow launch delays no other.
+    pub async fn reconcile(&self) -> plateau_store::Result<()> {
+        let active = apps::active(self.db()).await?;
+        let seen: HashSet<String> = active.iter().map(|a| a.id.clone()).collect();
+        for app in active {
+            let fresh = self
+                .inner
+                .busy
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(app.id.clone());
+            if fresh {
+                let plane = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = plane.follow_now(&app.id).await {
+                        tracing::warn!(app = %app.id, error = %e, "apps: following the database");
+                    }
+                    let mut busy = plane.inner.busy.lock().unwrap_or_else(|e| e.into_inner());
+                    busy.remove(&app.id);
+                });
+            }
+        }
+        let gone: Vec<(String, String)> = {
+            let local = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
+            local
+                .iter()
+                .filter(|(id, _)| !seen.contains(*id))
+                .map(|(id, l)| (id.clone(), l.slug.clone()))
+                .collect()
         };
-        Ok((containers.runner.clone(), artifact))
+        for (id, slug) in gone {
+            self.take_down(&id, &slug, false);
+        }
+        Ok(())
+    }
+
+    /// Brings one app in step with the database now, under its lock: the
+    /// oldest deployment the API handed over is launched, else the live
+    /// one followed.
+    pub async fn follow_now(&self, app_id: &str) -> plateau_store::Result<()> {
+        let lock = self.lock_for(app_id);
+        let _turn = lock.lock().await;
+        let db = self.db();
+        let Some(app) = apps::get_any(db, app_id).await? else {
+            return Ok(());
+        };
+        let working = deployments::working(db, app_id).await?;
+        if app.deleted_at.is_none()
+            && let Some(d) = working.first()
+            && d.component.is_some()
+        {
+            return self.launch_new(d).await;
+        }
+        self.follow(&app, working.first()).await
+    }
+
+    /// Makes this host serve `app` as the database says; `working` is its
+    /// oldest deployment on its way. The caller holds the app's lock.
+    async fn follow(&self, app: &App, working: Option<&Deployment>) -> plateau_store::Result<()> {
+        if app.deleted_at.is_some() {
+            self.take_down(&app.id, &app.slug, false);
+            return Ok(());
+        }
+        if AppStatus::Paused.is(&app.status) {
+            if self.running(&app.id).is_some()
+                || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))
+            {
+                self.take_down(&app.id, &app.slug, true);
+            }
+            return Ok(());
+        }
+        let Some(live) = &app.live_deployment_id else {
+            // Not deployed yet: loading while a first deployment is on its way.
+            match (working.is_some(), self.inner.edge.get(&app.slug)) {
+                (true, Some(Target::Loading)) | (false, Some(Target::Undeployed)) => {}
+                (true, _) => self.inner.edge.set(&app.slug, Target::Loading),
+                (false, _) => self.inner.edge.set(&app.slug, Target::Undeployed),
+            }
+            return Ok(());
+        };
+        if let Some(local) = self.running(&app.id)
+            && &local.deployment_id == live
+            && local.memory_mb == app.memory_mb
+            && local.milli_cpu == app.milli_cpu
+        {
+            if local.replicas != app.replicas {
+                local.handle.set_replicas(app.replicas.max(1) as u32);
+                let mut all = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(l) = all.get_mut(&app.id) {
+                    l.replicas = app.replicas;
+                }
+            }
+            return self.observe_running(app).await;
+        }
+        if self.recently_failed(&app.id, live) {
+            return Ok(());
+        }
+        let Some(d) = deployments::get(self.db(), &app.id, live).await? else {
+            return Ok(());
+        };
+        if self.running(&app.id).is_none() {
+            // Nothing serves it here: it starts (requests wait for it).
+            self.mark_loading(&app.slug);
+            let now = time::now_ms();
+            let (from, to) = (AppStatus::Running.as_str(), AppStatus::Starting.as_str());
+            apps::observed(self.db(), &app.id, from, to, now).await?;
+        }
+        match self.launch_healthy(app, &d).await {
+            Ok(handle) => {
+                self.forget_failure(&app.id);
+                self.install(app, live, handle);
+                self.observe_running(app).await?;
+            }
+            Err(reason) => {
+                tracing::warn!(app = %app.id, deployment = %live, %reason, "apps: the live deployment does not start on this host");
+                self.note_failure(&app.id, live);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that the app's live deployment serves here: `starting` or
+    /// `resuming` becomes `running`.
+    async fn observe_running(&self, app: &App) -> plateau_store::Result<()> {
+        let now = time::now_ms();
+        for from in [AppStatus::Starting, AppStatus::Resuming] {
+            let running = AppStatus::Running.as_str();
+            apps::observed(self.db(), &app.id, from.as_str(), running, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Routes `slug` to nothing yet: requests wait for its replicas.
+    pub(crate) fn mark_loading(&self, slug: &str) {
+        if !matches!(self.inner.edge.get(slug), Some(Target::Serving(_))) {
+            self.inner.edge.set(slug, Target::Loading);
+        }
     }
 
     /// Sends the app's traffic to `handle`, atomically; the replicas it
@@ -134,7 +319,7 @@ impl Apps {
 
     /// Tears the app's replicas down; a paused app's name answers 503,
     /// a trashed app's name nothing.
-    pub(crate) fn take_down(&self, app_id: &str, slug: &str, paused: bool) {
+    fn take_down(&self, app_id: &str, slug: &str, paused: bool) {
         if paused {
             self.inner.edge.set(slug, Target::Paused);
         } else {
@@ -157,141 +342,6 @@ impl Apps {
         local.get(app_id).cloned()
     }
 
-    pub(crate) async fn supervise(self) {
-        loop {
-            if let Err(e) = self.reconcile().await {
-                tracing::warn!(error = %e, "apps: following the database");
-            }
-            tokio::time::sleep(SUPERVISE_EVERY).await;
-        }
-    }
-
-    /// Brings this host's replicas and edge in step with the database.
-    pub async fn reconcile(&self) -> plateau_store::Result<()> {
-        let active = apps::active(self.db()).await?;
-        let mut seen = HashSet::new();
-        for app in &active {
-            seen.insert(app.id.clone());
-            let lock = self.lock_for(&app.id);
-            let _turn = lock.lock().await;
-            // Re-read under the lock: a pipeline may have just changed it.
-            let Some(app) = apps::get_any(self.db(), &app.id).await? else {
-                continue;
-            };
-            self.follow(&app).await?;
-        }
-        let gone: Vec<(String, String)> = {
-            let local = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
-            local
-                .iter()
-                .filter(|(id, _)| !seen.contains(*id))
-                .map(|(id, l)| (id.clone(), l.slug.clone()))
-                .collect()
-        };
-        for (id, slug) in gone {
-            self.take_down(&id, &slug, false);
-        }
-        Ok(())
-    }
-
-    /// Makes this host serve `app` as the database says; the caller holds
-    /// the app's lock.
-    pub(crate) async fn follow(&self, app: &App) -> plateau_store::Result<()> {
-        if app.deleted_at.is_some() {
-            self.take_down(&app.id, &app.slug, false);
-            return Ok(());
-        }
-        if app.status == "paused" {
-            if self.running(&app.id).is_some()
-                || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))
-            {
-                self.take_down(&app.id, &app.slug, true);
-            }
-            return Ok(());
-        }
-        let Some(live) = &app.live_deployment_id else {
-            return Ok(());
-        };
-        if let Some(local) = self.running(&app.id)
-            && &local.deployment_id == live
-            && local.memory_mb == app.memory_mb
-            && local.milli_cpu == app.milli_cpu
-        {
-            if local.replicas != app.replicas {
-                local.handle.set_replicas(app.replicas.max(1) as u32);
-                let mut all = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(l) = all.get_mut(&app.id) {
-                    l.replicas = app.replicas;
-                }
-            }
-            return Ok(());
-        }
-        if self.recently_failed(&app.id, live) {
-            return Ok(());
-        }
-        let Some(d) = apps::deployments::get(self.db(), &app.id, live).await? else {
-            return Ok(());
-        };
-        match self.launch_healthy(app, &d).await {
-            Ok(handle) => {
-                self.forget_failure(&app.id);
-                self.install(app, live, handle);
-            }
-            Err(reason) => {
-                tracing::warn!(app = %app.id, deployment = %live, %reason, "apps: the live deployment does not start on this host");
-                self.note_failure(&app.id, live);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The runner's limits for the app's settings.
-pub(crate) fn limits(app: &App) -> Limits {
-    Limits {
-        memory_mb: app.memory_mb.clamp(1, u32::MAX as i64) as u32,
-        milli_cpu: app.milli_cpu.clamp(1, u32::MAX as i64) as u32,
-        replicas: app.replicas.clamp(1, u32::MAX as i64) as u32,
-    }
-}
-
-/// GETs `path` until it answers 2xx or 3xx.
-async fn health_check(handle: &dyn Replicas, host: &str, path: &str) -> Result<(), String> {
-    let mut last = String::new();
-    for attempt in 0..HEALTH_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(HEALTH_PAUSE).await;
-        }
-        let request: Request<Body> = Request::get(path)
-            .header(header::HOST, host)
-            .header(header::USER_AGENT, "plateau-health-check")
-            .body(
-                Empty::<Bytes>::new()
-                    .map_err(|never| match never {})
-                    .boxed_unsync(),
-            )
-            .map_err(|e| format!("the health check path {path:?} is not valid: {e}"))?;
-        match handle.handle(request).await {
-            Ok(response) => {
-                let status = response.status();
-                let _ = response.into_body().collect().await;
-                if status.is_success() || status.is_redirection() {
-                    return Ok(());
-                }
-                last = format!("GET {path} answered {status}");
-            }
-            Err(e) => last = e.to_string(),
-        }
-    }
-    Err(format!(
-        "the health check failed {HEALTH_ATTEMPTS} times; last: {last}"
-    ))
-}
-
-/// How long a deployment that failed to start on this host is left alone.
-const RETRY_AFTER: Duration = Duration::from_secs(30);
-
-impl Apps {
     fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {
         let failures = self
             .inner
@@ -311,7 +361,7 @@ impl Apps {
             .unwrap_or_else(|e| e.into_inner());
         failures.insert(
             app_id.to_owned(),
-            (deployment_id.to_owned(), std::time::Instant::now()),
+            (deployment_id.to_owned(), Instant::now()),
         );
     }
 
@@ -322,35 +372,5 @@ impl Apps {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         failures.remove(app_id);
-    }
-}
-
-impl Apps {
-    /// Follows the database for one app as soon as `ready` holds for it
-    /// (once the request that changed it has committed).
-    pub(crate) fn spawn_follow(
-        &self,
-        app_id: String,
-        ready: impl Fn(&App) -> bool + Send + 'static,
-    ) {
-        let apps = self.clone();
-        tokio::spawn(async move {
-            let started = std::time::Instant::now();
-            while started.elapsed() < Duration::from_secs(30) {
-                if let Ok(Some(app)) = apps::get_any(apps.db(), &app_id).await
-                    && ready(&app)
-                {
-                    let lock = apps.lock_for(&app_id);
-                    let _turn = lock.lock().await;
-                    if let Ok(Some(app)) = apps::get_any(apps.db(), &app_id).await
-                        && let Err(e) = apps.follow(&app).await
-                    {
-                        tracing::warn!(app = %app_id, error = %e, "apps: following a change");
-                    }
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        });
     }
 }

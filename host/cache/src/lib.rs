@@ -105,6 +105,16 @@ pub trait CacheProvider: Send + Sync + 'static {
     /// A point-in-time RDB of the data set.
     async fn snapshot(&self, placement: &Placement, credentials: &Credentials) -> Result<Bytes>;
 
+    /// Replaces the whole data set of a running cluster with the RDB
+    /// `rdb` (a restore into an existing cache): the leader is emptied and
+    /// given every key of the RDB, which the replicas follow.
+    async fn restore(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        rdb: Bytes,
+    ) -> Result<()>;
+
     /// The PEM certificate of the cluster's CA, for clients to trust.
     fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>>;
 }

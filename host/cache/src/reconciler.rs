@@ -50,7 +50,7 @@ impl Resources for CacheService {
         let placement = Self::placed(&cache)?;
         let seed = match (&placement, &cache.source_snapshot_id) {
             (None, Some(snapshot_id)) => {
-                let snapshot = caches::snapshot_by_id(self.db(), &cache.org_id, snapshot_id)
+                let snapshot = plateau_store::cache_snapshots::get(self.db(), &cache.org_id, snapshot_id)
                     .await?
                     .ok_or_else(|| {
                         Error::NotPlaced(format!(
@@ -91,14 +91,12 @@ impl Resources for CacheService {
         self.provider()
             .delete(&state.id, placement.as_ref())
             .await?;
+        // Its snapshots outlive it for the retention period (swept by the
+        // agent), counted against the organisation's storage meanwhile.
+        let expires_at = plateau_core::time::now_ms() + self.snapshot_retention().as_millis() as i64;
         let mut tx = self.db().begin().await?;
-        let keys = caches::delete_snapshots(&mut tx, &state.org_id, &state.id).await?;
+        plateau_store::cache_snapshots::retain(&mut tx, &state.org_id, &state.id, expires_at).await?;
         tx.commit().await?;
-        for key in keys {
-            if let Err(e) = self.snapshots().delete(&key).await {
-                tracing::warn!(cache = %state.id, key, error = %e, "removing a deleted cache's snapshot");
-            }
-        }
         Ok(())
     }
 }

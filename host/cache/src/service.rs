@@ -29,6 +29,8 @@ pub struct ServiceConfig {
     pub host_id: String,
     /// Time between observations of a running cluster.
     pub supervise_every: Duration,
+    /// How long a deleted cache's snapshots are kept.
+    pub snapshot_retention: Duration,
 }
 
 pub struct CacheService {
@@ -93,6 +95,11 @@ impl CacheService {
     /// `id`'s processes change.
     pub async fn exclusive(&self, id: &str) -> Result<plateau_kernel::ResourceGuard> {
         Ok(self.config.locks.lock(id).await?)
+    }
+
+    /// How long a deleted cache's snapshots are kept.
+    pub fn snapshot_retention(&self) -> Duration {
+        self.config.snapshot_retention
     }
 
     pub fn host_id(&self) -> &str {

@@ -157,6 +157,10 @@ pub struct Placement {
     /// Data nodes; the first was the first leader.
     pub nodes: Vec<PlacedNode>,
     pub sentinels: Vec<PlacedNode>,
+    /// The stable endpoint that leads to the current leader (a cluster
+    /// with replicas; clusters made before it existed have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<PlacedNode>,
 }
 
 impl Placement {
@@ -174,6 +178,15 @@ impl Placement {
             .iter()
             .map(|s| format!("{}:{}", self.address, s.port))
             .collect()
+    }
+
+    /// `host:port` that always reaches the leader: the endpoint of a
+    /// cluster with one, else `None` (the leader's own address, which a
+    /// cluster without replicas never changes).
+    pub fn endpoint_address(&self) -> Option<String> {
+        self.endpoint
+            .as_ref()
+            .map(|e| format!("{}:{}", self.address, e.port))
     }
 }
 

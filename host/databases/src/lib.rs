@@ -162,7 +162,8 @@ pub const FAILOVER_AFTER: std::time::Duration = std::time::Duration::from_secs(2
 pub struct Supervised {
     /// Whether every process answers.
     pub healthy: bool,
-    /// A new placement to keep (after a failover or a rebuild).
+    /// A new placement to keep (after a failover or a rebuild, or with a
+    /// write endpoint given to a cluster placed before they existed).
     pub placement: Option<Placement>,
     /// The member that was leader and the one promoted, after a failover.
     pub failover: Option<(String, String)>,

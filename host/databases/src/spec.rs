@@ -83,10 +83,16 @@ pub struct Placement {
     pub version: String,
     /// The address clients connect to.
     pub address: String,
-    /// The leader's postmaster (`writeUri`).
+    /// The leader's postmaster (the host's own connections).
     pub port: u16,
-    /// The pooler in transaction mode (`uri`).
+    /// The pooler in transaction mode (`uri`, and `readUri` through its
+    /// read database).
     pub pooler_port: u16,
+    /// The write endpoint (`writeUri`), which always leads to the leader
+    /// whichever member that is; none for a cluster placed before it
+    /// existed, until its next supervision round gives it one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_port: Option<u16>,
     /// The generated owner role, and the database it owns.
     pub owner: String,
     pub database: String,
@@ -131,6 +137,12 @@ impl Placement {
             .into_iter()
             .filter(|n| n.name != self.leader)
             .collect()
+    }
+
+    /// The port of `writeUri`: the write endpoint, or the leader's own
+    /// port for a cluster that has none yet.
+    pub fn write_port(&self) -> u16 {
+        self.router_port.unwrap_or(self.port)
     }
 
     /// The leader's member.

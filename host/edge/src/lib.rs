@@ -8,6 +8,10 @@
 //! deployment drains by itself: it serves the requests it already has and
 //! is dropped when the last one ends.
 //!
+//! A name the apps crate marked [`Target::Loading`] (its replicas are
+//! starting) holds each request until they serve, up to [`HOLD`], then
+//! answers 503 with `Retry-After`; only a name that is no app answers 404.
+//!
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
@@ -15,9 +19,11 @@ mod serve;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use plateau_runner::Replicas;
+use tokio::sync::watch;
 
 pub use serve::serve;
 
@@ -28,12 +34,25 @@ pub enum Target {
     Serving(Arc<dyn Replicas>),
     /// Paused: answers 503 without running anything.
     Paused,
+    /// Its replicas are starting (the host just started, a first
+    /// deployment, a resume): requests wait for them, up to [`HOLD`].
+    Loading,
+    /// An app with no live deployment: answers 503 until one is.
+    Undeployed,
 }
+
+/// How long a request to a loading app waits for its replicas before the
+/// edge answers 503 with `Retry-After`.
+pub const HOLD: Duration = Duration::from_secs(10);
 
 /// The routing table of this host.
 pub struct Edge {
     domain: String,
     routes: ArcSwap<HashMap<String, Target>>,
+    /// Bumped on every change of the table, for the requests that wait.
+    changed: watch::Sender<u64>,
+    /// How long a request to a loading app waits.
+    hold: Duration,
 }
 
 impl Edge {
@@ -42,7 +61,20 @@ impl Edge {
         Edge {
             domain: domain.trim_matches('.').to_ascii_lowercase(),
             routes: ArcSwap::from_pointee(HashMap::new()),
+            changed: watch::Sender::new(0),
+            hold: HOLD,
         }
+    }
+
+    /// This edge holding requests to a loading app for `hold` instead of
+    /// [`HOLD`].
+    pub fn with_hold(mut self, hold: Duration) -> Edge {
+        self.hold = hold;
+        self
+    }
+
+    pub fn hold(&self) -> Duration {
+        self.hold
     }
 
     pub fn domain(&self) -> &str {
@@ -61,6 +93,7 @@ impl Edge {
             next.insert(slug.to_owned(), target.clone());
             next
         });
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// Stops routing `slug`.
@@ -70,11 +103,30 @@ impl Edge {
             next.remove(slug);
             next
         });
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// What serves `slug` now.
     pub fn get(&self, slug: &str) -> Option<Target> {
         self.routes.load().get(slug).cloned()
+    }
+
+    /// What serves `slug`, waiting up to `hold` while it is loading.
+    pub async fn get_ready(&self, slug: &str, hold: Duration) -> Option<Target> {
+        let mut changes = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + hold;
+        loop {
+            let target = self.get(slug);
+            if !matches!(target, Some(Target::Loading)) {
+                return target;
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return target;
+            }
+        }
     }
 
     /// The slug a Host header names, if it is one of this edge's names.

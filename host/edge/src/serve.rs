@@ -1,6 +1,7 @@
 //! The edge's listener: HTTP/1.1 with keep-alive, each request handed to
 //! the replicas its Host names. The edge's own answers (unknown name,
-//! paused app, failing app) are problem documents.
+//! paused, loading or undeployed app, failing app) are problem documents;
+//! a 503 of an app that will serve again says when to retry.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,7 +47,10 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
             ),
         );
     };
-    let replicas = match edge.get(&slug.to_ascii_lowercase()) {
+    let replicas = match edge
+        .get_ready(&slug.to_ascii_lowercase(), edge.hold())
+        .await
+    {
         Some(Target::Serving(replicas)) => replicas,
         Some(Target::Paused) => {
             return problem(
@@ -54,6 +58,20 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
                 "app_paused",
                 &format!("the app {slug} is paused; resume it to serve requests"),
             );
+        }
+        Some(Target::Loading) => {
+            return retry_later(problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "app_starting",
+                &format!("the app {slug} is starting; retry in a moment"),
+            ));
+        }
+        Some(Target::Undeployed) => {
+            return retry_later(problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "app_not_deployed",
+                &format!("the app {slug} has no live deployment yet; deploy it"),
+            ));
         }
         None => {
             return problem(
@@ -74,16 +92,24 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
     );
     match replicas.handle(req).await {
         Ok(response) => response,
-        Err(Error::Stopped) => problem(
+        Err(Error::Stopped) => retry_later(problem(
             StatusCode::SERVICE_UNAVAILABLE,
             "app_stopped",
             &format!("the app {slug} stopped while the request waited; retry it"),
-        ),
+        )),
         Err(e) => {
             tracing::info!(app = slug, error = %e, "edge: the app failed");
             problem(StatusCode::BAD_GATEWAY, "app_failed", &e.to_string())
         }
     }
+}
+
+/// `response` with `Retry-After: 1`: the app serves again soon.
+fn retry_later(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    response
 }
 
 /// A problem document from the edge itself, written like every other
@@ -109,6 +135,12 @@ mod tests {
 
     /// The status line and problem body the edge answers for `host`.
     async fn answer(edge: Arc<Edge>, host: &str) -> (String, plateau_contract::Problem) {
+        let (head, problem) = answer_head(edge, host).await;
+        (head.lines().next().unwrap().to_owned(), problem)
+    }
+
+    /// The head and problem body the edge answers for `host`.
+    async fn answer_head(edge: Arc<Edge>, host: &str) -> (String, plateau_contract::Problem) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(serve(listener, edge, Timeouts::default()));
@@ -125,8 +157,44 @@ mod tests {
                 .contains("content-type: application/problem+json"),
             "{head}"
         );
-        let status = head.lines().next().unwrap().to_owned();
-        (status, serde_json::from_str(body).unwrap())
+        (head.to_owned(), serde_json::from_str(body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_loading_app_holds_then_answers_503_with_retry_after() {
+        let hold = std::time::Duration::from_millis(300);
+        let edge = Arc::new(Edge::new("apps.localhost").with_hold(hold));
+        edge.set("hello", Target::Loading);
+        let (head, problem) = answer_head(edge.clone(), "hello.apps.localhost").await;
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        assert!(
+            head.to_ascii_lowercase().contains("retry-after: 1"),
+            "{head}"
+        );
+        assert_eq!(problem.code, "app_starting");
+        edge.set("new", Target::Undeployed);
+        let (head, problem) = answer_head(edge, "new.apps.localhost").await;
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        assert_eq!(problem.code, "app_not_deployed");
+    }
+
+    #[tokio::test]
+    async fn a_held_request_goes_on_once_the_app_is_no_longer_loading() {
+        let edge = Arc::new(Edge::new("apps.localhost"));
+        edge.set("hello", Target::Loading);
+        let waiting = {
+            let edge = edge.clone();
+            tokio::spawn(async move { answer(edge, "hello.apps.localhost").await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the request waits while the app loads"
+        );
+        edge.set("hello", Target::Paused);
+        let (status, problem) = waiting.await.unwrap();
+        assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+        assert_eq!(problem.code, "app_paused");
     }
 
     #[tokio::test]

@@ -1,7 +1,9 @@
 //! `plateau agent`: this host's data plane. It runs what must keep going
 //! while the API process (`plateau serve`) is down or restarting: the
 //! supervisors of this host's caches and databases (adoption after a
-//! restart, restarts of dead processes, failover). `plateau serve` starts
+//! restart, restarts of dead processes, failover), the sweep of expired
+//! cache snapshots, and the apps data plane (the edge, the apps' replicas
+//! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
 //!
@@ -27,16 +29,39 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let host_id = host::identity(&data_dir, &db).await?;
-    let caches = caches::start(&args.caches, &data_dir, &db, sealer.clone(), &host_id)?;
-    let databases = databases::start(&args.databases, &data_dir, &db, sealer, &host_id)?;
+    let caches = caches::start(
+        &args.caches,
+        &data_dir,
+        &db,
+        sealer.clone(),
+        &host_id,
+        &args.haproxy,
+    )?;
+    let databases = databases::start(
+        &args.databases,
+        &data_dir,
+        &db,
+        sealer,
+        &host_id,
+        &args.haproxy,
+    )?;
+    let sweeper = plateau_cache::snapshots::spawn_sweeper(
+        db.clone(),
+        caches.snapshots().clone(),
+        std::time::Duration::from_secs(60),
+    );
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
         .with(databases)
         .spawn();
+    let timeouts = args.listen_timeouts.timeouts();
+    let apps = crate::apps::plane(&args.apps, &db, secret_key, &data_dir, timeouts).await?;
     dataplane::announce_ready(&data_dir)?;
     tracing::info!(host = %host_id, pid = std::process::id(), "the agent is supervising this host's resources");
     crate::serve::shutdown_signal().await;
     supervisor.abort();
+    sweeper.abort();
+    apps.stop().await;
     db.close().await;
     tracing::info!("the agent stopped; what it supervised keeps running");
     Ok(())

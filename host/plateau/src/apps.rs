@@ -1,6 +1,9 @@
-//! Starting apps for `plateau serve`: the Wasm runner, the container
-//! runner (when runc is installed), the edge on its
-//! own listener, and the apps service with this host's registry.
+//! Starting apps. `plateau serve` runs the apps service with this host's
+//! registry (the API, builds, pulls) and reaches the data plane over its
+//! control socket; `plateau agent` runs the data plane ([`plane`]): the
+//! Wasm runner, the container runner (when runc is installed) and the
+//! edge on its own listener, whose address it leaves in
+//! `<data dir>/agent/edge` for `plateau serve` to print.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -9,7 +12,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use plateau_apps::build::local::LocalBuilder;
-use plateau_apps::{Apps, AppsConfig, Containers, RegistryAccess};
+use plateau_apps::control::{self, AgentLink};
+use plateau_apps::{Apps, AppsConfig, Containers, Plane, RegistryAccess};
 use plateau_edge::Edge;
 use plateau_registry::Registry;
 use plateau_registry::auth::{Access, issue_bearer};
@@ -22,7 +26,8 @@ use tokio::task::JoinHandle;
 /// Where apps are served.
 #[derive(Args, Clone, Debug)]
 pub struct AppsArgs {
-    /// The apps edge's address; port 0 picks a free port.
+    /// The apps edge's address, bound by `plateau agent`; port 0 picks a
+    /// free port, which a restarted agent takes again when it can.
     #[arg(long, env = "PLATEAU_EDGE_LISTEN", default_value = "127.0.0.1:8081")]
     pub edge_listen: SocketAddr,
     /// Apps are served at `<slug>.<this domain>`; `apps.localhost`
@@ -78,8 +83,6 @@ pub struct Running {
     /// This host's registry as apps (and cron jobs' commands) pull from it.
     pub registry: Arc<dyn RegistryAccess>,
     pub edge_addr: SocketAddr,
-    edge_listener: Option<tokio::net::TcpListener>,
-    edge: Arc<Edge>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -127,8 +130,10 @@ impl RegistryAccess for OwnRegistry {
     }
 }
 
-/// Binds the edge and builds the apps service; [`Running::serve`] starts
-/// them once the API serves.
+/// Builds the apps service of the API process, reaching the data plane
+/// whose edge listens at `edge_addr`; [`Running::serve`] starts it once
+/// the API serves.
+#[allow(clippy::too_many_arguments)]
 pub async fn prepare(
     args: &AppsArgs,
     db: &Db,
@@ -137,14 +142,8 @@ pub async fn prepare(
     api_addr: SocketAddr,
     registry_url: Option<&str>,
     data_dir: &Path,
+    edge_addr: SocketAddr,
 ) -> anyhow::Result<Running> {
-    let listener = tokio::net::TcpListener::bind(args.edge_listen)
-        .await
-        .with_context(|| format!("PLATEAU_EDGE_LISTEN: listening on {}", args.edge_listen))?;
-    let edge_addr = listener.local_addr()?;
-    let edge = Arc::new(Edge::new(&args.apps_domain));
-    let runner = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
-    let containers = containers(data_dir);
     let local = api_addr.to_string();
     let mut names = vec![local.clone(), format!("localhost:{}", api_addr.port())];
     if let Some(url) = registry_url {
@@ -189,25 +188,99 @@ pub async fn prepare(
         local,
         names,
     });
-    let apps = Apps::new(
+    let mut apps = Apps::new(
         db.clone(),
         config,
         Arc::new(Sealer::new(&secret_key)),
-        runner,
-        containers,
-        edge.clone(),
         own.clone(),
     )
     .with_builder(builder)
-    .with_upload_key(&secret_key);
+    .with_upload_key(&secret_key)
+    .with_agent(AgentLink::new(crate::dataplane::apps_socket(data_dir)));
+    if plateau_runner::container::check_runc().is_ok() {
+        apps = apps.with_images(data_dir.join("apps/images"));
+    }
     Ok(Running {
         apps,
         registry: own,
         edge_addr,
-        edge_listener: Some(listener),
-        edge,
         tasks: Vec::new(),
     })
+}
+
+/// The apps data plane of `plateau agent`: its edge, runners and
+/// supervision, and the control socket the API process reaches it by.
+pub struct PlaneRunning {
+    tasks: Vec<JoinHandle<()>>,
+    plane: Plane,
+}
+
+/// Starts the data plane: binds the edge (`PLATEAU_EDGE_LISTEN`), routes
+/// every app of the database (loading until its replicas serve), then
+/// serves the edge, follows the database and answers the API process.
+pub async fn plane(
+    args: &AppsArgs,
+    db: &Db,
+    secret_key: [u8; plateau_seal::KEY_LEN],
+    data_dir: &Path,
+    timeouts: plateau_listen::Timeouts,
+) -> anyhow::Result<PlaneRunning> {
+    let listener = bind_edge(args.edge_listen, data_dir).await?;
+    let edge_addr = listener.local_addr()?;
+    let edge = Arc::new(Edge::new(&args.apps_domain));
+    let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
+    let containers = containers(data_dir);
+    let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
+    let sealer = Arc::new(Sealer::new(&secret_key));
+    let plane = Plane::new(
+        db.clone(),
+        sealer,
+        log_retention,
+        wasm,
+        containers,
+        edge.clone(),
+    );
+    if let Err(e) = plane.prime().await {
+        tracing::warn!(error = %e, "apps: routing the apps of the database");
+    }
+    let socket = crate::dataplane::apps_socket(data_dir);
+    let control = control::bind(&socket)
+        .with_context(|| format!("binding the apps control socket {}", socket.display()))?;
+    let mut tasks = vec![
+        tokio::spawn(plateau_edge::serve(listener, edge, timeouts)),
+        tokio::spawn(control::serve(plane.clone(), control)),
+    ];
+    tasks.extend(plane.start());
+    crate::dataplane::write_edge(data_dir, edge_addr)?;
+    tracing::info!(edge = %edge_addr, "apps: the edge serves");
+    Ok(PlaneRunning { tasks, plane })
+}
+
+/// Binds the edge at `listen`; with port 0, the port a previous agent of
+/// this data directory had first, so the edge keeps its address across
+/// restarts of the agent.
+async fn bind_edge(listen: SocketAddr, data_dir: &Path) -> anyhow::Result<tokio::net::TcpListener> {
+    if listen.port() == 0
+        && let Ok(previous) = crate::dataplane::edge_address(data_dir)
+        && previous.ip() == listen.ip()
+        && let Ok(listener) = tokio::net::TcpListener::bind(previous).await
+    {
+        return Ok(listener);
+    }
+    tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("PLATEAU_EDGE_LISTEN: listening on {listen}"))
+}
+
+impl PlaneRunning {
+    /// Stops the plane's tasks and writes the buffered log lines; the
+    /// replicas stop with the process.
+    pub async fn stop(self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.plane.flush_logs().await;
+    }
 }
 
 /// The Linux container runtime under `<data dir>/apps`, when runc runs
@@ -228,16 +301,9 @@ fn containers(data_dir: &Path) -> Option<Containers> {
 }
 
 impl Running {
-    /// Serves the edge (with the host's `timeouts` for slow clients) and
-    /// starts the apps' background work (live apps come back up).
-    pub fn serve(&mut self, timeouts: plateau_listen::Timeouts) {
-        if let Some(listener) = self.edge_listener.take() {
-            self.tasks.push(tokio::spawn(plateau_edge::serve(
-                listener,
-                self.edge.clone(),
-                timeouts,
-            )));
-        }
+    /// Starts the apps' background work of the API process (pipelines a
+    /// previous run left, the sweep of uploads).
+    pub fn serve(&mut self) {
         self.tasks.extend(self.apps.start());
     }
 
@@ -245,6 +311,5 @@ impl Running {
         for task in &self.tasks {
             task.abort();
         }
-        self.apps.flush_logs().await;
     }
 }

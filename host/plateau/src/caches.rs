@@ -28,6 +28,14 @@ pub struct CacheArgs {
     /// default: `cache-snapshots` in the data directory.
     #[arg(long, env = "PLATEAU_CACHE_SNAPSHOT_STORE")]
     pub cache_snapshot_store: Option<String>,
+    /// Days a deleted cache's snapshots are kept (listed, restorable and
+    /// counted against the organisation's storage) before they are swept.
+    #[arg(
+        long,
+        env = "PLATEAU_CACHE_SNAPSHOT_RETENTION_DAYS",
+        default_value_t = 7
+    )]
+    pub cache_snapshot_retention_days: u64,
     /// Milliseconds between supervision rounds over this host's caches.
     #[arg(long, env = "PLATEAU_CACHE_SUPERVISE_MS", default_value_t = 1000)]
     pub cache_supervise_ms: u64,
@@ -39,6 +47,7 @@ pub fn start(
     db: &Db,
     sealer: Arc<Sealer>,
     host_id: &str,
+    haproxy: &Path,
 ) -> anyhow::Result<Arc<CacheService>> {
     let root = data_dir.join("caches");
     std::fs::create_dir_all(&root)
@@ -52,6 +61,7 @@ pub fn start(
         root: root.clone(),
         address: args.cache_address.clone(),
         redis_server: args.redis_server.clone(),
+        haproxy: haproxy.to_owned(),
     })
     .with_context(|| format!("preparing the cache directory {}", root.display()))?;
     Ok(Arc::new(CacheService::new(
@@ -63,6 +73,7 @@ pub fn start(
             locks: crate::host::locks(data_dir, "caches")?,
             host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.cache_supervise_ms.max(100)),
+            snapshot_retention: Duration::from_secs(args.cache_snapshot_retention_days * 86_400),
         },
     )))
 }

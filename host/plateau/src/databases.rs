@@ -44,6 +44,7 @@ pub fn start(
     db: &Db,
     sealer: Arc<Sealer>,
     host_id: &str,
+    haproxy: &Path,
 ) -> anyhow::Result<Arc<DatabaseService>> {
     let root = data_dir.join("databases");
     let provider = LocalProvider::new(LocalConfig {
@@ -51,6 +52,7 @@ pub fn start(
         address: args.database_address.clone(),
         binaries: args.postgres_dir.clone().unwrap_or_else(bins::default_root),
         pgbouncer: args.pgbouncer.clone(),
+        haproxy: haproxy.to_owned(),
     })
     .with_context(|| format!("preparing the database directory {}", root.display()))?;
     Ok(Arc::new(DatabaseService::new(

@@ -6,8 +6,10 @@
 //! it running when it exits.
 //!
 //! The agent's files, in `<data dir>/agent/`: `agent.lock` (held by the
-//! live agent), `pid`, `binary` (which build of `plateau` it runs), and
-//! `agent.log` (what it logs).
+//! live agent), `pid`, `binary` (which build of `plateau` it runs),
+//! `agent.log` (what it logs), `edge` (the address its apps edge listens
+//! on, written before it is ready) and `apps.sock` (the apps plane's
+//! control socket).
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -76,6 +78,31 @@ pub async fn take_lock(data_dir: &Path) -> anyhow::Result<ResourceGuard> {
 pub fn announce_ready(data_dir: &Path) -> anyhow::Result<()> {
     std::fs::write(dir(data_dir).join("ready"), std::process::id().to_string())?;
     Ok(())
+}
+
+/// The apps plane's control socket.
+pub fn apps_socket(data_dir: &Path) -> PathBuf {
+    dir(data_dir).join("apps.sock")
+}
+
+/// For the agent: records the address its edge listens on.
+pub fn write_edge(data_dir: &Path, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    let dir = dir(data_dir);
+    let partial = dir.join("edge.partial");
+    std::fs::write(&partial, addr.to_string())?;
+    std::fs::rename(&partial, dir.join("edge"))?;
+    Ok(())
+}
+
+/// For serve, once its agent is ready: the address the agent's edge
+/// listens on.
+pub fn edge_address(data_dir: &Path) -> anyhow::Result<std::net::SocketAddr> {
+    let file = dir(data_dir).join("edge");
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("reading the agent's edge address from {}", file.display()))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{} holds no address: {text:?}", file.display()))
 }
 
 /// The live agent's pid, if one holds the lock.

@@ -56,6 +56,13 @@ fn machine_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+/// The per-resource locks of one kind of resource on this host
+/// (`<data dir>/locks/<kind>`), shared by the API process and the agent.
+pub fn locks(data_dir: &Path, kind: &str) -> anyhow::Result<plateau_kernel::ResourceLocks> {
+    let dir = data_dir.join("locks").join(kind);
+    plateau_kernel::ResourceLocks::new(&dir).with_context(|| format!("creating {}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,11 +91,4 @@ mod tests {
         assert!(id.starts_with("hst_"), "{id}");
         assert_eq!(id, id.to_lowercase());
     }
-}
-
-/// The per-resource locks of one kind of resource on this host
-/// (`<data dir>/locks/<kind>`), shared by the API process and the agent.
-pub fn locks(data_dir: &Path, kind: &str) -> anyhow::Result<plateau_kernel::ResourceLocks> {
-    let dir = data_dir.join("locks").join(kind);
-    plateau_kernel::ResourceLocks::new(&dir).with_context(|| format!("creating {}", dir.display()))
 }

@@ -12,7 +12,7 @@ use plateau_api::AppState;
 use plateau_plugin_host::admin_jobs::HostClock;
 use plateau_plugin_host::cursors::SignedCursors;
 use plateau_plugin_host::storage::SqlStorage;
-use plateau_plugin_host::{Dispatcher, EventDelivery, JobRunner, Meter, PluginHost, PluginsConfig};
+use plateau_plugin_host::{Dispatcher, EventDelivery, JobWorker, Meter, PluginHost, PluginsConfig};
 use plateau_plugin_runtime::commands::Commands;
 use plateau_plugin_runtime::egress::parse_allow_list;
 use plateau_plugin_runtime::{
@@ -43,7 +43,7 @@ pub struct Setup {
 
 pub struct Running {
     pub dispatcher: Dispatcher,
-    pub jobs: Arc<JobRunner>,
+    pub jobs: Arc<JobWorker>,
     pub clock: HostClock,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -112,7 +112,7 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         .context("installing the built-in plugins")?;
     host.sync().await.context("loading the active plugins")?;
     let meter = Arc::new(Meter::default());
-    let jobs = Arc::new(JobRunner::new(
+    let jobs = Arc::new(JobWorker::new(
         host.clone(),
         app.db().clone(),
         clock.clock.clone(),

@@ -77,15 +77,20 @@ pub struct ServeArgs {
     #[arg(long, env = "PLATEAU_CLOCK", default_value = "system", value_parser = ["system", "manual"])]
     clock: String,
     #[command(flatten)]
-    listen_timeouts: ListenArgs,
+    pub(crate) listen_timeouts: ListenArgs,
     #[command(flatten)]
-    apps: AppsArgs,
+    pub(crate) apps: AppsArgs,
     #[command(flatten)]
     registry_store: RegistryStoreArgs,
     #[command(flatten)]
     pub(crate) caches: caches::CacheArgs,
     #[command(flatten)]
     pub(crate) databases: databases::DatabaseArgs,
+    /// The `haproxy` binary (2.6 or later) of the endpoints that always
+    /// lead to the leader: caches with replicas (`uri`) and databases
+    /// (`writeUri`).
+    #[arg(long, env = "PLATEAU_HAPROXY", default_value = "haproxy")]
+    pub(crate) haproxy: PathBuf,
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
@@ -146,11 +151,20 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &db,
         sealer.clone(),
         &host_id,
+        &args.haproxy,
     )?;
-    let databases = databases::start(&args.databases, &args.store.data_dir, &db, sealer, &host_id)?;
+    let databases = databases::start(
+        &args.databases,
+        &args.store.data_dir,
+        &db,
+        sealer,
+        &host_id,
+        &args.haproxy,
+    )?;
     // The data plane: supervision and failover go on in the agent while
     // this process is down.
     let agent = crate::dataplane::Agent::ensure(&args.store.data_dir).await?;
+    let edge_addr = crate::dataplane::edge_address(&args.store.data_dir)?;
     let (storage, storage_listener) =
         crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
     let routes = plateau_plugin_host::admin::routes()
@@ -189,6 +203,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         addr,
         args.registry_url.as_deref(),
         &args.store.data_dir,
+        edge_addr,
     )
     .await?;
     commands
@@ -207,7 +222,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(storage.clone()));
     let app = plateau_registry::mount(api, registry);
     let timeouts = args.listen_timeouts.timeouts();
-    apps.serve(timeouts);
+    apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
     let storage_addr = storage_listener.local_addr()?;
     tracing::info!(addr = %storage_addr, endpoint = %storage.endpoint(), "object storage serving S3");

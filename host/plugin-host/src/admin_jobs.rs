@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::jobs::{JobRunner, Lateness};
+use crate::jobs::{JobWorker, Lateness};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -56,7 +56,7 @@ pub struct JobsStatus {
     security(("adminSession" = [])),
     responses((status = 200, description = "the backlog", body = JobsStatus)))]
 pub async fn status(
-    Extension(runner): Extension<Arc<JobRunner>>,
+    Extension(runner): Extension<Arc<JobWorker>>,
     Extension(clock): Extension<HostClock>,
     _session: AdminSession,
 ) -> Result<Json<JobsStatus>, ApiError> {
@@ -75,7 +75,7 @@ pub async fn status(
     security(("adminSession" = [])),
     responses((status = 204, description = "forgotten")))]
 pub async fn reset_lateness(
-    Extension(runner): Extension<Arc<JobRunner>>,
+    Extension(runner): Extension<Arc<JobWorker>>,
     _session: AdminSession,
 ) -> axum::http::StatusCode {
     runner.reset_lateness();
@@ -103,7 +103,7 @@ pub struct ClockView {
     responses((status = 200, description = "the clock moved", body = ClockView),
               (status = 409, description = "the server runs on the system clock", body = plateau_api::error::Problem)))]
 pub async fn advance_clock(
-    Extension(runner): Extension<Arc<JobRunner>>,
+    Extension(runner): Extension<Arc<JobWorker>>,
     Extension(clock): Extension<HostClock>,
     _session: AdminSession,
     Body(body): Body<AdvanceClock>,

@@ -1,4 +1,4 @@
-//! [`JobRunner`]: runs the plugins' durable jobs and the ticks of their
+//! [`JobWorker`]: runs the plugins' durable jobs and the ticks of their
 //! schedules, one host at a time per job.
 //!
 //! Each pass reads when the next job is due (sleeping until then, at most
@@ -33,12 +33,12 @@ const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
 /// How long a claim holds; longer than any plugin's deadline.
 const LEASE_MS: i64 = 5 * 60 * 1000;
 /// The most jobs a host holds claimed and not yet ended: the runs under
-/// way and those waiting for one of the runner's `concurrency` permits
+/// way and those waiting for one of the worker's `concurrency` permits
 /// (one that waited half its lease is left to be claimed again).
 const HELD: usize = 256;
 /// A pass claims at least this many jobs (when so many are due): with
 /// fewer places free it waits for runs to end first, so that a busy
-/// runner claims in batches rather than one job per ended run.
+/// worker claims in batches rather than one job per ended run.
 const CLAIM_AT_LEAST: usize = 32;
 /// How many lateness samples the statistics keep.
 const SAMPLES: usize = 100_000;
@@ -53,7 +53,7 @@ pub struct Lateness {
     pub max_ms: u64,
 }
 
-pub struct JobRunner {
+pub struct JobWorker {
     host: Arc<PluginHost>,
     db: Db,
     clock: Arc<dyn Clock>,
@@ -67,9 +67,9 @@ pub struct JobRunner {
     ticks_synced: Mutex<HashMap<String, String>>,
 }
 
-impl JobRunner {
-    /// A runner with at most `concurrency` runs at once, looking for due jobs
-    /// every `poll` (and at once after [`JobRunner::wake`]).
+impl JobWorker {
+    /// A worker with at most `concurrency` runs at once, looking for due jobs
+    /// every `poll` (and at once after [`JobWorker::wake`]).
     pub fn new(
         host: Arc<PluginHost>,
         db: Db,
@@ -77,7 +77,7 @@ impl JobRunner {
         concurrency: usize,
         poll: Duration,
     ) -> Self {
-        JobRunner {
+        JobWorker {
             host,
             db,
             clock,

@@ -10,7 +10,7 @@
 //!   timeline; `cursors` signs plugin cursors like core cursors; `meter`
 //!   records fuel per organisation; `docs` puts plugin routes in the
 //!   OpenAPI document; `admin` is the operator's `/admin/plugins` API.
-//! - [`JobRunner`] runs durable jobs and schedule ticks under leases;
+//! - [`JobWorker`] runs durable jobs and schedule ticks under leases;
 //!   [`EventDelivery`] hands subscribed events to plugins.
 //! - `oci` pulls plugins packaged as Wasm OCI artifacts from a registry.
 
@@ -33,5 +33,5 @@ pub use config::PluginsConfig;
 pub use delivery::EventDelivery;
 pub use dispatch::Dispatcher;
 pub use host::PluginHost;
-pub use jobs::JobRunner;
+pub use jobs::JobWorker;
 pub use meter::Meter;

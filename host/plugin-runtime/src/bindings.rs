@@ -3,8 +3,8 @@
 //! handler speaks. The host's imports are not here: each capability keeps
 //! its own bindings (`crate::capabilities`).
 //!
-//! `plateau:plugin@0.1.0` and `@0.2.0` each carry their handler and its
-//! `types`; from 0.3.0 on, the handler is the package
+//! `plateau:plugin@0.1.0` and `@0.2.0` (frozen in `wit/legacy`) each carry
+//! their handler and its `types`; from 0.3.0 on, the handler is the package
 //! `plateau:handler/handler`, whose shapes live inside it. Supporting a new
 //! handler version means a module here, a [`WitVersion`] in `inspect`, a
 //! variant of [`WorldPre`] and [`WorldInstance`], and its conversions. A new
@@ -21,7 +21,7 @@ use crate::types::{
 
 mod v0_1 {
     wasmtime::component::bindgen!({
-        path: "../../wit/plugin@0.1.0",
+        path: "../../wit/legacy/plugin@0.1.0",
         inline: "package plateau:runtime;
             world plugin { export plateau:plugin/handler@0.1.0; }",
         exports: { default: async },
@@ -30,7 +30,7 @@ mod v0_1 {
 
 mod v0_2 {
     wasmtime::component::bindgen!({
-        path: "../../wit/plugin@0.2.0",
+        path: "../../wit/legacy/plugin@0.2.0",
         inline: "package plateau:runtime;
             world plugin { export plateau:plugin/handler@0.2.0; }",
         exports: { default: async },
@@ -39,7 +39,7 @@ mod v0_2 {
 
 mod v0_3 {
     wasmtime::component::bindgen!({
-        path: "../../wit/handler@0.3.0",
+        path: "../../wit/deps/handler",
         inline: "package plateau:runtime;
             world plugin { export plateau:handler/handler@0.3.0; }",
         exports: { default: async },

@@ -32,7 +32,8 @@ pub enum Error {
     #[error("the component imports `{0}`, which this host does not provide")]
     UnknownImport(String),
     #[error(
-        "the component uses `{interface}`, but this host supports versions {supported} of its package; rebuild it against one of them"
+        "the component uses `{interface}`, but this host links versions {supported} of its package (plugin worlds {}, the support window of wit/README.md); rebuild it against one of them",
+        crate::inspect::supported_worlds()
     )]
     UnsupportedVersion {
         interface: String,

@@ -7,7 +7,9 @@
 //! component speaks one of them throughout. From 0.3.0 on each interface is
 //! its own package (`plateau:kv/kv@0.3.0`, `plateau:handler/handler@0.3.0`)
 //! whose version moves on its own; [`SPLIT_PACKAGES`] lists the versions
-//! this host links.
+//! this host links. The plugin worlds those versions make up,
+//! [`SUPPORTED_WORLDS`], are the support window of `wit/README.md`; an
+//! import outside it is refused naming the window.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -19,8 +21,23 @@ use wasmtime::component::Component;
 use crate::config::Capability;
 use crate::error::Error;
 
-/// The versions of the plugin world (named by its `handler` export) this
-/// host runs, newest last.
+/// The plugin worlds (`plateau:plugin/plugin@VERSION`) this host links,
+/// oldest first: its support window (wit/README.md). The newest is
+/// `wit/plugin.wit`, the others are kept in `wit/legacy/`. Retiring the
+/// oldest removes it here, its names from [`SPLIT_PACKAGES`] (or the
+/// `plateau:plugin` versions of [`WitVersion`]) and its folders from
+/// `wit/legacy/`; its components are then refused at load.
+pub const SUPPORTED_WORLDS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0"];
+
+/// The window as the load error names it: `0.1.0 to 0.5.0`.
+pub fn supported_worlds() -> String {
+    let first = SUPPORTED_WORLDS.first().expect("a world is supported");
+    let last = SUPPORTED_WORLDS.last().expect("a world is supported");
+    format!("{first} to {last}")
+}
+
+/// The versions of the `handler` export this host runs, newest last (the
+/// worlds of 0.3.0 on all export `plateau:handler/handler@0.3.0`).
 pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0"];
 
 /// The WASI packages Rust's standard library needs; always linked, and
@@ -38,8 +55,11 @@ const PLUGIN_PACKAGE: &str = "plateau:plugin";
 
 /// Every package of one interface this host links, with the versions it
 /// links, oldest first. Each package `plateau:NAME` holds one interface
-/// `NAME`. A new version of one interface adds a version here (and its
-/// capability links it); nothing else changes.
+/// `NAME`; the newest version is `wit/deps/NAME`, older lines are frozen in
+/// `wit/legacy/`. A version that only adds (gated `@since`) bumps the patch
+/// and replaces its line's entry here: the linker matches `0.4.0` imports
+/// with a host linking `0.4.1`. A new minor version is a new line: it adds a
+/// version here and its capability links both.
 pub const SPLIT_PACKAGES: &[(&str, &[&str])] = &[
     ("plateau:handler", &["0.3.0"]),
     ("plateau:kv", &["0.3.0", "0.4.0"]),

@@ -80,7 +80,9 @@ pub use self::config::{Capability, PluginLimits, PluginSettings, RuntimeConfig, 
 pub use self::cursors::{CursorCodec, CursorError, CursorScope, PlainCursorCodec};
 pub use self::error::{Error, ExecError, Result};
 pub use self::exec::{HookOutcome, Outcome, PluginVersion};
-pub use self::inspect::{SPLIT_PACKAGES, SUPPORTED_WIT_VERSIONS, WitVersion};
+pub use self::inspect::{
+    SPLIT_PACKAGES, SUPPORTED_WIT_VERSIONS, SUPPORTED_WORLDS, WitVersion, supported_worlds,
+};
 pub use self::load::{LoadReport, Loaded, PluginRuntime};
 pub use self::memory::{MemoryStore, StoredJob};
 pub use self::slot::PluginSlot;

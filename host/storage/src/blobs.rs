@@ -13,8 +13,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use md5::{Digest as _, Md5};
-use object_store::aws::AmazonS3Builder;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
     GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart,
@@ -60,45 +58,30 @@ pub enum WriteFailure {
 }
 
 impl Blobs {
-    /// Opens `s3://bucket[/prefix]` (credentials, region and endpoint from
-    /// the usual `AWS_*` variables), `file:///dir`, or a directory path.
+    /// Opens `spec` (see [`plateau_object_store::open`]).
     pub fn open(spec: &str) -> Result<Blobs> {
-        if let Some(rest) = spec.strip_prefix("s3://") {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            let s3 = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .build()?;
-            let prefix = prefix.trim_matches('/');
-            let inner: Arc<dyn ObjectStore> = if prefix.is_empty() {
-                Arc::new(s3)
-            } else {
-                Arc::new(object_store::prefix::PrefixStore::new(s3, prefix))
-            };
-            return Ok(Blobs {
-                inner,
-                part_size: S3_PART_SIZE,
-                location: format!("s3://{rest}"),
-                root: None,
-                live: Arc::default(),
-            });
-        }
-        Self::local(FsPath::new(spec.strip_prefix("file://").unwrap_or(spec)))
+        Self::opened(plateau_object_store::open(spec))
     }
 
     /// A store in a local directory, created if needed.
     pub fn local(dir: &FsPath) -> Result<Blobs> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Internal(format!(
-                "creating the storage directory {}: {e}",
-                dir.display()
-            ))
-        })?;
-        let fs = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+        Self::opened(plateau_object_store::local(dir))
+    }
+
+    fn opened(
+        opened: Result<plateau_object_store::Opened, plateau_object_store::OpenError>,
+    ) -> Result<Blobs> {
+        let opened = opened.map_err(|e| Error::Internal(format!("opening the store: {e}")))?;
+        let part_size = if opened.local_root.is_some() {
+            LOCAL_PART_SIZE
+        } else {
+            S3_PART_SIZE
+        };
         Ok(Blobs {
-            inner: Arc::new(fs),
-            part_size: LOCAL_PART_SIZE,
-            location: format!("file://{}", dir.display()),
-            root: Some(dir.to_path_buf()),
+            inner: opened.store,
+            part_size,
+            location: opened.location,
+            root: opened.local_root,
             live: Arc::default(),
         })
     }

@@ -46,13 +46,23 @@ const COLUMNS: &str = "id, org_id, name, status, status_detail, generation, memo
 pub struct Snapshot {
     pub id: String,
     pub org_id: String,
+    /// The cache it was taken of, which may be deleted since.
     pub cache_id: String,
+    /// That cache's name when the snapshot was taken.
+    pub cache_name: String,
+    /// That cache's settings then (the service's JSON; `{}` for snapshots
+    /// taken before they were kept).
+    pub settings: String,
     pub object_key: String,
     pub size_bytes: i64,
     pub created_at: i64,
+    /// When it is removed: set when its cache is deleted, `None` while the
+    /// cache exists.
+    pub expires_at: Option<i64>,
 }
 
-const SNAPSHOT_COLUMNS: &str = "id, org_id, cache_id, object_key, size_bytes, created_at";
+pub(crate) const SNAPSHOT_COLUMNS: &str =
+    "id, org_id, cache_id, cache_name, settings, object_key, size_bytes, created_at, expires_at";
 
 /// The ceilings of a cache's settings on one plan.
 #[derive(Clone, Debug, FromRow)]
@@ -209,25 +219,6 @@ pub async fn set_password(
     Ok(())
 }
 
-/// Deletes a cluster's snapshot rows (before the cluster's row goes, see
-/// [`crate::managed::remove`]); their object keys, for the caller to
-/// remove.
-pub async fn delete_snapshots(tx: &mut Tx, org_id: &str, id: &str) -> Result<Vec<String>> {
-    let keys: Vec<(String,)> = sqlx::query_as(
-        "SELECT object_key FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2",
-    )
-    .bind(org_id)
-    .bind(id)
-    .fetch_all(tx.conn())
-    .await?;
-    sqlx::query("DELETE FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2")
-        .bind(org_id)
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
-    Ok(keys.into_iter().map(|(k,)| k).collect())
-}
-
 /// Records a snapshot whose bytes are already stored, with its event.
 pub async fn insert_snapshot(
     tx: &mut Tx,
@@ -236,12 +227,14 @@ pub async fn insert_snapshot(
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        "INSERT INTO cache_snapshots (id, org_id, cache_id, object_key, size_bytes, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO cache_snapshots (id, org_id, cache_id, cache_name, settings, object_key, \
+         size_bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&snapshot.id)
     .bind(&snapshot.org_id)
     .bind(&snapshot.cache_id)
+    .bind(&snapshot.cache_name)
+    .bind(&snapshot.settings)
     .bind(&snapshot.object_key)
     .bind(snapshot.size_bytes)
     .bind(snapshot.created_at)
@@ -285,18 +278,6 @@ pub async fn get_snapshot(
     Ok(sqlx::query_as(&sql)
         .bind(org_id)
         .bind(cache_id)
-        .bind(id)
-        .fetch_optional(db.pool())
-        .await?)
-}
-
-/// An organisation's snapshot `id`, whichever cache it was taken of (the
-/// seed of a cache restored from it).
-pub async fn snapshot_by_id(db: &Db, org_id: &str, id: &str) -> Result<Option<Snapshot>> {
-    let sql =
-        format!("SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(org_id)
         .bind(id)
         .fetch_optional(db.pool())
         .await?)

@@ -9,6 +9,7 @@
 //! events, sessions) lives here, never only in a process's memory.
 
 pub mod apps;
+pub mod cache_snapshots;
 pub mod caches;
 pub mod databases;
 pub mod db;

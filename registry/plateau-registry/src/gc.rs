@@ -15,8 +15,8 @@ use plateau_core::time;
 use plateau_store::Db;
 use plateau_store::registry::{blobs, uploads};
 
+use crate::blobs::BlobStore;
 use crate::error::Result;
-use crate::storage::BlobStore;
 
 #[derive(Clone, Debug)]
 pub struct GcOptions {

@@ -3,7 +3,7 @@
 //!
 //! Repositories live in their organisation's namespace, `<org id>/<path>`;
 //! another organisation's repositories answer exactly as if they did not
-//! exist. Blob content goes to an `object_store` ([`storage`]), metadata to
+//! exist. Blob content goes to an `object_store` ([`blobs`]), metadata to
 //! Plateau's database through `plateau_store::registry` (this crate writes
 //! no SQL), and every push or delete of a manifest is an event in the
 //! organisation's timeline and audit log (category `registry`).
@@ -13,13 +13,13 @@
 //! read only that format.
 
 pub mod auth;
+pub mod blobs;
 pub mod error;
 pub mod gc;
 pub mod manifest;
 pub mod quota;
 pub mod reference;
 pub mod routes;
-pub mod storage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,8 +30,8 @@ use plateau_api::AppState;
 use plateau_core::secret;
 use plateau_store::{Db, settings};
 
+pub use blobs::BlobStore;
 pub use error::{Error, Result};
-pub use storage::BlobStore;
 
 use crate::reference::Hasher;
 

@@ -12,7 +12,7 @@
 #![allow(unsafe_code)]
 
 wit_bindgen::generate!({
-    path: "../../wit/plugin@0.2.0",
+    path: "../../wit/legacy/plugin@0.2.0",
     world: "plateau:plugin/plugin@0.2.0",
 });
 

@@ -1,6 +1,7 @@
 //! A plugin built directly against the world `plateau:plugin@0.3.0`, so it
 //! imports `plateau:kv/kv@0.3.0`: the host keeps running components of
-//! that version after kv@0.4.0.
+//! that version after kv@0.4.0. The interfaces that have not changed since
+//! come from `wit/deps`, the lines 0.3.0 left behind from `wit/legacy`.
 //!
 //! `PUT /legacy3/kv/{key}` stores the body with a compare-and-swap
 //! (expecting the key absent) and `GET /legacy3/kv/{key}` reads it back.
@@ -11,18 +12,18 @@
 
 wit_bindgen::generate!({
     path: [
-        "../../wit/handler@0.3.0",
-        "../../wit/kv@0.3.0",
-        "../../wit/events@0.3.0",
-        "../../wit/outbound-http@0.3.0",
-        "../../wit/log@0.3.0",
-        "../../wit/config@0.3.0",
-        "../../wit/clock@0.3.0",
-        "../../wit/cursors@0.3.0",
-        "../../wit/scheduler@0.3.0",
-        "../../wit/smtp@0.3.0",
-        "../../wit/secrets@0.3.0",
-        "../../wit/plugin@0.3.0",
+        "../../wit/deps/handler",
+        "../../wit/legacy/kv@0.3.0",
+        "../../wit/deps/events",
+        "../../wit/legacy/outbound-http@0.3.0",
+        "../../wit/deps/log",
+        "../../wit/deps/config",
+        "../../wit/deps/clock",
+        "../../wit/deps/cursors",
+        "../../wit/deps/scheduler",
+        "../../wit/deps/smtp",
+        "../../wit/deps/secrets",
+        "../../wit/legacy/plugin@0.3.0",
     ],
     world: "plateau:plugin/plugin@0.3.0",
     generate_all,

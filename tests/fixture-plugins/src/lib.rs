@@ -4,13 +4,14 @@
 //! for wasm32-wasip2 by `plateau-plugin-artifacts`. They are written directly
 //! against `wit-bindgen` so that the runtime does not depend on the SDK.
 //!
-//! They bind the oldest world the host runs, `plateau:plugin@0.1.0`, except
+//! They bind the oldest world the host runs, `plateau:plugin@0.1.0` (kept in
+//! `wit/legacy`, proving the oldest world of the support window), except
 //! `legacy-v0-2` (`plateau:plugin@0.2.0`) and `future-wit` (a version no host
 //! supports); the SDK, and so the built-in plugins and the example, bind the
 //! newest.
 
 wit_bindgen::generate!({
-    path: "../../wit/plugin@0.1.0",
+    path: "../../wit/legacy/plugin@0.1.0",
     world: "plateau:plugin/plugin@0.1.0",
     pub_export_macro: true,
     default_bindings_module: "plateau_fixture_plugins",

@@ -19,8 +19,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{AppView, load, load_live_in, not_found, pull_as};
-use crate::Apps;
 use crate::pipeline::{self, event};
+use crate::{AppStatus, Apps};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -152,7 +152,7 @@ pub async fn create(
         branch,
         port: input.port,
         health_check_path: health,
-        status: "created".to_owned(),
+        status: AppStatus::Created.as_str().to_owned(),
         replicas: 1,
         memory_mb: limits.as_ref().map_or(128, |l| l.memory_mb.min(128)),
         milli_cpu: limits.as_ref().map_or(250, |l| l.milli_cpu.min(250)),
@@ -174,7 +174,7 @@ pub async fn create(
         (Some(image), "image") => {
             let d = pipeline::pending(&app, "deploy", Some(image.clone()), None);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
-            app.status = "deploying".to_owned();
+            app.status = AppStatus::Deploying.as_str().to_owned();
             Some(d.id)
         }
         (_, "git") if app.repo.is_some() => {
@@ -182,7 +182,7 @@ pub async fn create(
             let branch = app.branch.clone().unwrap_or_else(|| "main".to_owned());
             let d = pipeline::pending_git(&app, &repo, &branch);
             pipeline::create(&mut tx, &app, &d, &caller.actor()).await?;
-            app.status = "deploying".to_owned();
+            app.status = AppStatus::Deploying.as_str().to_owned();
             Some(d.id)
         }
         _ => None,
@@ -256,7 +256,7 @@ pub async fn delete(
     let e = event(&app, "app.deleted", "delete", &caller.actor()).data(json!({ "name": app.name }));
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
-    apps.take_down(&app.id, &app.slug, false);
+    apps.follow_on_agent(&app.id).await;
     app.deleted_at = Some(now);
     app.updated_at = now;
     let url = apps.url(&app.slug);
@@ -300,7 +300,7 @@ pub async fn restore(
     events::record(&mut tx, &e, now).await?;
     let mut redeploy = None;
     if let Some(live) = &app.live_deployment_id
-        && app.status != "paused"
+        && !AppStatus::Paused.is(&app.status)
         && let Some(from) = plateau_store::apps::deployments::get_in(&mut tx, &app.id, live).await?
     {
         let d = pipeline::pending(&app, "restore", None, Some(&from));

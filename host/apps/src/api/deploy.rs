@@ -17,8 +17,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{AppView, DeploymentView, load, load_live_in, pull_as};
-use crate::Apps;
 use crate::pipeline::{self, event};
+use crate::{AppStatus, Apps};
 
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -244,15 +244,15 @@ pub async fn pause(
     let now = time::now_ms();
     let mut tx = apps.db().begin().await?;
     let mut app = load_live_in(&mut tx, &caller, &id).await?;
-    if app.status != "paused" {
-        db::set_status(&mut tx, &app.id, "paused", now).await?;
+    if !AppStatus::Paused.is(&app.status) {
+        db::set_status(&mut tx, &app.id, AppStatus::Paused.as_str(), now).await?;
         let e = event(&app, "app.paused", "update", &caller.actor()).data(json!({}));
         events::record(&mut tx, &e, now).await?;
         tx.commit_last().await?;
-        app.status = "paused".to_owned();
+        app.status = AppStatus::Paused.as_str().to_owned();
         app.updated_at = now;
     }
-    apps.take_down(&app.id, &app.slug, true);
+    apps.follow_on_agent(&app.id).await;
     let url = apps.url(&app.slug);
     Ok(Json(AppView::new(app, url)))
 }
@@ -274,24 +274,26 @@ pub async fn resume(
     let now = time::now_ms();
     let mut tx = apps.db().begin().await?;
     let mut app = load_live_in(&mut tx, &caller, &id).await?;
-    if app.status != "paused" {
+    if !AppStatus::Paused.is(&app.status) {
         return Err(ApiError::conflict(
             "app_not_paused",
             format!("app {id} is not paused"),
         ));
     }
+    // The replicas start on the data plane, which records `running`
+    // once they pass their health check.
     let status = if app.live_deployment_id.is_some() {
-        "running"
+        AppStatus::Resuming
     } else {
-        "created"
+        AppStatus::Created
     };
-    db::set_status(&mut tx, &app.id, status, now).await?;
+    db::set_status(&mut tx, &app.id, status.as_str(), now).await?;
     let e = event(&app, "app.resumed", "update", &caller.actor()).data(json!({}));
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
-    app.status = status.to_owned();
+    app.status = status.as_str().to_owned();
     app.updated_at = now;
-    apps.spawn_follow(app.id.clone(), |a| a.status != "paused");
+    apps.nudge_agent(&app.id);
     let url = apps.url(&app.slug);
     Ok(Json(AppView::new(app, url)))
 }
@@ -347,7 +349,7 @@ pub(crate) fn check_git(apps: &Apps, repo: &str, branch: &str) -> Result<(), Api
 }
 
 fn refuse_paused(app: &plateau_store::apps::App) -> Result<(), ApiError> {
-    if app.status == "paused" {
+    if AppStatus::Paused.is(&app.status) {
         return Err(ApiError::conflict(
             "app_paused",
             format!("app {} is paused; resume it first", app.id),

@@ -16,13 +16,12 @@ use plateau_store::apps::{App, deployments};
 use plateau_store::events;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 use utoipa::ToSchema;
 
 use super::{DeploymentView, load, load_live_in};
-use crate::Apps;
 use crate::env::{self, Invalid, MAX_VARS, TARGETS};
 use crate::pipeline::{self, event};
+use crate::{AppStatus, Apps};
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -237,17 +236,19 @@ pub async fn verify(
         ));
     }
     let app = load(apps.db(), &caller, &id).await?;
-    let running = apps.running(&app.id).ok_or_else(|| {
+    let not_running = || {
         ApiError::conflict(
             "app_not_running",
             format!("app {id} has no running replicas to compare with; deploy or resume it"),
         )
-    })?;
-    let actual = running
-        .handle
-        .env_value(key)
-        .map(|v| hex::encode(Sha256::digest(v.as_bytes())));
-    let matches = actual.is_some_and(|a| {
+    };
+    let agent = apps.agent().ok_or_else(not_running)?;
+    let running = agent
+        .env_digest(&app.id, key)
+        .await
+        .map_err(|e| ApiError::Unavailable(format!("the host's agent: {e}")))?
+        .ok_or_else(not_running)?;
+    let matches = running.sha256.is_some_and(|a| {
         a.bytes()
             .zip(expected.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
@@ -325,7 +326,7 @@ async fn redeploy(
     let Some(live) = &app.live_deployment_id else {
         return Ok(None);
     };
-    if app.status == "paused" {
+    if AppStatus::Paused.is(&app.status) {
         return Ok(None);
     }
     let Some(from) = deployments::get_in(tx, &app.id, live).await? else {

@@ -115,10 +115,7 @@ pub async fn put_scale(
         .data(json!({ "from": app.replicas, "to": input.replicas }));
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
-    let wanted = input.replicas;
-    apps.spawn_follow(app.id.clone(), move |a| {
-        a.replicas == wanted || a.deleted_at.is_some()
-    });
+    apps.nudge_agent(&app.id);
     Ok(Json(ScaleView {
         replicas: input.replicas,
         max_replicas: limits.replicas,
@@ -190,9 +187,7 @@ pub async fn put_resources(
     }));
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
-    apps.spawn_follow(app.id.clone(), move |a| {
-        (a.memory_mb == memory && a.milli_cpu == cpu) || a.deleted_at.is_some()
-    });
+    apps.nudge_agent(&app.id);
     Ok(Json(ResourcesView {
         memory_mb: memory,
         milli_cpu: cpu,

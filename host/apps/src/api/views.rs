@@ -15,7 +15,8 @@ pub struct AppView {
     pub slug: String,
     /// Where the edge serves the app.
     pub url: String,
-    /// created, deploying, running, failed, paused, or deleted (in the trash).
+    /// created, deploying, starting, running, resuming (replicas starting
+    /// again after a pause), failed, paused, or deleted (in the trash).
     pub status: String,
     pub project_id: String,
     pub source_type: String,

@@ -220,7 +220,12 @@ pub async fn list(
 /// Create a cache: a Redis 7 leader, its replicas and three sentinels.
 /// The answer comes before the cluster runs: the cache is `creating` until
 /// the host has brought it up, then `running` (or `failed`, with the
-/// reason in `statusDetail`); poll `GET /caches/{id}` until it runs.
+/// reason in `statusDetail`); poll `GET /caches/{id}` until it runs. A
+/// cache with replicas also gets a stable endpoint, the `uri` of its
+/// connection, that always leads to the current leader; its leader takes
+/// writes only while a replica keeps up (within 2 s), which bounds what a
+/// failover can lose (see the connection's description, and
+/// `WAIT <replicas>`).
 #[utoipa::path(post, path = "/caches", tag = "caches",
     security(("bearer" = ["cache:write"])),
     request_body = CreateCache,
@@ -369,9 +374,12 @@ pub async fn update(
     Ok(Json(changed_cache.try_into()?))
 }
 
-/// Delete a cache: its processes stop, its data and snapshots are
-/// removed. The answer comes first, with the cache `deleting`; it is gone
-/// (404) once the host has removed it.
+/// Delete a cache: its processes stop and its data is removed. The answer
+/// comes first, with the cache `deleting`; it is gone (404) once the host
+/// has removed it. Its snapshots are kept for the retention period (7 days
+/// unless the host says otherwise; `expiresAt` in `GET /caches/snapshots`),
+/// counted against the organisation's storage, and can be restored into
+/// another cache.
 #[utoipa::path(delete, path = "/caches/{id}", tag = "caches",
     security(("bearer" = ["cache:write"])),
     params(("id" = String, Path, description = "cache id")),

@@ -14,16 +14,36 @@ use super::{Service, find};
 use crate::service::CacheService;
 use crate::spec::{READER, USER};
 
-/// How to connect: the leader's `rediss://` URI with a user and its
-/// password, and the sentinels for clients that follow failovers.
+/// How to connect: a `rediss://` URI that always reaches the leader, with
+/// a user and its password, and the sentinels for clients that speak the
+/// sentinel protocol.
+///
+/// Durability: a cache with replicas fails over to a replica a few seconds
+/// after its leader goes silent (3 s); the leader takes writes only while a
+/// replica acknowledged its stream within the last 2 seconds (else it
+/// answers NOREPLICAS), so a failover can lose at most the writes
+/// acknowledged in the last 2 to 3 seconds before the leader was cut off.
+/// A write followed by `WAIT <replicas> <ms>` that answers the number of
+/// replicas is on every replica and survives any failover; `WAIT 1`
+/// survives the leader's crash (not a leader deposed while alive that
+/// keeps a replica for a moment). A cache without replicas keeps what its
+/// `persistence` keeps across a restart: nothing (`none`), the last RDB
+/// save (`rdb`: after 1 change in an hour, 100 in 5 minutes or 10,000 in a
+/// minute), or all but the last second (`aof`, fsync every second).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionView {
-    /// `rediss://USER:PASSWORD@HOST:PORT` (`redis://` without TLS), to the
-    /// current leader.
+    /// `rediss://USER:PASSWORD@HOST:PORT` (`redis://` without TLS). For a
+    /// cache with replicas, the address is its stable endpoint, which
+    /// leads to whichever node leads now and stays valid across any number
+    /// of failovers (connections open at a failover are closed; reconnect).
     pub uri: String,
+    /// The host and port of `uri`.
     pub host: String,
     pub port: u16,
+    /// `host:port` of the node that leads now, directly (it changes on a
+    /// failover; prefer `uri`).
+    pub leader: String,
     /// `app` (reads and writes) for `cache:write` tokens, `app-readonly`
     /// (reads only) for the others.
     pub username: String,
@@ -61,10 +81,13 @@ pub async fn connection(
     let placement = CacheService::placement(&cache)?;
     let credentials = service.credentials(&cache)?;
     let leader = service.provider().leader(&placement, &credentials).await?;
-    let (host, port) = leader
+    let address = placement
+        .endpoint_address()
+        .unwrap_or_else(|| leader.clone());
+    let (host, port) = address
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))
-        .ok_or_else(|| ApiError::Internal(format!("leader address {leader}")))?;
+        .ok_or_else(|| ApiError::Internal(format!("cache address {address}")))?;
     let read_only = !caller.scopes.allows("cache:write");
     let (username, password) = if read_only {
         (READER, credentials.reader_password())
@@ -73,9 +96,10 @@ pub async fn connection(
     };
     let scheme = if placement.tls { "rediss" } else { "redis" };
     Ok(Json(ConnectionView {
-        uri: format!("{scheme}://{username}:{password}@{leader}"),
+        uri: format!("{scheme}://{username}:{password}@{address}"),
         host,
         port,
+        leader,
         username: username.to_owned(),
         password,
         read_only,

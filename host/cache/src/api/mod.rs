@@ -5,6 +5,7 @@
 mod caches;
 mod connection;
 mod ops;
+mod snapshots;
 
 use std::sync::Arc;
 
@@ -33,7 +34,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(caches::get, caches::update, caches::delete))
         .routes(routes!(connection::connection))
         .routes(routes!(ops::list_snapshots, ops::create_snapshot))
-        .routes(routes!(ops::restore))
+        .routes(routes!(snapshots::restore))
+        .routes(routes!(snapshots::list))
+        .routes(routes!(snapshots::delete))
+        .routes(routes!(snapshots::restore_any))
+        .routes(routes!(snapshots::restore_into))
         .routes(routes!(ops::metrics))
         .routes(routes!(ops::logs))
 }

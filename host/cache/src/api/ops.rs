@@ -1,6 +1,6 @@
 //! What a cluster offers besides its settings: snapshots (BGSAVE into the
-//! object store) and restores into a new cluster, metrics from INFO, and
-//! the logs of its processes.
+//! object store), metrics from INFO, and the logs of its processes. The
+//! organisation's snapshots and restores are in `snapshots`.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -8,30 +8,35 @@ use axum::http::StatusCode;
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
-use plateau_api::json::{Body, Validator};
 use plateau_api::pagination::{Page, Pager};
 use plateau_api::routes::{Pairs, page_and_filters, param};
 use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_store::caches::{self as db, Snapshot};
 use plateau_store::events::NewEvent;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::caches::{Settings, check_settings, provision};
-use super::{CacheView, Service, find};
+use super::{Service, find};
 use crate::service::CacheService;
-use crate::snapshots::SnapshotStore;
+use crate::snapshots::{SnapshotStore, SourceSettings};
 use crate::spec::{LogLine, Metrics};
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotView {
     pub id: String,
+    /// The cache it was taken of (which may be deleted since).
     pub cache_id: String,
+    /// That cache's name when the snapshot was taken.
+    pub cache_name: String,
     pub size_bytes: i64,
     pub created_at: String,
+    /// When the snapshot is removed: set when its cache is deleted (it is
+    /// kept for the retention period, counted against the organisation's
+    /// storage), `null` while the cache exists.
+    pub expires_at: Option<String>,
 }
 
 impl From<Snapshot> for SnapshotView {
@@ -39,8 +44,10 @@ impl From<Snapshot> for SnapshotView {
         SnapshotView {
             id: s.id,
             cache_id: s.cache_id,
+            cache_name: s.cache_name,
             size_bytes: s.size_bytes,
             created_at: time::to_rfc3339(s.created_at),
+            expires_at: s.expires_at.map(time::to_rfc3339),
         }
     }
 }
@@ -105,9 +112,12 @@ pub async fn create_snapshot(
         id: snapshot_id.clone(),
         org_id: caller.org_id.clone(),
         cache_id: id.clone(),
+        cache_name: cache.name.clone(),
+        settings: SourceSettings::of(&cache).to_json(),
         object_key: key,
         size_bytes: size,
         created_at: now,
+        expires_at: None,
     };
     let event = NewEvent::audited(
         &caller.org_id,
@@ -122,78 +132,6 @@ pub async fn create_snapshot(
     db::insert_snapshot(&mut tx, &snapshot, &event, now).await?;
     tx.commit_last().await?;
     Ok((StatusCode::CREATED, Json(snapshot.into())))
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RestoreSnapshot {
-    /// The new cache's name, unique within the organisation.
-    pub name: String,
-    /// Settings of the new cache; each defaults to the source cache's.
-    #[schema(minimum = 8)]
-    pub memory_mb: Option<i64>,
-    #[schema(value_type = Option<crate::spec::EvictionPolicy>)]
-    pub eviction_policy: Option<String>,
-    #[schema(minimum = 0)]
-    pub replicas: Option<i64>,
-    #[schema(value_type = Option<crate::spec::Persistence>)]
-    pub persistence: Option<String>,
-    pub tls: Option<bool>,
-}
-
-/// Restore a snapshot into a new cache (the source cache is untouched);
-/// counts against the plan's cache instances. The answer comes before the
-/// new cache runs: it is `creating` until the host has brought it up with
-/// the snapshot's data.
-#[utoipa::path(post, path = "/caches/{id}/snapshots/{snapshotId}/restore", tag = "caches",
-    security(("bearer" = ["cache:write"])),
-    params(("id" = String, Path, description = "cache id"),
-           ("snapshotId" = String, Path, description = "snapshot id")),
-    request_body = RestoreSnapshot,
-    responses((status = 201, description = "the new cache, `creating`", body = CacheView),
-              (status = 409, description = "the name is taken, or the plan's cache instances are all used", body = plateau_api::error::Problem)))]
-pub async fn restore(
-    State(app): State<AppState>,
-    service: Service,
-    caller: Caller,
-    Path((id, snapshot_id)): Path<(String, String)>,
-    Body(input): Body<RestoreSnapshot>,
-) -> Result<(StatusCode, Json<CacheView>), ApiError> {
-    let source = find(&app, &caller, &id).await?;
-    let snapshot = db::get_snapshot(app.db(), &caller.org_id, &id, &snapshot_id)
-        .await?
-        .ok_or_else(|| {
-            ApiError::not_found(format!(
-                "snapshot {snapshot_id} of cache {id} does not exist"
-            ))
-        })?;
-    Validator::new().name("name", &input.name).finish()?;
-    let memory_mb = input.memory_mb.unwrap_or(source.memory_mb);
-    let replicas = input.replicas.unwrap_or(source.replicas);
-    let policy = input
-        .eviction_policy
-        .as_deref()
-        .unwrap_or(&source.eviction_policy);
-    let persistence = input.persistence.as_deref().unwrap_or(&source.persistence);
-    let (eviction_policy, persistence) =
-        check_settings(&app, &caller, memory_mb, policy, replicas, persistence).await?;
-    let settings = Settings {
-        memory_mb,
-        eviction_policy,
-        replicas,
-        persistence,
-        tls: input.tls.unwrap_or(source.tls != 0),
-    };
-    let view = provision(
-        &app,
-        &service,
-        &caller,
-        &input.name,
-        settings,
-        Some(snapshot.id),
-    )
-    .await?;
-    Ok((StatusCode::CREATED, Json(view)))
 }
 
 /// Figures of the current leader, from INFO.

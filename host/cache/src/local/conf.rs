@@ -35,9 +35,28 @@ const SENTINEL_USER_RULES: &str = "&* +ping +auth +hello +role +info +client|set
     +psubscribe +unsubscribe +punsubscribe";
 
 /// Sentinel timing: a leader silent this long is down, and the sentinels
-/// promote a replica.
-pub const DOWN_AFTER_MS: u64 = 1000;
+/// promote a replica. Sentinels ping every second; at 1 s a leader that
+/// stalled once (a fork for a replica's sync on a busy host) was deposed
+/// while alive, and that false failover is what loses writes a `WAIT 1`
+/// confirmed (the deposed leader keeps one replica until the sentinels
+/// move it), so three pings' worth.
+pub const DOWN_AFTER_MS: u64 = 3000;
+/// How long a failover may take before another sentinel tries again (and
+/// twice this before the same sentinel retries); it also bounds the time
+/// replicas have to follow a new leader.
 const FAILOVER_TIMEOUT_MS: u64 = 5000;
+
+/// A leader of a cluster with replicas takes writes only while at least
+/// one replica acknowledged its stream within this many seconds
+/// (`min-replicas-to-write 1`, `min-replicas-max-lag`). Replicas
+/// acknowledge every second, so a leader cut off from every replica (or
+/// deposed, its replicas gone to the new leader) refuses writes with
+/// NOREPLICAS at most `MIN_REPLICAS_MAX_LAG_S + 1` seconds after it lost
+/// them, at once when they disconnect: that bounds what a failover can
+/// discard to the writes acknowledged in that window. A write that
+/// `WAIT <replicas>` confirmed is on every replica, so on whichever the
+/// sentinels promote.
+pub const MIN_REPLICAS_MAX_LAG_S: u64 = 2;
 
 /// Where one process keeps its files.
 pub struct Files<'a> {
@@ -105,10 +124,28 @@ pub fn data_node(
     let _ = writeln!(out, "masterauth {}", credentials.admin_password);
     let _ = writeln!(out, "repl-diskless-sync yes\nrepl-diskless-sync-delay 0");
     let _ = writeln!(out, "replica-read-only yes");
+    out.push_str(&min_replicas_lines(spec.replicas));
     if let Some((host, port)) = leader {
         let _ = writeln!(out, "replicaof {host} {port}");
     }
     out
+}
+
+/// The `min-replicas-*` settings of every node of a cluster with
+/// `replicas` replicas (a replica applies them once promoted).
+pub fn min_replicas(replicas: u32) -> [(&'static str, String); 2] {
+    let to_write = u32::from(replicas > 0);
+    [
+        ("min-replicas-to-write", to_write.to_string()),
+        ("min-replicas-max-lag", MIN_REPLICAS_MAX_LAG_S.to_string()),
+    ]
+}
+
+fn min_replicas_lines(replicas: u32) -> String {
+    min_replicas(replicas)
+        .iter()
+        .map(|(k, v)| format!("{k} {v}\n"))
+        .collect()
 }
 
 /// The `save`/`appendonly` lines of a persistence mode.
@@ -226,9 +263,21 @@ mod tests {
             "replicaof 127.0.0.1 7000",
             "masteruser plateau-admin",
             "save 3600 1 300 100 60 10000",
+            "min-replicas-to-write 1",
+            "min-replicas-max-lag 2",
         ] {
             assert!(conf.lines().any(|l| l == line), "{line} in {conf}");
         }
+        // Alone, a leader has no replica to wait for.
+        let alone = ClusterSpec {
+            replicas: 0,
+            ..spec.clone()
+        };
+        let conf = data_node(&files, &alone, "127.0.0.1", 7000, None, &credentials, false);
+        assert!(
+            conf.lines().any(|l| l == "min-replicas-to-write 0"),
+            "{conf}"
+        );
         let acl = data_acl(&credentials);
         assert!(acl.contains("user default off"));
         assert!(!acl.contains(" >"), "passwords are hashed: {acl}");

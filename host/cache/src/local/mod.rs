@@ -2,12 +2,15 @@
 //! this host (a leader, its replicas, three sentinels), on ports the host
 //! allocates, with their files under `<data dir>/caches/<cluster id>/`:
 //! `tls/` (the cluster's CA and server certificate), and one directory per
-//! process (`node0`, `node1`, ..., `sentinel0`, ...). The processes run as
+//! process (`node0`, `node1`, ..., `sentinel0`, ..., and `endpoint`, the
+//! HAProxy that leads to the leader of a cluster with replicas). The processes run as
 //! the cluster's own unprivileged user (`user`), which owns that directory.
 
 mod conf;
+pub mod endpoint;
 mod ops;
 mod provider;
+mod restore;
 pub mod supervise;
 pub mod tls;
 pub mod user;
@@ -35,6 +38,8 @@ pub struct LocalConfig {
     pub address: String,
     /// The `redis-server` binary (also run as a sentinel).
     pub redis_server: PathBuf,
+    /// The `haproxy` binary: the stable endpoint of clusters with replicas.
+    pub haproxy: PathBuf,
 }
 
 pub struct LocalProvider {
@@ -77,7 +82,7 @@ impl LocalProvider {
         &self.config.redis_server
     }
 
-    fn cluster_dir(&self, cluster: &str) -> PathBuf {
+    pub(crate) fn cluster_dir(&self, cluster: &str) -> PathBuf {
         self.config.root.join(cluster)
     }
 
@@ -85,7 +90,7 @@ impl LocalProvider {
         self.cluster_dir(&placement.cluster).join(process)
     }
 
-    fn tls_dir(&self, cluster: &str) -> PathBuf {
+    pub(crate) fn tls_dir(&self, cluster: &str) -> PathBuf {
         self.cluster_dir(cluster).join("tls")
     }
 
@@ -104,17 +109,19 @@ impl LocalProvider {
         let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
         ports.extend(placement.nodes.iter().map(|n| n.port));
         ports.extend(placement.sentinels.iter().map(|n| n.port));
+        ports.extend(placement.endpoint.iter().map(|n| n.port));
     }
 
     fn release(&self, placement: &Placement) {
         let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        for n in placement.nodes.iter().chain(&placement.sentinels) {
+        let processes = placement.nodes.iter().chain(&placement.sentinels);
+        for n in processes.chain(&placement.endpoint) {
             ports.remove(&n.port);
         }
     }
 
     /// A free port that no cluster of this host holds.
-    fn allocate_port(&self) -> Result<u16> {
+    pub(crate) fn allocate_port(&self) -> Result<u16> {
         for _ in 0..64 {
             let port = TcpListener::bind((self.config.address.as_str(), 0))?
                 .local_addr()?

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 
 use super::conf::{self, LOG_FILE, RDB_FILE};
 use super::supervise::{self, start};
-use super::{LocalProvider, SENTINELS, tls};
+use super::{LocalProvider, SENTINELS, endpoint, tls};
 
 /// How long a stopping process may take before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -183,10 +183,12 @@ impl LocalProvider {
             )
             .await?;
         }
+        self.start_endpoint(placement, credentials, false).await?;
         Ok(())
     }
 
     async fn stop_all(&self, placement: &Placement) {
+        self.stop_endpoint(placement, STOP_GRACE).await;
         for process in placement.sentinels.iter().chain(&placement.nodes) {
             supervise::stop(&self.process_dir(placement, &process.name), STOP_GRACE).await;
         }
@@ -220,6 +222,7 @@ impl LocalProvider {
             tls: spec.tls,
             nodes: Vec::new(),
             sentinels: Vec::new(),
+            endpoint: None,
         };
         for i in 0..=spec.replicas as usize {
             placement.nodes.push(PlacedNode {
@@ -230,6 +233,12 @@ impl LocalProvider {
         for i in 0..SENTINELS {
             placement.sentinels.push(PlacedNode {
                 name: format!("sentinel{i}"),
+                port: self.allocate_port()?,
+            });
+        }
+        if spec.replicas > 0 {
+            placement.endpoint = Some(PlacedNode {
+                name: endpoint::DIR.to_owned(),
                 port: self.allocate_port()?,
             });
         }
@@ -263,6 +272,11 @@ impl LocalProvider {
         let wanted = spec.replicas as usize + 1;
         let leader_port = self.leader_port(placement, credentials).await;
         let leader = (placement.address.clone(), leader_port);
+        if spec.replicas == 0 {
+            // The leader stops waiting for replicas before they go.
+            self.config_set_all(placement, credentials, &conf::min_replicas(0))
+                .await?;
+        }
         // Fewer replicas: stop the last nodes that do not lead.
         while next.nodes.len() > wanted {
             let Some(pos) = next.nodes.iter().rposition(|n| n.port != leader_port) else {
@@ -296,6 +310,21 @@ impl LocalProvider {
         }
         for port in added {
             self.wait_synced(&next, credentials, port).await?;
+        }
+        if spec.replicas > 0 {
+            // Once the replicas are in sync, the leader needs one to write.
+            self.config_set_all(&next, credentials, &conf::min_replicas(spec.replicas))
+                .await?;
+        }
+        if next.endpoint.is_none() && spec.replicas > 0 {
+            next.endpoint = Some(PlacedNode {
+                name: endpoint::DIR.to_owned(),
+                port: self.allocate_port()?,
+            });
+            self.start_endpoint(&next, credentials, false).await?;
+        } else if next.nodes != placement.nodes {
+            // The endpoint takes over with the new list of nodes.
+            self.start_endpoint(&next, credentials, true).await?;
         }
         if next.nodes.len() != placement.nodes.len() {
             // The sentinels forget removed replicas and learn new ones.
@@ -445,6 +474,18 @@ impl LocalProvider {
             let _ = std::fs::remove_file(&path);
         }
         Ok(Bytes::from(bytes))
+    }
+
+    /// Replaces the leader's keys with the snapshot's (replicas follow).
+    pub async fn restore(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        rdb: Bytes,
+    ) -> Result<()> {
+        let port = self.leader_port(placement, credentials).await;
+        let leader = self.admin_conn(placement, credentials, port).await?;
+        super::restore::replace(self, placement, leader, rdb).await
     }
 
     pub fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>> {

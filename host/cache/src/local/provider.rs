@@ -20,6 +20,7 @@ impl LocalProvider {
             tls: false,
             nodes: Vec::new(),
             sentinels: Vec::new(),
+            endpoint: None,
         };
         let Ok(entries) = std::fs::read_dir(self.cluster_dir(id)) else {
             return placement;
@@ -30,7 +31,9 @@ impl LocalProvider {
                 name: name.clone(),
                 port: 0,
             };
-            if name.starts_with("sentinel") {
+            if name == super::endpoint::DIR {
+                placement.endpoint = Some(process);
+            } else if name.starts_with("sentinel") {
                 placement.sentinels.push(process);
             } else if name.starts_with("node") {
                 placement.nodes.push(process);
@@ -96,6 +99,15 @@ impl CacheProvider for LocalProvider {
 
     async fn snapshot(&self, placement: &Placement, credentials: &Credentials) -> Result<Bytes> {
         LocalProvider::snapshot(self, placement, credentials).await
+    }
+
+    async fn restore(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        rdb: Bytes,
+    ) -> Result<()> {
+        LocalProvider::restore(self, placement, credentials, rdb).await
     }
 
     fn ca_certificate(&self, placement: &Placement) -> Result<Option<String>> {

@@ -7,6 +7,8 @@
 //! empty and have the replicas copy the emptiness. It waits until the
 //! sentinels have promoted a replica, then comes back as that replica's
 //! replica. Only a cluster without replicas restarts its leader in place.
+//! The endpoint of a cluster with replicas (`endpoint`) is supervised in
+//! the same round, as a process like the others.
 
 use std::path::Path;
 use std::time::Duration;
@@ -102,7 +104,14 @@ pub async fn ping(target: &Target<'_>) -> Result<()> {
 
 /// The pid in `dir`'s pid file, if the process lives (not a zombie).
 pub fn running_pid(dir: &Path) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(dir.join(PID_FILE))
+    live_pid(&dir.join(PID_FILE), "redis")
+}
+
+/// The pid in `pid_file`, if that process lives (not a zombie) and its
+/// name starts with `comm` (a pid file left by a dead process may name
+/// another process since).
+pub fn live_pid(pid_file: &Path, comm: &str) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(pid_file)
         .ok()?
         .trim()
         .parse()
@@ -110,25 +119,31 @@ pub fn running_pid(dir: &Path) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ...`: the state follows the last parenthesis.
     let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
-    let comm = stat.split_once('(')?.1.rsplit_once(')')?.0;
-    (state != 'Z' && comm.starts_with("redis")).then_some(pid)
+    let name = stat.split_once('(')?.1.rsplit_once(')')?.0;
+    (state != 'Z' && name.starts_with(comm)).then_some(pid)
 }
 
 /// Stops the process of `dir`: SIGTERM, then SIGKILL after `grace`.
 pub async fn stop(dir: &Path, grace: Duration) {
-    let Some(pid) = running_pid(dir) else {
+    stop_pid(&dir.join(PID_FILE), "redis", grace).await;
+}
+
+/// Stops the process of `pid_file` (named `comm...`): SIGTERM, then
+/// SIGKILL after `grace`; removes the pid file.
+pub async fn stop_pid(pid_file: &Path, comm: &str, grace: Duration) {
+    let Some(pid) = live_pid(pid_file, comm) else {
         return;
     };
     let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     let deadline = tokio::time::Instant::now() + grace;
-    while running_pid(dir).is_some() {
+    while live_pid(pid_file, comm).is_some() {
         if tokio::time::Instant::now() >= deadline {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let _ = std::fs::remove_file(dir.join(PID_FILE));
+    let _ = std::fs::remove_file(pid_file);
 }
 
 /// One round over a cluster: every process that runs is adopted, every
@@ -215,6 +230,9 @@ pub async fn supervise(
         {
             tracing::warn!(cache = %spec.id, sentinel = %sentinel.name, error = %e, "restarting a sentinel");
         }
+    }
+    if !super::endpoint::supervise(provider, spec, placement, credentials).await? {
+        healthy = false;
     }
     if healthy {
         current_users(provider, placement, credentials).await;

@@ -380,13 +380,14 @@ pub struct ConnectionView {
     /// database, which follows the replicas across failovers; only for
     /// databases with replicas.
     pub read_uri: Option<String>,
-    /// Straight to the leader, bypassing the pool (sessions, prepared
-    /// statements, LISTEN, migrations).
+    /// To the leader, bypassing the pool (sessions, prepared statements,
+    /// LISTEN, migrations), through the database's write endpoint, which
+    /// follows the leader across failovers and switchovers.
     pub write_uri: String,
     pub host: String,
     /// The pooler's port.
     pub port: u16,
-    /// The leader's port.
+    /// The write endpoint's port.
     pub write_port: u16,
     pub database: String,
     /// The owner role, or `plateau_reader` for a caller without
@@ -438,10 +439,10 @@ pub async fn connection(
     Ok(Json(ConnectionView {
         uri: uri(placement.pooler_port, &placement.database),
         read_uri,
-        write_uri: uri(placement.port, &placement.database),
+        write_uri: uri(placement.write_port(), &placement.database),
         host: placement.address.clone(),
         port: placement.pooler_port,
-        write_port: placement.port,
+        write_port: placement.write_port(),
         database: placement.database.clone(),
         username,
         password,

@@ -1,6 +1,6 @@
 //! The files of a local cluster: the leader's `plateau.conf` (settings
-//! from the spec) and `pg_hba.conf`, and pgbouncer's `pgbouncer.ini` and
-//! `userlist.txt`.
+//! from the spec) and `pg_hba.conf`, pgbouncer's `pgbouncer.ini` and
+//! `userlist.txt`, and the write endpoint's `haproxy.cfg`.
 
 use std::path::Path;
 
@@ -12,6 +12,8 @@ pub const POOLER_CONF: &str = "pgbouncer.ini";
 pub const POOLER_USERS: &str = "userlist.txt";
 pub const POOLER_PID: &str = "pgbouncer.pid";
 pub const POOLER_LOG: &str = "pgbouncer.log";
+pub const ROUTER_CONF: &str = "haproxy.cfg";
+pub const ROUTER_PID: &str = "haproxy.pid";
 /// The pooler's secret for the salts of [`auth_query`]'s answers about
 /// roles that do not exist.
 pub const POOLER_KEY: &str = "auth.key";
@@ -174,4 +176,41 @@ pub fn pooler(
 /// The host's role and password, for pgbouncer's `auth_query`.
 pub fn pooler_users(admin_password: &str) -> String {
     format!("\"{ADMIN_ROLE}\" \"{admin_password}\"\n")
+}
+
+/// The write endpoint: HAProxy in TCP mode, in master-worker mode (the
+/// master's pid in [`ROUTER_PID`]; SIGUSR2 reloads it without closing its
+/// listener), with the leader as its only server. Bytes pass through
+/// untouched, so a session through it is a session on the leader: every
+/// startup parameter, prepared statements, LISTEN, cancel requests, and
+/// TLS end to end should the servers offer it. A connection the leader
+/// refuses is closed at once, not retried (`retries 0`: HAProxy waits a
+/// second before each retry, and a refusing leader is a dead one, about to
+/// be replaced), so the client's next attempt reaches the endpoint's new
+/// configuration. Sessions idle for a day are closed; the old worker of a
+/// reload keeps its sessions (to a leader that is gone or stopping) for
+/// 10 s at most.
+pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str, u16)) -> String {
+    format!(
+        "# Written by Plateau: the write endpoint, always to the leader.\n\
+         global\n\
+         \x20 master-worker\n\
+         \x20 pidfile {pid}\n\
+         \x20 hard-stop-after 10s\n\
+         \x20 maxconn 1000\n\
+         defaults\n\
+         \x20 mode tcp\n\
+         \x20 retries 0\n\
+         \x20 option clitcpka\n\
+         \x20 option srvtcpka\n\
+         \x20 timeout connect 3s\n\
+         \x20 timeout client 24h\n\
+         \x20 timeout server 24h\n\
+         frontend write\n\
+         \x20 bind {address}:{port}\n\
+         \x20 default_backend leader\n\
+         backend leader\n\
+         \x20 server {leader} {address}:{leader_port}\n",
+        pid = dir.join(ROUTER_PID).display(),
+    )
 }

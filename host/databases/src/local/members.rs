@@ -76,7 +76,7 @@ impl LocalProvider {
     }
 
     /// Writes a file only if its text changes; whether it changed.
-    fn write_if_changed(&self, path: &Path, text: &str) -> Result<bool> {
+    pub(super) fn write_if_changed(&self, path: &Path, text: &str) -> Result<bool> {
         if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
             return Ok(false);
         }
@@ -304,7 +304,7 @@ impl LocalProvider {
                 .map_or(0, |n| n + 1);
             let node = Node {
                 name: format!("node{next}"),
-                port: self.allocate_port()?,
+                port: self.allocate_port(&placement.cluster)?,
             };
             placement.members.push(node.clone());
             if let Err(e) = self
@@ -524,6 +524,21 @@ impl LocalProvider {
             .await
             {
                 tracing::warn!(database = %placement.cluster, error = %e, "starting the pooler");
+                out.healthy = false;
+            }
+        }
+        if placement.router_port.is_none() {
+            // A cluster placed before write endpoints existed gets one.
+            placement.router_port = Some(self.allocate_port(&placement.cluster)?);
+            out.placement = Some(placement.clone());
+        }
+        match self.ensure_router(&placement, user).await {
+            Ok(true) => {
+                tracing::warn!(database = %placement.cluster, "the write endpoint was down; started it")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(database = %placement.cluster, error = %e, "starting the write endpoint");
                 out.healthy = false;
             }
         }

@@ -1,17 +1,20 @@
 //! The local provider: each cluster is a real PostgreSQL leader, its
-//! streaming standbys (`members`) and a pgbouncer on this host, on ports
-//! the host allocates, with their files under
-//! `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's data
-//! directory, its log beside it) and `pooler/`. When the host runs as
-//! root, each cluster's processes run as a user of its own (`users`).
-//! Every connection as the host's superuser carries
-//! [`crate::host_session::SETTINGS`].
+//! streaming standbys (`members`), a pgbouncer and the write endpoint
+//! (`router`) on this host, on ports the host allocates, with their files
+//! under `<data dir>/databases/<cluster id>/`: `nodeN/data` (a member's
+//! data directory, its log beside it), `pooler/` and `router/`. When the
+//! host runs as root, each cluster's processes run as a user of its own
+//! (`users`). Every connection as the host's superuser carries
+//! [`crate::host_session::SETTINGS`]. The ports are claimed in files
+//! (`ports`), so the API process and the agent never hand out one twice.
 
 mod conf;
 pub use conf::read_database;
 mod failover;
 mod members;
+mod ports;
 mod provider;
+mod router;
 pub mod supervise;
 pub mod users;
 
@@ -41,6 +44,8 @@ pub struct LocalConfig {
     pub binaries: PathBuf,
     /// The `pgbouncer` binary.
     pub pgbouncer: PathBuf,
+    /// The `haproxy` binary of the write endpoints.
+    pub haproxy: PathBuf,
 }
 
 pub struct LocalProvider {
@@ -48,8 +53,7 @@ pub struct LocalProvider {
     /// Whether the host runs as root: then each cluster runs as its own
     /// user ([`users`]).
     root: bool,
-    /// Ports of this host's clusters, so a new cluster never takes the port
-    /// of a process that is down for a moment.
+    /// The ports this process knows claimed ([`ports`]).
     ports: Mutex<BTreeSet<u16>>,
     /// One template made at a time.
     templates: tokio::sync::Mutex<()>,
@@ -126,45 +130,6 @@ impl LocalProvider {
     /// Whether the binaries of `version` are installed.
     pub fn has_version(&self, version: &str) -> bool {
         self.bin(version).is_ok()
-    }
-
-    /// Records the ports of a known cluster (adoption after a restart).
-    pub fn reserve(&self, placement: &Placement) {
-        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        ports.insert(placement.pooler_port);
-        for node in placement.nodes() {
-            ports.insert(node.port);
-        }
-    }
-
-    fn release(&self, placement: &Placement) {
-        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        ports.remove(&placement.pooler_port);
-        for node in placement.nodes() {
-            ports.remove(&node.port);
-        }
-    }
-
-    /// Gives back the port of a member that is gone.
-    fn release_port(&self, port: u16) {
-        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        ports.remove(&port);
-    }
-
-    /// A free port that no cluster of this host holds.
-    fn allocate_port(&self) -> Result<u16> {
-        for _ in 0..64 {
-            let port = TcpListener::bind((self.config.address.as_str(), 0))?
-                .local_addr()?
-                .port();
-            let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-            if ports.insert(port) {
-                return Ok(port);
-            }
-        }
-        Err(Error::Unavailable(
-            "no free port for a database process; free some ports".to_owned(),
-        ))
     }
 
     /// Writes a file only the owner of its directory reads.
@@ -288,7 +253,9 @@ impl LocalProvider {
             &self.config.address,
             placement.pooler_port,
         )
-        .await
+        .await?;
+        self.ensure_router(placement, user.as_deref()).await?;
+        Ok(())
     }
 
     /// The data directory every new cluster of `version` starts as, made
@@ -382,6 +349,7 @@ impl LocalProvider {
     }
 
     async fn stop_all(&self, placement: &Placement) {
+        self.stop_router(&placement.cluster).await;
         if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(&placement.cluster)) {
             supervise::stop_pid(pid, Signal::SIGINT).await;
         }
@@ -421,23 +389,30 @@ impl LocalProvider {
     pub async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
         // Refuse a missing version before taking anything.
         self.bin(&spec.version)?;
-        let port = self.allocate_port()?;
-        let mut members = vec![Node {
-            name: "node0".to_owned(),
-            port,
-        }];
-        for i in 1..=spec.replicas {
-            members.push(Node {
-                name: format!("node{i}"),
-                port: self.allocate_port()?,
-            });
+        let mut ports = Vec::new();
+        for _ in 0..spec.replicas + 3 {
+            match self.allocate_port(&spec.id) {
+                Ok(port) => ports.push(port),
+                Err(e) => {
+                    ports.into_iter().for_each(|p| self.release_port(p));
+                    return Err(e);
+                }
+            }
         }
+        let members = (0..=spec.replicas)
+            .map(|i| Node {
+                name: format!("node{i}"),
+                port: ports[i as usize],
+            })
+            .collect();
+        let n = ports.len();
         let placement = Placement {
             cluster: spec.id.clone(),
             version: spec.version.clone(),
             address: self.config.address.clone(),
-            port,
-            pooler_port: self.allocate_port()?,
+            port: ports[0],
+            pooler_port: ports[n - 2],
+            router_port: Some(ports[n - 1]),
             owner: owner_name(),
             database: "app".to_owned(),
             members,
@@ -460,6 +435,7 @@ impl LocalProvider {
             users::remove(&users::cluster_user(&placement.cluster));
         }
         self.release(placement);
+        self.release_claims(&placement.cluster);
         Ok(())
     }
 

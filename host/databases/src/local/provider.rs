@@ -28,6 +28,7 @@ impl LocalProvider {
             address: self.config.address.clone(),
             port: 0,
             pooler_port: 0,
+            router_port: None,
             owner: String::new(),
             database: String::new(),
             leader: members

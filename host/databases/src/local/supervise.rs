@@ -1,7 +1,8 @@
 //! Process supervision of the local provider, all of it in one place:
-//! run a tool as the servers' user, start the postmaster (`pg_ctl`) and
-//! pgbouncer (they daemonize and write pid files), check that they live,
-//! adopt what runs after a host restart, restart what died, stop.
+//! run a tool as the servers' user, start the postmaster (`pg_ctl`),
+//! pgbouncer and the write endpoint's HAProxy (they daemonize and write
+//! pid files), check that they live, adopt what runs after a host
+//! restart, restart what died, stop.
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use tokio::process::Command;
 
 use crate::{Error, Result};
 
-use super::conf::{LOG_FILE, POOLER_CONF, POOLER_PID};
+use super::conf::{LOG_FILE, POOLER_CONF, POOLER_PID, ROUTER_CONF, ROUTER_PID};
 
 /// How long a started process has to accept connections.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -77,6 +78,37 @@ pub fn postgres_pid(data: &Path) -> Option<i32> {
     alive(pid).then_some(pid)
 }
 
+/// Fences a leader: SIGKILLs its postmaster and every process working in
+/// its data directory, then waits (5 s at most) until none is left. A
+/// postmaster's children are session leaders of their own, and when it
+/// dies they run on for a moment (a walsender may still stream, a backend
+/// still commit): the fence waits for them too, dead postmaster or not.
+pub async fn fence_postgres(data: &Path) {
+    let Ok(data) = data.canonicalize() else {
+        return;
+    };
+    let working_in = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|d| d == data))
+            .collect()
+    };
+    for _ in 0..100 {
+        let pids = working_in();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tracing::warn!(data = %data.display(), "processes of a fenced server outlived SIGKILL for 5 s");
+}
+
 /// Starts pgbouncer on the configuration in `dir` (daemonized), waiting
 /// until it accepts connections on `address:port`.
 pub async fn start_pooler(
@@ -99,6 +131,30 @@ pub fn pooler_pid(dir: &Path) -> Option<i32> {
         .trim()
         .parse()
         .ok()?;
+    alive(pid).then_some(pid)
+}
+
+/// Starts the write endpoint's HAProxy on the configuration in `dir`
+/// (its master daemonizes), waiting until it accepts connections on
+/// `address:port`.
+pub async fn start_router(
+    user: Option<&str>,
+    haproxy: &Path,
+    dir: &Path,
+    address: &str,
+    port: u16,
+) -> Result<()> {
+    let mut cmd = command(user, haproxy);
+    cmd.args(["-D", "-f"]).arg(dir.join(ROUTER_CONF));
+    run(cmd, "haproxy (install the haproxy package)").await?;
+    wait_port(address, port).await
+}
+
+/// The write endpoint's HAProxy master's pid, if its pid file names a live
+/// process.
+pub fn router_pid(dir: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(dir.join(ROUTER_PID)).ok()?;
+    let pid: i32 = text.lines().next()?.trim().parse().ok()?;
     alive(pid).then_some(pid)
 }
 

@@ -76,6 +76,7 @@ impl LocalProvider {
             return Ok(());
         }
         tracing::warn!(database = %placement.cluster, user = %name, "moving a database to an OS user of its own; it restarts");
+        self.stop_router(&placement.cluster).await;
         if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(&placement.cluster)) {
             supervise::stop_pid(pid, Signal::SIGINT).await;
         }

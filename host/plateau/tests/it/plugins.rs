@@ -213,6 +213,11 @@ async fn ungranted_capabilities_are_refused_at_load(backend: Backend) {
     let r = upload(&admin, "future-wit", fixtures::FUTURE_WIT, true).await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("0.9.0"), "{}", r.text());
+    assert!(
+        r.text().contains("plugin worlds 0.1.0 to 0.5.0"),
+        "the refusal names the support window: {}",
+        r.text()
+    );
     // A component that is not what the URL says is refused.
     let r = upload(&admin, "not-echo", fixtures::ECHO, true).await;
     assert_eq!(r.status, 400);

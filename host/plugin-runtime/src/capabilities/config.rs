@@ -6,7 +6,7 @@ use crate::context::CallContext;
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.1.0", "../../wit/plugin@0.2.0", "../../wit/config@0.3.0"],
+        path: ["../../wit/legacy/plugin@0.1.0", "../../wit/legacy/plugin@0.2.0", "../../wit/deps/config"],
         interfaces: "
             import plateau:plugin/config@0.1.0;
             import plateau:plugin/config@0.2.0;

@@ -11,7 +11,7 @@ use crate::storage::EventRecord;
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.1.0", "../../wit/plugin@0.2.0", "../../wit/events@0.3.0"],
+        path: ["../../wit/legacy/plugin@0.1.0", "../../wit/legacy/plugin@0.2.0", "../../wit/deps/events"],
         interfaces: "
             import plateau:plugin/events@0.1.0;
             import plateau:plugin/events@0.2.0;

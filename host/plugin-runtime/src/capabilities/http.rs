@@ -14,10 +14,10 @@ use crate::egress::{HttpError, IncomingResponse, OutgoingRequest};
 mod gen_ {
     wasmtime::component::bindgen!({
         path: [
-            "../../wit/plugin@0.1.0",
-            "../../wit/plugin@0.2.0",
-            "../../wit/outbound-http@0.3.0",
-            "../../wit/outbound-http@0.4.0",
+            "../../wit/legacy/plugin@0.1.0",
+            "../../wit/legacy/plugin@0.2.0",
+            "../../wit/legacy/outbound-http@0.3.0",
+            "../../wit/deps/outbound-http",
         ],
         interfaces: "
             import plateau:plugin/outbound-http@0.1.0;

@@ -15,10 +15,10 @@ use crate::waits::WaitEnd;
 mod gen_ {
     wasmtime::component::bindgen!({
         path: [
-            "../../wit/plugin@0.1.0",
-            "../../wit/plugin@0.2.0",
-            "../../wit/kv@0.3.0",
-            "../../wit/kv@0.4.0",
+            "../../wit/legacy/plugin@0.1.0",
+            "../../wit/legacy/plugin@0.2.0",
+            "../../wit/legacy/kv@0.3.0",
+            "../../wit/deps/kv",
         ],
         interfaces: "
             import plateau:plugin/kv@0.1.0;

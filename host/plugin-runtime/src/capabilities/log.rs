@@ -7,7 +7,7 @@ use crate::context::CallContext;
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.1.0", "../../wit/plugin@0.2.0", "../../wit/log@0.3.0"],
+        path: ["../../wit/legacy/plugin@0.1.0", "../../wit/legacy/plugin@0.2.0", "../../wit/deps/log"],
         interfaces: "
             import plateau:plugin/log@0.1.0;
             import plateau:plugin/log@0.2.0;

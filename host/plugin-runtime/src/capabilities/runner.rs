@@ -11,7 +11,7 @@ use crate::context::{CallContext, Phase};
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/runner@0.4.0"],
+        path: ["../../wit/deps/runner"],
         interfaces: "
             import plateau:runner/runner@0.4.0;
         ",

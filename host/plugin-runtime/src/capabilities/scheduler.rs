@@ -9,7 +9,7 @@ use crate::storage::{JobId, JobKind, JobWrite};
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.2.0", "../../wit/scheduler@0.3.0"],
+        path: ["../../wit/legacy/plugin@0.2.0", "../../wit/deps/scheduler"],
         interfaces: "
             import plateau:plugin/scheduler@0.2.0;
             import plateau:scheduler/scheduler@0.3.0;

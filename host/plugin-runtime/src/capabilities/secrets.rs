@@ -9,7 +9,7 @@ use crate::storage::{BucketId, Namespace};
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.2.0", "../../wit/secrets@0.3.0"],
+        path: ["../../wit/legacy/plugin@0.2.0", "../../wit/deps/secrets"],
         interfaces: "
             import plateau:plugin/secrets@0.2.0;
             import plateau:secrets/secrets@0.3.0;

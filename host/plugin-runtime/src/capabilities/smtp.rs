@@ -9,7 +9,7 @@ use crate::egress::{Attachment, MailMessage, Sent, SmtpError, SmtpReply, SmtpSer
 
 mod gen_ {
     wasmtime::component::bindgen!({
-        path: ["../../wit/plugin@0.2.0", "../../wit/smtp@0.3.0"],
+        path: ["../../wit/legacy/plugin@0.2.0", "../../wit/deps/smtp"],
         interfaces: "
             import plateau:plugin/smtp@0.2.0;
             import plateau:smtp/smtp@0.3.0;

@@ -137,6 +137,14 @@ async fn an_unsupported_wit_version_is_refused_at_load() {
         }
         other => panic!("expected an unsupported version, got {other}"),
     }
+    // The message names the version and the window, as the API answers it.
+    let message = err.to_string();
+    eprintln!("refused: {message}");
+    assert!(
+        message.contains("plateau:plugin/handler@0.9.0")
+            && message.contains("plugin worlds 0.1.0 to 0.5.0"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ mod load;
 mod smtp;
 mod swap;
 mod versions;
+mod window;
 
 use std::sync::Arc;
 

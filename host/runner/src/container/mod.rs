@@ -44,13 +44,24 @@ pub struct Template {
     pub image: ImageConfig,
     /// The image's rootfs owned by the app's ids.
     pub rootfs: PathBuf,
-    /// The host id the app's container id 0 maps to.
-    pub host_ids: u32,
+    /// The first host uid of the app's range: its container uid 0.
+    pub uid_base: u32,
     pub env: Vec<(String, String)>,
     pub limits: Limits,
     pub logs: Arc<dyn LogSink>,
     /// `<app>-<deployment>`, shortened; replicas add their number.
     pub name: String,
+}
+
+/// Fails with what to install when runc is missing.
+pub fn check_runc() -> Result<()> {
+    let version = Command::new("runc").arg("--version").output();
+    if !version.is_ok_and(|o| o.status.success()) {
+        return Err(Error::NotRunnable(
+            "runc is not installed; install the runc package (apt-get install runc)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs Linux images with runc.
@@ -69,12 +80,7 @@ impl ContainerRunner {
             state: root.join("state"),
             bundles: root.join("bundles"),
         };
-        let version = Command::new("runc").arg("--version").output();
-        if !version.is_ok_and(|o| o.status.success()) {
-            return Err(Error::NotRunnable(
-                "runc is not installed; install the runc package (apt-get install runc)".into(),
-            ));
-        }
+        check_runc()?;
         for dir in [&paths.state, &paths.bundles] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::NotRunnable(format!("cannot create {}: {e}", dir.display())))?;
@@ -155,7 +161,7 @@ impl Runner for ContainerRunner {
         let template = Template {
             image: config,
             rootfs,
-            host_ids: range.base(),
+            uid_base: range.base(),
             env: spec.env,
             limits: spec.limits,
             logs: spec.logs,

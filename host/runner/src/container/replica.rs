@@ -66,7 +66,7 @@ impl Replica {
             netns: &self.net.namespace_path(),
             hostname: &self.id,
             cgroup: &format!("/plateau/{}", self.id),
-            host_ids: template.host_ids,
+            uid_base: template.uid_base,
         }
         .config_json()?;
         std::fs::write(bundle.join("config.json"), config).map_err(|e| io("config.json", e))?;

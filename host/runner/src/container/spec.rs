@@ -134,8 +134,8 @@ pub struct Runtime<'a> {
     pub hostname: &'a str,
     /// The cgroup path, `/plateau/<container>`.
     pub cgroup: &'a str,
-    /// The host id container id 0 maps to (`ids::IdRange::base`).
-    pub host_ids: u32,
+    /// The first host uid of the app's range, container uid 0 (`ids::IdRange::base`).
+    pub uid_base: u32,
 }
 
 impl Runtime<'_> {
@@ -152,7 +152,7 @@ impl Runtime<'_> {
             { "type": "pid" }, { "type": "ipc" }, { "type": "uts" }, { "type": "mount" },
             { "type": "network", "path": self.netns }, { "type": "user" },
         ]);
-        let ids = json!([{ "containerID": 0, "hostID": self.host_ids, "size": super::ids::SIZE }]);
+        let ids = json!([{ "containerID": 0, "hostID": self.uid_base, "size": super::ids::SIZE }]);
         let seccomp: Value = serde_json::from_str(SECCOMP)
             .map_err(|e| Error::NotRunnable(format!("the seccomp profile: {e}")))?;
         let caps = json!({ "bounding": [], "effective": [], "permitted": [], "ambient": [] });
@@ -259,7 +259,7 @@ mod tests {
             netns: "/run/netns/n",
             hostname: "h",
             cgroup: "/plateau/h",
-            host_ids: 1 << 30,
+            uid_base: 1 << 30,
         };
         let config: Value = serde_json::from_slice(&runtime.config_json().unwrap()).unwrap();
         let linux = &config["linux"];

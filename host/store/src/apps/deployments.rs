@@ -149,8 +149,21 @@ pub async fn set_working(db: &Db, id: &str, status: &str) -> Result<bool> {
     Ok(done.rows_affected() == 1)
 }
 
-/// Makes `id` live and supersedes the app's other live deployment.
-pub async fn promote(tx: &mut Tx, app_id: &str, id: &str, now: i64) -> Result<()> {
+/// Makes `id` live and supersedes the app's other live deployment; false
+/// (and nothing changed) when `id` was no longer working: another host
+/// promoted it, or it failed.
+pub async fn promote(tx: &mut Tx, app_id: &str, id: &str, now: i64) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE app_deployments SET status = 'live', live_at = $1 \
+         WHERE id = $2 AND status IN ('pending', 'building', 'deploying')",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(tx.conn())
+    .await?;
+    if done.rows_affected() != 1 {
+        return Ok(false);
+    }
     sqlx::query(
         "UPDATE app_deployments SET status = 'superseded', finished_at = $1 \
          WHERE app_id = $2 AND status = 'live' AND id <> $3",
@@ -160,12 +173,7 @@ pub async fn promote(tx: &mut Tx, app_id: &str, id: &str, now: i64) -> Result<()
     .bind(id)
     .execute(tx.conn())
     .await?;
-    sqlx::query("UPDATE app_deployments SET status = 'live', live_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(id)
-        .execute(tx.conn())
-        .await?;
-    Ok(())
+    Ok(true)
 }
 
 /// Marks a pending deployment failed; false when it was no longer pending.
@@ -180,6 +188,19 @@ pub async fn fail(tx: &mut Tx, id: &str, reason: &str, now: i64) -> Result<bool>
     .execute(tx.conn())
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// The deployments of one app on their way, oldest first: the first is
+/// the next to go live.
+pub async fn working(db: &Db, app_id: &str) -> Result<Vec<Deployment>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM app_deployments WHERE app_id = $1 \
+         AND status IN ('pending', 'building', 'deploying') ORDER BY id"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .fetch_all(db.pool())
+        .await?)
 }
 
 /// Pending deployments, oldest first: after a restart, the work a host

@@ -171,6 +171,22 @@ pub async fn set_status(tx: &mut Tx, id: &str, status: &str, now: i64) -> Result
     Ok(())
 }
 
+/// Moves the app from status `from` to `to` (what a host observed);
+/// false when it was no longer `from`.
+pub async fn observed(db: &Db, id: &str, from: &str, to: &str, now: i64) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE apps SET status = $1, updated_at = $2 \
+         WHERE id = $3 AND status = $4 AND deleted_at IS NULL",
+    )
+    .bind(to)
+    .bind(now)
+    .bind(id)
+    .bind(from)
+    .execute(db.pool())
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Makes `deployment_id` the live deployment and the app `running`.
 pub async fn set_live(tx: &mut Tx, id: &str, deployment_id: &str, now: i64) -> Result<()> {
     sqlx::query(

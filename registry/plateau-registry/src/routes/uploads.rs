@@ -19,10 +19,10 @@ use plateau_store::registry::blobs;
 use plateau_store::registry::uploads::{self, Upload};
 
 use super::{Ctx, query, query_value, range_header};
+use crate::blobs::BlobStore;
 use crate::error::{Error, Result};
 use crate::quota::Allowance;
 use crate::reference::{Algorithm, Digest, Hasher, is_valid_name};
-use crate::storage::BlobStore;
 
 fn upload_location(ctx: &Ctx, id: &str) -> String {
     format!("/v2/{}/blobs/uploads/{id}", ctx.name)

@@ -120,10 +120,16 @@ async fn lifecycle(backend: Backend) {
     let (status, body) = edge.get("/").await.unwrap();
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("app_paused"), "{body}");
+    // The status says what is true: resuming until the replicas pass
+    // their health check, then running.
     let r = c.post(&format!("/apps/{app_id}/resume"), json!({})).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["status"], "running");
+    assert_eq!(r.json()["status"], "resuming");
     edge.until_body("hello from v1").await;
+    crate::until(&c, &format!("/apps/{app_id}"), "the app to run", |a| {
+        a["status"] == "running"
+    })
+    .await;
     let answers = load.finish().await;
     let odd: Vec<_> = answers
         .iter()

@@ -8,6 +8,7 @@ mod crates;
 mod deploy;
 mod limits;
 mod linux;
+mod outage;
 mod sandbox;
 mod settings;
 mod tenants;

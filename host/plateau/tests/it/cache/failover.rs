@@ -1,6 +1,6 @@
 //! High availability: when the leader is killed, the sentinels promote the
-//! replica, clients that ask the sentinels write again, and the host brings
-//! the old leader back as a replica.
+//! replica, clients that ask the sentinels or keep the stable `uri` write
+//! again, and the host brings the old leader back as a replica.
 
 use std::time::Duration;
 
@@ -49,6 +49,20 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
     )
     .await;
 
+    // The endpoint's configuration holds the host's admin password: only
+    // the cluster's own user reads it.
+    let proxy_conf = s
+        .data_dir
+        .path()
+        .join(format!("caches/{id}/endpoint/haproxy.cfg"));
+    let meta = std::fs::metadata(&proxy_conf).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(meta.mode() & 0o777, 0o600, "{}", proxy_conf.display());
+    let owner = std::fs::metadata(proxy_conf.parent().unwrap().parent().unwrap())
+        .unwrap()
+        .uid();
+    assert_eq!(meta.uid(), owner, "owned by the cluster's user");
+
     let mut leader = through_sentinels(&conn).await.unwrap();
     let () = leader.set("before", "1").await.unwrap();
     let acked: i64 = redis::cmd("WAIT")
@@ -58,18 +72,7 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(acked, 1, "the replica has the write");
-    let info = cli_out(&conn, &["INFO", "server"]);
-    let pid = info
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    super::kill_described(&cli_out(&conn, &["INFO", "server"]));
 
     // Writes resume on the promoted replica, found through the sentinels.
     let mut promoted = eventually(
@@ -88,7 +91,24 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
     let before: String = promoted.get("before").await.unwrap();
     assert_eq!(before, "1");
     let now = connection(&c, &id).await;
-    assert_ne!(now.port, conn.port, "the connection names the new leader");
+    assert_ne!(
+        now.leader, conn.leader,
+        "the connection names the new leader"
+    );
+    assert_eq!(now.port, conn.port, "and keeps its stable endpoint");
+    // The stable endpoint leads to the new leader: a client that kept the
+    // uri writes again.
+    let mut stable = eventually("writes through the uri", Duration::from_secs(30), || {
+        let conn = &conn;
+        async move {
+            let mut r = super::direct(conn, conn.port).await.ok()?;
+            let set: redis::RedisResult<()> = r.set("through", "uri").await;
+            set.ok().map(|()| r)
+        }
+    })
+    .await;
+    let before: String = stable.get("before").await.unwrap();
+    assert_eq!(before, "1");
 
     // The host restarts the dead leader as the new leader's replica.
     eventually(
@@ -104,10 +124,21 @@ async fn sentinels_promote_a_replica_when_the_leader_dies(backend: Backend) {
         },
     )
     .await;
-    let old = super::direct(&conn, conn.port).await.unwrap();
-    let mut old = old;
-    let after: String = old.get("after").await.unwrap();
-    assert_eq!(after, "2", "the old leader follows the new one");
+    // Connected is not yet in sync: the replica may still be loading the
+    // new leader's data.
+    let mut old = eventually(
+        "the old leader has the new leader's writes",
+        Duration::from_secs(30),
+        || {
+            let conn = &conn;
+            async move {
+                let mut old = super::direct(conn, conn.leader.1).await.ok()?;
+                let after: Option<String> = old.get("after").await.ok()?;
+                (after.as_deref() == Some("2")).then_some(old)
+            }
+        },
+    )
+    .await;
     let role: redis::Value = redis::cmd("ROLE").query_async(&mut old).await.unwrap();
     assert!(format!("{role:?}").contains("slave"), "{role:?}");
     eventually("the cache running again", Duration::from_secs(30), || {

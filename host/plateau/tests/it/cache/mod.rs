@@ -5,6 +5,8 @@
 mod api;
 mod failover;
 mod isolation;
+mod kill_loop;
+mod retention;
 mod snapshots;
 
 use std::path::{Path, PathBuf};
@@ -46,8 +48,12 @@ pub async fn delete(c: &Client, id: &str) {
 
 /// A cache's connection details, with its CA written to a file.
 pub struct Conn {
+    /// The host and port of `uri`: the stable endpoint of a cache with
+    /// replicas, the leader of one without.
     pub host: String,
     pub port: u16,
+    /// The leader's own address, as the connection was read.
+    pub leader: (String, u16),
     pub password: String,
     pub master_name: String,
     pub sentinels: Vec<(String, u16)>,
@@ -83,6 +89,7 @@ pub async fn connection(c: &Client, id: &str) -> Conn {
     Conn {
         host: v["host"].as_str().unwrap().to_owned(),
         port: v["port"].as_u64().unwrap() as u16,
+        leader: split(v["leader"].as_str().unwrap()),
         password,
         master_name: v["masterName"].as_str().unwrap().to_owned(),
         sentinels: v["sentinels"]
@@ -213,9 +220,11 @@ fn pid_files(root: &Path) -> Vec<PathBuf> {
             .flatten()
             .flatten()
         {
-            let pid = process.path().join("redis.pid");
-            if pid.exists() {
-                out.push(pid);
+            for name in ["redis.pid", "haproxy.pid"] {
+                let pid = process.path().join(name);
+                if pid.exists() {
+                    out.push(pid);
+                }
             }
         }
     }
@@ -253,4 +262,19 @@ impl Drop for Processes {
                 .status();
         }
     }
+}
+
+/// SIGKILLs the redis process that an `INFO server` answer describes.
+pub fn kill_described(info: &str) {
+    let pid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .expect("INFO server names the process")
+        .trim()
+        .to_owned();
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }

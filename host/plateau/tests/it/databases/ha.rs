@@ -2,8 +2,9 @@
 //! commit to any one of them), reads through `readUri`, a failover after
 //! the leader's postmaster is killed with SIGKILL under a write load (a
 //! replica promoted, the pooled URI working again, no acknowledged commit
-//! lost, the dead member made again as a replica), hot scaling within the
-//! plan's maximum, and `apply-config`.
+//! lost, the dead member made again as a replica, the same `writeUri`
+//! leading to the new leader), hot scaling within the plan's maximum, and
+//! `apply-config` (whose switchover `writeUri` follows too).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +18,12 @@ use crate::{create_org, on_both_backends, start};
 
 /// Polls `GET /databases/{id}` until `done` holds for it (at most a
 /// minute); the database.
-async fn wait_for(c: &Client, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(super) async fn wait_for(
+    c: &Client,
+    id: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let mut last = Value::Null;
     for _ in 0..600 {
         let r = c.get(&format!("/databases/{id}")).await;
@@ -31,7 +37,7 @@ async fn wait_for(c: &Client, id: &str, what: &str, done: impl Fn(&Value) -> boo
     panic!("{what} never happened: {last}");
 }
 
-fn all_streaming(d: &Value, replicas: usize) -> bool {
+pub(super) fn all_streaming(d: &Value, replicas: usize) -> bool {
     let members = d["members"].as_array().unwrap();
     members.len() == replicas + 1
         && members
@@ -42,7 +48,7 @@ fn all_streaming(d: &Value, replicas: usize) -> bool {
         && members.iter().all(|m| m["healthy"] == true)
 }
 
-fn leader(d: &Value) -> String {
+pub(super) fn leader(d: &Value) -> String {
     d["members"]
         .as_array()
         .unwrap()
@@ -189,8 +195,8 @@ async fn failover(backend: Backend) {
     let conn = connection(&c, &id).await;
     assert_eq!(conn["uri"].as_str().unwrap(), uri, "the pooled URI stays");
     let new_write = conn["writeUri"].as_str().unwrap().to_owned();
-    assert_ne!(new_write, write_uri);
-    let mut leader_conn = sqlx_connect(&new_write).await.unwrap();
+    assert_eq!(new_write, write_uri, "writeUri stays");
+    let mut leader_conn = sqlx_connect(&write_uri).await.unwrap();
     let rows = sqlx::query("SELECT id FROM ledger")
         .fetch_all(&mut leader_conn)
         .await
@@ -201,7 +207,8 @@ async fn failover(backend: Backend) {
         .filter(|i| !present.contains(i))
         .collect();
     assert!(lost.is_empty(), "acknowledged commits lost: {lost:?}");
-    assert_eq!(psql_ok(&new_write, "SELECT pg_is_in_recovery()"), "f");
+    // The kept writeUri leads to the new leader.
+    assert_eq!(psql_ok(&write_uri, "SELECT pg_is_in_recovery()"), "f");
 
     // The dead member comes back as a replica of the new leader.
     let d = wait_for(&c, &id, "the old leader rebuilt", |d| all_streaming(d, 2)).await;
@@ -251,6 +258,8 @@ async fn failover(backend: Backend) {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_ne!(leader(&r.json()), new_leader, "{}", r.text());
     wait_for(&c, &id, "members back", |d| all_streaming(d, 2)).await;
+    // After the switchover too, the same writeUri writes.
+    psql_ok(&write_uri, "INSERT INTO ledger VALUES (1500000)");
     assert_eq!(
         psql_ok(&uri, "SELECT count(*) FROM ledger WHERE id = 1000000"),
         "1"
@@ -268,6 +277,7 @@ async fn failover(backend: Backend) {
     after.sort();
     assert_eq!(before, after, "the running processes were adopted");
     psql_ok(&uri, "INSERT INTO ledger VALUES (2000000)");
+    psql_ok(&write_uri, "INSERT INTO ledger VALUES (2000001)");
     let sql = "SELECT count(*) FROM ledger WHERE id = 2000000";
     assert_eq!(replica_answers(&read_uri, sql, "1").await, "1");
 

@@ -247,9 +247,9 @@ async fn a_clusters_server_cannot_read_another_clusters_files() {
     let their_dir = root.join(theirs["id"].as_str().unwrap());
     let conn = connection(&c, mine["id"].as_str().unwrap()).await;
 
-    // Each cluster's postmaster and pooler run as the user that owns its
-    // directory, mode 0700; the two users differ, and neither is root or
-    // `postgres`.
+    // Each cluster's postmaster, pooler and write endpoint run as the user
+    // that owns its directory, mode 0700; the two users differ, and neither
+    // is root or `postgres`.
     let mut uids = Vec::new();
     for dir in [&mine_dir, &their_dir] {
         let meta = std::fs::metadata(dir).unwrap();
@@ -257,6 +257,7 @@ async fn a_clusters_server_cannot_read_another_clusters_files() {
         let uid = uid_of(&dir.join("node0/data/postmaster.pid"));
         assert_eq!(uid, meta.uid(), "{}", dir.display());
         assert_eq!(uid_of(&dir.join("pooler/pgbouncer.pid")), uid);
+        assert_eq!(uid_of(&dir.join("router/haproxy.pid")), uid);
         let name = user_name(&uid.to_string()).unwrap();
         assert!(name.starts_with("pgc_"), "{}: {name}", dir.display());
         uids.push(uid);

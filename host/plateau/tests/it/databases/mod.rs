@@ -1,12 +1,14 @@
 //! Managed PostgreSQL (spec sections 4.5, 4.6 and 8): real clusters driven
 //! through the API and reached with `psql` and with sqlx, through the
-//! pooler (`uri`) and straight to the leader (`writeUri`).
+//! pooler (`uri`) and through the write endpoint to the leader
+//! (`writeUri`).
 
 mod api;
 mod converge;
 mod ha;
 mod inside;
 mod isolation;
+mod outage;
 mod quota;
 mod secrets;
 
@@ -81,13 +83,17 @@ impl Processes {
     }
 }
 
-/// The pids of the postmasters and poolers under `root`.
+/// The pids of the postmasters, poolers and write endpoints under `root`.
 pub fn pids(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for cluster in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let dir = cluster.path();
-        // Every member's postmaster (`nodeN/data`) and the pooler.
-        let mut files = vec![dir.join("pooler/pgbouncer.pid")];
+        // Every member's postmaster (`nodeN/data`), the pooler and the
+        // write endpoint's master.
+        let mut files = vec![
+            dir.join("pooler/pgbouncer.pid"),
+            dir.join("router/haproxy.pid"),
+        ];
         for member in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             files.push(member.path().join("data/postmaster.pid"));
         }
