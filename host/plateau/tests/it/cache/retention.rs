@@ -43,7 +43,7 @@ async fn a_snapshot_outlives_its_cache_and_restores_into_another(backend: Backen
 
     // Deleted, the cache leaves its snapshot listed with an expiry, and
     // counted against the organisation's storage.
-    assert_eq!(c.delete(&format!("/caches/{a_id}")).await.status, 200);
+    super::delete(&c, &a_id).await;
     let listed = c.get("/caches/snapshots").await.json();
     let item = &listed["items"][0];
     assert_eq!(item["id"], snap_id.as_str(), "{listed}");
@@ -62,7 +62,9 @@ async fn a_snapshot_outlives_its_cache_and_restores_into_another(backend: Backen
         )
         .await;
     assert_eq!(b.status, 201, "{}", b.text());
-    let b = b.json();
+    let b = c
+        .wait_running(&format!("/caches/{}", b.json()["id"].as_str().unwrap()))
+        .await;
     assert_eq!(b["restoredFrom"], snap_id.as_str());
     assert_eq!(b["replicas"], 0, "the source's settings: {b}");
     let b_id = b["id"].as_str().unwrap().to_owned();

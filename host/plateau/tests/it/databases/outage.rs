@@ -276,5 +276,5 @@ async fn the_agent_fails_over_while_the_api_process_is_down() {
     );
     assert_eq!(connection(&c, &id).await["writeUri"], json!(write_uri));
     psql_ok(&write_uri, "INSERT INTO ledger VALUES (0)");
-    assert_eq!(c.delete(&format!("/databases/{id}")).await.status, 200);
+    super::delete(&c, &id).await;
 }
