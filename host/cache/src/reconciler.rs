@@ -50,13 +50,17 @@ impl Resources for CacheService {
         let placement = Self::placed(&cache)?;
         let seed = match (&placement, &cache.source_snapshot_id) {
             (None, Some(snapshot_id)) => {
-                let snapshot = plateau_store::cache_snapshots::get(self.db(), &cache.org_id, snapshot_id)
-                    .await?
-                    .ok_or_else(|| {
-                        Error::NotPlaced(format!(
-                            "snapshot {snapshot_id} was deleted before the cache was restored from it"
-                        ))
-                    })?;
+                let snapshot = plateau_store::cache_snapshots::get(
+                    self.db(),
+                    &cache.org_id,
+                    snapshot_id,
+                )
+                .await?
+                .ok_or_else(|| {
+                    Error::NotPlaced(format!(
+                        "snapshot {snapshot_id} was deleted before the cache was restored from it"
+                    ))
+                })?;
                 Some(self.snapshots().get(&snapshot.object_key).await?)
             }
             _ => None,
@@ -93,9 +97,11 @@ impl Resources for CacheService {
             .await?;
         // Its snapshots outlive it for the retention period (swept by the
         // agent), counted against the organisation's storage meanwhile.
-        let expires_at = plateau_core::time::now_ms() + self.snapshot_retention().as_millis() as i64;
+        let expires_at =
+            plateau_core::time::now_ms() + self.snapshot_retention().as_millis() as i64;
         let mut tx = self.db().begin().await?;
-        plateau_store::cache_snapshots::retain(&mut tx, &state.org_id, &state.id, expires_at).await?;
+        plateau_store::cache_snapshots::retain(&mut tx, &state.org_id, &state.id, expires_at)
+            .await?;
         tx.commit().await?;
         Ok(())
     }
