@@ -122,10 +122,12 @@ async fn writable_again(tally: &Tally, since: Instant, failed: u64) -> f64 {
 }
 
 /// Redis fails over by itself, whatever the platform database: one
-/// backend is enough (the loop is slow).
+/// backend is enough (the loop is slow). The API process is dead through
+/// the whole loop: the sentinels fail over, the endpoint follows and the
+/// agent brings the killed nodes back without it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_write_confirmed_with_wait_is_lost_across_failovers() {
-    let s = start(Backend::Sqlite).await;
+    let mut s = start(Backend::Sqlite).await;
     let _processes = Processes::of(&s);
     let token = create_org(&s, "failovers", "pro").await;
     let c = s.client().with_token(&token);
@@ -169,6 +171,12 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers() {
         .await;
     }
 
+    std::process::Command::new("kill")
+        .args(["-KILL", &s.pid().expect("serve runs").to_string()])
+        .status()
+        .unwrap();
+    s.exited().await;
+
     // Three failovers, the second a double: its new leader is killed
     // 300 ms after the sentinels name it.
     let mut outages = Vec::new();
@@ -203,6 +211,10 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers() {
     for w in writers {
         w.await.unwrap();
     }
+    // The API comes back and finds the cache as the agent kept it.
+    s.restart().await;
+    let c = s.client().with_token(&token);
+    c.wait_running(&format!("/caches/{id}")).await;
 
     let mut r = direct(&conn, conn.port).await.unwrap();
     let mut read = async |key: &str| -> u64 {
@@ -226,7 +238,7 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers() {
     let final_all = read("wait-all").await;
     let acked_all = all.acked.load(Ordering::Relaxed);
     eprintln!(
-        "cache kill loop: {} failovers (one double); {}; seconds without a writable leader \
+        "cache kill loop, API process down: {} failovers (one double); {}; seconds without a writable leader \
          per failover: {}",
         outages.len() + 1,
         figures.join("; "),
