@@ -59,6 +59,23 @@ impl AppStatus {
     }
 }
 
+/// An app's status as the API answers it: an [`AppStatus`], or `deleted`
+/// for an app in the trash. It only describes the field in the OpenAPI
+/// document (an enum of these words).
+#[derive(utoipa::ToSchema)]
+#[schema(as = AppStatus, rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum AppStatusName {
+    Created,
+    Deploying,
+    Running,
+    Starting,
+    Resuming,
+    Paused,
+    Failed,
+    Deleted,
+}
+
 impl fmt::Display for AppStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -75,5 +92,22 @@ mod tests {
             assert_eq!(AppStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(AppStatus::parse("deleted"), None);
+    }
+
+    #[test]
+    fn the_documented_enum_is_every_status_and_deleted() {
+        let schema = serde_json::to_value(<AppStatusName as utoipa::PartialSchema>::schema())
+            .expect("a schema serialises");
+        let mut documented: Vec<String> = schema["enum"]
+            .as_array()
+            .expect("an enum of words")
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        let mut known: Vec<String> = AppStatus::ALL.iter().map(|s| s.to_string()).collect();
+        known.push("deleted".to_owned());
+        documented.sort();
+        known.sort();
+        assert_eq!(documented, known);
     }
 }

@@ -17,6 +17,7 @@ pub struct AppView {
     pub url: String,
     /// created, deploying, starting, running, resuming (replicas starting
     /// again after a pause), failed, paused, or deleted (in the trash).
+    #[schema(value_type = crate::status::AppStatusName)]
     pub status: String,
     pub project_id: String,
     pub source_type: String,
