@@ -266,23 +266,6 @@ pub async fn list_snapshots(
     .await
 }
 
-pub async fn get_snapshot(
-    db: &Db,
-    org_id: &str,
-    cache_id: &str,
-    id: &str,
-) -> Result<Option<Snapshot>> {
-    let sql = format!(
-        "SELECT {SNAPSHOT_COLUMNS} FROM cache_snapshots WHERE org_id = $1 AND cache_id = $2 AND id = $3"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(org_id)
-        .bind(cache_id)
-        .bind(id)
-        .fetch_optional(db.pool())
-        .await?)
-}
-
 /// The ceilings of cache settings on `plan`.
 pub async fn plan_limits(db: &Db, plan: &str) -> Result<Option<CachePlanLimits>> {
     Ok(sqlx::query_as(
