@@ -25,6 +25,24 @@ pub struct Opened {
     pub local_root: Option<PathBuf>,
 }
 
+/// Parts written to S3 (its minimum is 5 MiB); also what a write holds in
+/// memory per upload.
+pub const S3_PART_SIZE: usize = 8 * 1024 * 1024;
+/// A local part is one `write` into the staged file, not a request: small
+/// parts start writing sooner and hold little memory.
+pub const LOCAL_PART_SIZE: usize = 1024 * 1024;
+
+impl Opened {
+    /// The size of the parts a streamed write sends to this store.
+    pub fn part_size(&self) -> usize {
+        if self.local_root.is_some() {
+            LOCAL_PART_SIZE
+        } else {
+            S3_PART_SIZE
+        }
+    }
+}
+
 /// Why a store could not be opened.
 #[derive(Debug)]
 pub enum OpenError {

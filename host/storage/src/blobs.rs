@@ -21,11 +21,6 @@ use object_store::{
 use crate::error::{Error, Result};
 use crate::sweep::{LiveWrites, Swept};
 
-/// Parts written to S3 (its minimum is 5 MiB); also what a write holds
-/// in memory, times [`WRITE_CONCURRENCY`].
-const S3_PART_SIZE: usize = 8 * 1024 * 1024;
-/// A local part is one `write` into the staged file.
-const LOCAL_PART_SIZE: usize = 1024 * 1024;
 const WRITE_CONCURRENCY: usize = 2;
 /// Local files are read in chunks of this size.
 const READ_CHUNK: usize = 1024 * 1024;
@@ -72,11 +67,7 @@ impl Blobs {
         opened: Result<plateau_object_store::Opened, plateau_object_store::OpenError>,
     ) -> Result<Blobs> {
         let opened = opened.map_err(|e| Error::Internal(format!("opening the store: {e}")))?;
-        let part_size = if opened.local_root.is_some() {
-            LOCAL_PART_SIZE
-        } else {
-            S3_PART_SIZE
-        };
+        let part_size = opened.part_size();
         Ok(Blobs {
             inner: opened.store,
             part_size,

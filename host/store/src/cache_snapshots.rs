@@ -48,10 +48,19 @@ pub async fn retain(tx: &mut Tx, org_id: &str, cache_id: &str, expires_at: i64) 
     count_storage(tx, org_id, bytes).await
 }
 
-/// The organisation's snapshots, of live and deleted caches, oldest first.
-pub async fn list(db: &Db, org_id: &str, keyset: &Keyset) -> Result<Listed<Snapshot>> {
+/// The organisation's snapshots, of live and deleted caches (or of one
+/// cache), oldest first.
+pub async fn list(
+    db: &Db,
+    org_id: &str,
+    cache_id: Option<&str>,
+    keyset: &Keyset,
+) -> Result<Listed<Snapshot>> {
     let mut conds = Conditions::new();
     conds.push("org_id = ?", Bind::Text(org_id.to_owned()));
+    if let Some(cache_id) = cache_id {
+        conds.push("cache_id = ?", Bind::Text(cache_id.to_owned()));
+    }
     crate::query::list(
         db.pool(),
         SNAPSHOT_COLUMNS,

@@ -244,28 +244,6 @@ pub async fn insert_snapshot(
     Ok(())
 }
 
-/// A cluster's snapshots, oldest first.
-pub async fn list_snapshots(
-    db: &Db,
-    org_id: &str,
-    cache_id: &str,
-    keyset: &Keyset,
-) -> Result<Listed<Snapshot>> {
-    let mut conds = Conditions::new();
-    conds.push("org_id = ?", Bind::Text(org_id.to_owned()));
-    conds.push("cache_id = ?", Bind::Text(cache_id.to_owned()));
-    crate::query::list(
-        db.pool(),
-        SNAPSHOT_COLUMNS,
-        "cache_snapshots",
-        conds,
-        keyset,
-        "id",
-        Order::Asc,
-    )
-    .await
-}
-
 /// The ceilings of cache settings on `plan`.
 pub async fn plan_limits(db: &Db, plan: &str) -> Result<Option<CachePlanLimits>> {
     Ok(sqlx::query_as(

@@ -76,7 +76,9 @@ pub async fn list_snapshots(
         &caller.org_id,
         filters,
     )?;
-    let listed = db::list_snapshots(app.db(), &caller.org_id, &id, pager.keyset()).await?;
+    let listed =
+        plateau_store::cache_snapshots::list(app.db(), &caller.org_id, Some(&id), pager.keyset())
+            .await?;
     Ok(Json(pager.finish(
         listed,
         |s| s.id.clone(),

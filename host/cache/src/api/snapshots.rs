@@ -58,7 +58,7 @@ pub async fn list(
         &caller.org_id,
         filters,
     )?;
-    let listed = kept::list(app.db(), &caller.org_id, pager.keyset()).await?;
+    let listed = kept::list(app.db(), &caller.org_id, None, pager.keyset()).await?;
     Ok(Json(pager.finish(
         listed,
         |s| s.id.clone(),

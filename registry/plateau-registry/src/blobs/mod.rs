@@ -28,12 +28,6 @@ use crate::error::{Error, Result};
 use crate::reference::{Digest, Hasher};
 use pipe::Pipe;
 
-/// Size of the parts written to S3 (at least 5 MiB, its minimum); also the
-/// most a write holds in memory per upload (times [`WRITE_CONCURRENCY`]).
-const S3_PART_SIZE: usize = 8 * 1024 * 1024;
-/// A local part is one `write` into the staged file, not a request: small
-/// parts start writing sooner and hold little memory.
-const LOCAL_PART_SIZE: usize = 1024 * 1024;
 const WRITE_CONCURRENCY: usize = 2;
 
 /// The content store.
@@ -70,11 +64,7 @@ impl BlobStore {
     ) -> Result<BlobStore> {
         let opened =
             opened.map_err(|e| Error::Internal(format!("opening the registry store: {e}")))?;
-        let part_size = if opened.local_root.is_some() {
-            LOCAL_PART_SIZE
-        } else {
-            S3_PART_SIZE
-        };
+        let part_size = opened.part_size();
         Ok(BlobStore {
             inner: opened.store,
             part_size,
