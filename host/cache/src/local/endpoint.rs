@@ -148,30 +148,11 @@ impl LocalProvider {
         let user = self.process_user(&placement.cluster).await?;
         user::own(&self.cluster_dir(&placement.cluster), user.as_ref())?;
         let mut cmd = Command::new(&self.config.haproxy);
-        if let Some(user) = user {
-            cmd.uid(user.uid).gid(user.gid);
-        }
         cmd.arg("-q").arg("-f").arg(&conf);
         if let Some(pid) = old {
             cmd.arg("-sf").arg(pid.to_string());
         }
-        cmd.process_group(0)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        let out = cmd.output().await.map_err(|e| {
-            Error::Unavailable(format!(
-                "cannot run {}: {e}; install the haproxy package",
-                self.config.haproxy.display()
-            ))
-        })?;
-        if !out.status.success() {
-            return Err(Error::Unavailable(format!(
-                "haproxy did not start in {}: {}",
-                dir.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
+        super::supervise::daemon(cmd, user.as_ref(), "haproxy", &dir).await?;
         let port = placement.endpoint.as_ref().map_or(0, |e| e.port);
         let deadline = tokio::time::Instant::now() + READY_WITHIN;
         while !accepts(&placement.address, port).await {

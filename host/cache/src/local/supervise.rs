@@ -41,40 +41,51 @@ pub async fn start(
     // What the host wrote since the last start becomes the user's.
     user::own(&provider.cluster_dir(&placement.cluster), user.as_ref())?;
     let dir = provider.process_dir(placement, process);
-    let bin = provider.bin();
-    let mut cmd = Command::new(bin);
-    if let Some(user) = user {
-        // Supplementary groups are dropped with root.
-        cmd.uid(user.uid).gid(user.gid);
-    }
+    let mut cmd = Command::new(provider.bin());
     cmd.arg(dir.join(CONF_FILE));
     if sentinel {
         cmd.arg("--sentinel");
     }
-    // Its own process group: a Ctrl-C to `plateau serve` leaves the
-    // clusters running, to be adopted by the next start.
+    daemon(cmd, user.as_ref(), "redis-server", &dir).await?;
+    wait_ready(target, READY_WITHIN).await.map_err(|e| {
+        let log = std::fs::read_to_string(dir.join(super::conf::LOG_FILE)).unwrap_or_default();
+        let last: Vec<&str> = log.lines().rev().take(3).collect();
+        Error::Unavailable(format!("{e}; its log ends: {}", last.join(" | ")))
+    })
+}
+
+/// Runs `cmd`, a server that daemonizes itself (`program`, from the
+/// Debian package of that name), as `user` and in its own process group:
+/// a Ctrl-C to `plateau serve` leaves the clusters running, to be adopted
+/// by the next start. What it said, if it did not start in `dir`.
+pub(super) async fn daemon(
+    mut cmd: Command,
+    user: Option<&plateau_os_user::OsUser>,
+    program: &str,
+    dir: &Path,
+) -> Result<()> {
+    if let Some(user) = user {
+        // Supplementary groups are dropped with root.
+        cmd.uid(user.uid).gid(user.gid);
+    }
     cmd.process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     let out = cmd.output().await.map_err(|e| {
         Error::Unavailable(format!(
-            "cannot run {}: {e}; install the redis-server package",
-            bin.display()
+            "cannot run {program} ({:?}): {e}; install the {program} package",
+            cmd.as_std().get_program()
         ))
     })?;
     if !out.status.success() {
         return Err(Error::Unavailable(format!(
-            "redis-server did not start in {}: {}",
+            "{program} did not start in {}: {}",
             dir.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    wait_ready(target, READY_WITHIN).await.map_err(|e| {
-        let log = std::fs::read_to_string(dir.join(super::conf::LOG_FILE)).unwrap_or_default();
-        let last: Vec<&str> = log.lines().rev().take(3).collect();
-        Error::Unavailable(format!("{e}; its log ends: {}", last.join(" | ")))
-    })
+    Ok(())
 }
 
 /// Polls until `target` answers PING, for at most `within`.
