@@ -351,7 +351,7 @@ impl LocalProvider {
             .await;
         }
         let _ = std::fs::remove_dir_all(&dir);
-        self.release_port(node.port);
+        self.ports.release(node.port);
     }
 
     /// Every member with its role, state and lag behind the leader.

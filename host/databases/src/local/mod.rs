@@ -18,7 +18,7 @@ mod router;
 pub mod supervise;
 pub mod users;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -53,8 +53,8 @@ pub struct LocalProvider {
     /// Whether the host runs as root: then each cluster runs as its own
     /// user ([`users`]).
     root: bool,
-    /// The ports this process knows claimed ([`ports`]).
-    ports: Mutex<BTreeSet<u16>>,
+    /// The ports of the clusters ([`ports`]).
+    ports: plateau_kernel::Ports,
     /// One template made at a time.
     templates: tokio::sync::Mutex<()>,
     /// Since when each cluster's leader has not accepted connections
@@ -86,9 +86,9 @@ impl LocalProvider {
             std::fs::set_permissions(&config.root, std::fs::Permissions::from_mode(0o711))?;
         }
         Ok(LocalProvider {
+            ports: plateau_kernel::Ports::new(config.root.join(".ports"), &config.address),
             config,
             root,
-            ports: Mutex::new(BTreeSet::new()),
             templates: tokio::sync::Mutex::new(()),
             unreachable: Mutex::new(HashMap::new()),
         })
@@ -394,7 +394,7 @@ impl LocalProvider {
             match self.allocate_port(&spec.id) {
                 Ok(port) => ports.push(port),
                 Err(e) => {
-                    ports.into_iter().for_each(|p| self.release_port(p));
+                    ports.into_iter().for_each(|p| self.ports.release(p));
                     return Err(e);
                 }
             }
@@ -435,7 +435,7 @@ impl LocalProvider {
             users::remove(&users::cluster_user(&placement.cluster));
         }
         self.release(placement);
-        self.release_claims(&placement.cluster);
+        self.ports.release_owner(&placement.cluster);
         Ok(())
     }
 

@@ -182,7 +182,22 @@ pub async fn through_sentinels(conn: &Conn) -> redis::RedisResult<MultiplexedCon
 
 /// Polls `check` every 100 ms until it gives a value, for at most `within`
 /// (a bound for a broken cluster, not a timed assertion).
-pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually_or(what, within, check, || ()).await
+}
+
+/// [`eventually`], calling `explain` (to print what tells why) before
+/// it fails.
+pub async fn eventually_or<T, F, Fut>(
+    what: &str,
+    within: Duration,
+    mut check: F,
+    explain: impl FnOnce(),
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -192,10 +207,10 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited {within:?} for {what}"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            explain();
+            panic!("waited {within:?} for {what}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
