@@ -55,7 +55,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with(databases)
         .spawn();
     let timeouts = args.listen_timeouts.timeouts();
-    let apps = crate::apps::plane(&args.apps, &db, secret_key, &data_dir, timeouts).await?;
+    let allow = plateau_egress::parse_allow_list(&args.egress_allow)
+        .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
+    let egress = plateau_runner::container::Egress::from_host(allow);
+    let apps = crate::apps::plane(&args.apps, egress, &db, secret_key, &data_dir, timeouts).await?;
     dataplane::announce_ready(&data_dir)?;
     tracing::info!(host = %host_id, pid = std::process::id(), "the agent is supervising this host's resources");
     crate::serve::shutdown_signal().await;

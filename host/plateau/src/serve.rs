@@ -48,7 +48,7 @@ pub struct ServeArgs {
     /// CIDRs exempt from the plugin egress guard's refusal of loopback,
     /// private, link-local and metadata addresses (`127.0.0.0/8,::1/128`).
     #[arg(long, env = "PLATEAU_EGRESS_ALLOW", default_value = "")]
-    egress_allow: String,
+    pub(crate) egress_allow: String,
     /// Certificates plugins' outbound TLS (HTTPS and SMTP) trusts besides
     /// Mozilla's roots, for a private CA: a PEM file of one or more
     /// certificates, or one DER certificate.
