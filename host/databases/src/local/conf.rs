@@ -122,7 +122,11 @@ pub fn auth_query(key: &str) -> String {
 
 /// pgbouncer in transaction mode in front of the leader. It looks every
 /// role up in the leader's catalog as the host's role ([`auth_query`]),
-/// so roles made later need no change here.
+/// so roles made later need no change here. It tracks protocol-level
+/// prepared statements (`max_prepared_statements`, pgbouncer 1.21+): a
+/// client's named statement is prepared again on whichever server
+/// connection runs it, so drivers that prepare by default (psycopg 3,
+/// asyncpg, node-postgres, JDBC) work unchanged in transaction mode.
 /// `read` is the replica behind [`read_database`], if any.
 pub fn pooler(
     spec: &ClusterSpec,
@@ -157,6 +161,7 @@ pub fn pooler(
          auth_user = {ADMIN_ROLE}\n\
          auth_query = {query}\n\
          pool_mode = transaction\n\
+         max_prepared_statements = 200\n\
          max_client_conn = 1000\n\
          default_pool_size = {pool}\n\
          max_db_connections = {pool}\n\

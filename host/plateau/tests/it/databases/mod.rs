@@ -5,6 +5,7 @@
 
 mod api;
 mod converge;
+mod drivers;
 mod ha;
 mod inside;
 mod isolation;
