@@ -132,6 +132,11 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     /// The extensions whose files this cluster's server has.
     async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>>;
 
+    /// The certificate (PEM) of the CA that signed the cluster's server
+    /// certificate, which every endpoint presents; none for a cluster
+    /// without TLS.
+    fn ca_certificate(&self, placement: &Placement) -> Option<String>;
+
     /// Hands the leadership to the standby `to` without losing a commit
     /// (the old leader stops first, then the standby promotes after
     /// replaying everything); the old leader follows it. The new placement.

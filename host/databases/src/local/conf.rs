@@ -41,7 +41,10 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          wal_keep_size = 64MB\n\
          shared_preload_libraries = 'pg_stat_statements'\n\
          log_line_prefix = '%m [%p] %q%u@%d '\n\
-         log_min_duration_statement = 1000\n",
+         log_min_duration_statement = 1000\n\
+         # TLS (the cluster's certificate, when the data directory has it).\n\
+         include_if_exists = '{tls}'\n",
+        tls = super::tls::SETTINGS,
         max_connections = spec.max_connections(),
         shared_buffers = spec.shared_buffers_mb(),
         cache = memory * 3 / 4,
@@ -127,7 +130,9 @@ pub fn auth_query(key: &str) -> String {
 /// client's named statement is prepared again on whichever server
 /// connection runs it, so drivers that prepare by default (psycopg 3,
 /// asyncpg, node-postgres, JDBC) work unchanged in transaction mode.
-/// `read` is the replica behind [`read_database`], if any.
+/// `read` is the replica behind [`read_database`], if any. With `tls`
+/// (the cluster's certificate directory) clients may use TLS, and the
+/// URIs ask for it.
 pub fn pooler(
     spec: &ClusterSpec,
     dir: &Path,
@@ -135,6 +140,7 @@ pub fn pooler(
     port: u16,
     (database, leader, read): (&str, u16, Option<u16>),
     key: &str,
+    tls: Option<&Path>,
 ) -> String {
     let pool = spec.max_connections().saturating_sub(10).max(5);
     // The owner's database by name as well as `*`: pgbouncer keeps the
@@ -170,7 +176,16 @@ pub fn pooler(
          server_login_retry = 1\n\
          server_connect_timeout = 3\n\
          logfile = {log}\n\
-         pidfile = {pid}\n",
+         pidfile = {pid}\n\
+         {tls}",
+        tls = tls.map_or_else(String::new, |t| format!(
+            "client_tls_sslmode = allow\n\
+             client_tls_cert_file = {}\n\
+             client_tls_key_file = {}\n\
+             client_tls_protocols = tlsv1.2,tlsv1.3\n",
+            t.join(super::tls::CERT_FILE).display(),
+            t.join(super::tls::KEY_FILE).display(),
+        )),
         users = dir.join(POOLER_USERS).display(),
         log = dir.join(POOLER_LOG).display(),
         pid = dir.join(POOLER_PID).display(),

@@ -16,6 +16,7 @@ mod ports;
 mod provider;
 mod router;
 pub mod supervise;
+mod tls;
 pub mod users;
 
 use std::collections::{BTreeSet, HashMap};
@@ -204,6 +205,7 @@ impl LocalProvider {
         if let Some(owner) = &owner {
             users::chown_tree(&data, owner)?;
         }
+        self.ensure_tls(&spec.id, &self.config.address, &data)?;
         self.write_private(
             &data.join(conf::PG_CONF),
             &conf::postgres(spec, &self.config.address, placement.port),

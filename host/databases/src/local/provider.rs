@@ -103,6 +103,10 @@ impl DatabaseProvider for LocalProvider {
         LocalProvider::available_extensions(self, placement).await
     }
 
+    fn ca_certificate(&self, placement: &Placement) -> Option<String> {
+        LocalProvider::ca_certificate(self, &placement.cluster)
+    }
+
     async fn switchover(
         &self,
         spec: &ClusterSpec,

@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use plateau_testkit::Backend;
+use plateau_testkit::{Backend, Client};
 use serde_json::{Value, json};
 
 use super::{Processes, connection, create, psql_ok};
-use crate::start;
+use crate::{create_org, start};
 
 const PSYCOPG: &str = r#"
 import sys, psycopg
@@ -51,7 +51,7 @@ const { Client } = require('pg');
 (async () => {
   let total = 0;
   for (let c = 0; c < 4; c++) {
-    const client = new Client({ connectionString: process.argv[2] });
+    const client = new Client({ connectionString: process.argv[1] });
     await client.connect();
     for (let i = 0; i < 12; i++) {
       const r = await client.query({ name: 'plus-one', text: 'SELECT $1::int + 1 AS n', values: [i] });
@@ -70,16 +70,19 @@ fn node_modules() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/npm-clients/node_modules")
 }
 
-/// `uri` with the cluster's CA written beside and named, if the API gives
-/// one.
+/// `uri` (which asks for TLS) verifying the server against the cluster's
+/// CA, which the API hands out: `sslmode=verify-full` and the CA written
+/// into `dir`.
 pub fn with_ca(conn: &Value, uri: &str, dir: &Path) -> String {
-    let Some(ca) = conn["caCertificate"].as_str() else {
-        return uri.to_owned();
-    };
+    let ca = conn["caCertificate"].as_str().expect("a CA certificate");
     let path = dir.join("ca.crt");
     std::fs::write(&path, ca).unwrap();
-    let sep = if uri.contains('?') { '&' } else { '?' };
-    format!("{uri}{sep}sslrootcert={}", path.display())
+    assert!(uri.ends_with("?sslmode=require"), "{uri}");
+    format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        uri.trim_end_matches("?sslmode=require"),
+        path.display()
+    )
 }
 
 fn run(program: &str, args: &[&str], node_path: Option<&Path>) -> String {
@@ -141,7 +144,7 @@ async fn drivers_with_default_settings_through_the_pooled_uri() {
 async fn pgvector_on_every_version() {
     let server = start(Backend::Sqlite).await;
     let _processes = Processes::of(&server);
-    let c = server.client();
+    let c = Client::new(&server.url).with_token(&create_org(&server, "vectors", "pro").await);
     let work = tempfile::tempdir().unwrap();
     for version in ["15", "16", "17"] {
         let name = format!("vector{version}");
@@ -163,13 +166,10 @@ async fn pgvector_on_every_version() {
         assert_eq!(r.status, 201, "{version}: {}", r.text());
         let conn = connection(&c, id).await;
         let uri = with_ca(&conn, conn["writeUri"].as_str().unwrap(), work.path());
+        psql_ok(&uri, "CREATE TABLE items (v vector(3))");
+        psql_ok(&uri, "INSERT INTO items VALUES ('[1,2,3]'), ('[4,5,6]')");
         assert_eq!(
-            psql_ok(
-                &uri,
-                "CREATE TABLE items (v vector(3)); \
-                 INSERT INTO items VALUES ('[1,2,3]'), ('[4,5,6]'); \
-                 SELECT v <-> '[1,2,4]' FROM items ORDER BY 1 LIMIT 1"
-            ),
+            psql_ok(&uri, "SELECT v <-> '[1,2,4]' FROM items ORDER BY 1 LIMIT 1"),
             "1",
             "PostgreSQL {version}"
         );
