@@ -189,7 +189,12 @@ fn ensure_npm_packages(packages: &[&str]) -> anyhow::Result<()> {
     let missing: Vec<&str> = packages
         .iter()
         .copied()
-        .filter(|p| !dir.join("node_modules").join(p).join("package.json").exists())
+        .filter(|p| {
+            !dir.join("node_modules")
+                .join(p)
+                .join("package.json")
+                .exists()
+        })
         .collect();
     if missing.is_empty() {
         return Ok(());

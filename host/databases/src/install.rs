@@ -93,7 +93,10 @@ fn debian_packages() -> Result<()> {
         return Ok(());
     }
     eprintln!("installing Debian packages: {}", missing.join(" "));
-    run(Command::new("apt-get").args(["update", "-q"]), "apt-get update")?;
+    run(
+        Command::new("apt-get").args(["update", "-q"]),
+        "apt-get update",
+    )?;
     run(
         Command::new("apt-get")
             .args(["install", "-y", "-q", "--no-install-recommends"])
@@ -140,14 +143,17 @@ fn npm_postgres(root: &Path, dir: &Path, version: &str) -> Result<()> {
     }
     let tarball = String::from_utf8_lossy(&out.stdout).trim().to_string();
     run(
-        Command::new("tar").args(["xzf", &tarball]).current_dir(&work),
+        Command::new("tar")
+            .args(["xzf", &tarball])
+            .current_dir(&work),
         "tar",
     )?;
     let package = work.join("package");
     let native = package.join("native");
     // npm tarballs carry no symlinks: the package lists them instead.
     let links = std::fs::read(native.join("pg-symlinks.json")).map_err(|e| e.to_string())?;
-    let links: Vec<serde_json::Value> = serde_json::from_slice(&links).map_err(|e| e.to_string())?;
+    let links: Vec<serde_json::Value> =
+        serde_json::from_slice(&links).map_err(|e| e.to_string())?;
     for link in links {
         let (Some(source), Some(target)) = (link["source"].as_str(), link["target"].as_str())
         else {
@@ -275,7 +281,11 @@ fn server_headers(root: &Path, version: &str, work: &Path) -> Result<PathBuf> {
         .find(|p| p.extension().is_some_and(|e| e == "deb"))
         .ok_or_else(|| format!("no {package} package"))?;
     run(
-        Command::new("dpkg-deb").arg("-x").arg(&deb).arg("headers").current_dir(work),
+        Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg("headers")
+            .current_dir(work),
         "dpkg-deb",
     )?;
     Ok(work.join(format!("headers/usr/include/postgresql/{version}/server")))
@@ -329,7 +339,11 @@ fn pgvector(root: &Path, version: &str) -> Result<()> {
     }
     let so = work.join("vector.so");
     run(
-        Command::new("gcc").arg("-shared").arg("-o").arg(&so).args(&objects),
+        Command::new("gcc")
+            .arg("-shared")
+            .arg("-o")
+            .arg(&so)
+            .args(&objects),
         "gcc -shared",
     )?;
     let ext = share.join("extension");
@@ -340,7 +354,10 @@ fn pgvector(root: &Path, version: &str) -> Result<()> {
         .find_map(|l| l.strip_prefix("default_version = '"))
         .and_then(|v| v.strip_suffix('\''))
         .ok_or("vector.control names no default_version")?;
-    for entry in std::fs::read_dir(src.join("sql")).map_err(|e| e.to_string())?.flatten() {
+    for entry in std::fs::read_dir(src.join("sql"))
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         let target = if name == "vector.sql" {
             format!("vector--{default}.sql")

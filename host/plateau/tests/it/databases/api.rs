@@ -259,7 +259,11 @@ async fn missing_version(backend: Backend) {
         .await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["code"], "pooler_not_installed");
-    assert!(r.text().contains("plateau install postgres"), "{}", r.text());
+    assert!(
+        r.text().contains("plateau install postgres"),
+        "{}",
+        r.text()
+    );
     assert_eq!(c.get("/databases").await.json()["items"], json!([]));
 }
 

@@ -97,7 +97,12 @@ fn run(program: &str, args: &[&str], node_path: Option<&Path>) -> String {
     assert!(
         out.status.success(),
         "{program} {}: {}{}",
-        args.first().copied().unwrap_or_default().lines().nth(1).unwrap_or_default(),
+        args.first()
+            .copied()
+            .unwrap_or_default()
+            .lines()
+            .nth(1)
+            .unwrap_or_default(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -133,7 +138,10 @@ async fn drivers_with_default_settings_through_the_pooled_uri() {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(
-        psql_ok(&uri, "SELECT count(*) FROM seen GROUP BY driver ORDER BY driver"),
+        psql_ok(
+            &uri,
+            "SELECT count(*) FROM seen GROUP BY driver ORDER BY driver"
+        ),
         "48\n48\n48"
     );
 }
@@ -173,7 +181,10 @@ async fn pgvector_on_every_version() {
             "1",
             "PostgreSQL {version}"
         );
-        let version_row = psql_ok(&uri, "SELECT extversion FROM pg_extension WHERE extname = 'vector'");
+        let version_row = psql_ok(
+            &uri,
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+        );
         eprintln!("pgvector {version_row} on PostgreSQL {version}");
     }
 }

@@ -75,7 +75,14 @@ async fn every_endpoint_verifies_against_the_databases_ca() {
     let other = work.path().join("other");
     std::fs::create_dir(&other).unwrap();
     let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
         .args(["-nodes", "-days", "1", "-subj", "/CN=another CA"])
         .arg("-keyout")
         .arg(other.join("ca.key"))
@@ -83,7 +90,11 @@ async fn every_endpoint_verifies_against_the_databases_ca() {
         .arg(other.join("ca.crt"))
         .output()
         .expect("openssl runs");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let mut refused = 0;
     for (name, verified, _) in &endpoints {
         let wrong = verified.replace(
