@@ -234,3 +234,55 @@ pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str
         pid = dir.join(ROUTER_PID).display(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            id: "dbs_1".to_owned(),
+            version: "17".to_owned(),
+            memory_mb: 512,
+            cpus: 1,
+            disk_gb: 1,
+            replicas: 0,
+        }
+    }
+
+    #[test]
+    fn the_pooler_keeps_prepared_statements_and_offers_tls_with_the_clusters_certificate() {
+        let dir = Path::new("/d/pooler");
+        let args = ("app", 5001, None);
+        let plain = pooler(&spec(), dir, "127.0.0.1", 5000, args, "00", None);
+        assert!(plain.contains("max_prepared_statements = 200\n"), "{plain}");
+        assert!(!plain.contains("client_tls"), "{plain}");
+        let tls = pooler(
+            &spec(),
+            dir,
+            "127.0.0.1",
+            5000,
+            args,
+            "00",
+            Some(Path::new("/d/tls")),
+        );
+        for line in [
+            "client_tls_sslmode = allow\n",
+            "client_tls_cert_file = /d/tls/server.crt\n",
+            "client_tls_key_file = /d/tls/server.key\n",
+        ] {
+            assert!(tls.contains(line), "{line}: {tls}");
+        }
+    }
+
+    #[test]
+    fn the_server_includes_its_tls_settings_when_they_are_there() {
+        let text = postgres(&spec(), "127.0.0.1", 5001);
+        assert!(
+            text.contains("include_if_exists = 'plateau-tls.conf'\n"),
+            "{text}"
+        );
+    }
+}
