@@ -203,8 +203,9 @@ pub fn pooler_users(admin_password: &str) -> String {
 /// listener), with the leader as its only server. Bytes pass through
 /// untouched, so a session through it is a session on the leader: every
 /// startup parameter, prepared statements, LISTEN, cancel requests, and
-/// TLS end to end should the servers offer it. A connection the leader
-/// refuses is closed at once, not retried (`retries 0`: HAProxy waits a
+/// TLS end to end (the leader presents the cluster's certificate). A
+/// connection the leader refuses is closed at once, not retried
+/// (`retries 0`: HAProxy waits a
 /// second before each retry, and a refusing leader is a dead one, about to
 /// be replaced), so the client's next attempt reaches the endpoint's new
 /// configuration. Sessions idle for a day are closed; the old worker of a
