@@ -25,7 +25,6 @@ const TEST_PACKAGES: &[&str] = &[
     // The endpoints that follow the leader: caches' and databases' writes.
     "haproxy",
     "awscli",
-    "pgbouncer",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
     // iproute2 makes each replica's network namespace, nftables its firewall.
     "runc",
@@ -38,7 +37,8 @@ const TEST_PACKAGES: &[&str] = &[
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
-/// PostgreSQL 15 and pgbouncer for the managed databases, HAProxy for the
+/// PostgreSQL 15 for the managed databases (pgbouncer is built by
+/// `plateau install postgres`), HAProxy for the
 /// endpoints of both that follow the leader, runc and iproute2 for
 /// Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
@@ -47,7 +47,6 @@ const RUN_PACKAGES: &[&str] = &[
     "redis-tools",
     "haproxy",
     "postgresql",
-    "pgbouncer",
     "runc",
     "iproute2",
     "nftables",
@@ -57,17 +56,24 @@ const RUN_PACKAGES: &[&str] = &[
 
 /// Python packages the test suite uses: `oras`, another OCI client, and
 /// `schemathesis`, which checks the OpenAPI document against the server, and
-/// `boto3`, the AWS SDK that drives the S3 endpoint.
+/// `boto3`, the AWS SDK that drives the S3 endpoint, and psycopg 3 and
+/// asyncpg, the PostgreSQL drivers the databases' pooled URI must serve.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
     ("boto3", "boto3"),
+    ("psycopg", "psycopg[binary]"),
+    ("asyncpg", "asyncpg"),
 ];
+
+/// npm packages the test suite uses, installed under `target/npm-clients`
+/// (the tests set `NODE_PATH` to its `node_modules`): node-postgres.
+const TEST_NPM_PACKAGES: &[&str] = &["pg"];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(RUN_PACKAGES)?;
-    crate::postgres_bins::ensure()?;
+    crate::postgres_bins::ensure(true)?;
     let mut args = vec!["run", "--release", "-p", "plateau", "--", "serve"];
     args.extend_from_slice(extra);
     cargo(&args)
@@ -77,7 +83,8 @@ pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(TEST_PACKAGES)?;
     ensure_python_packages(TEST_PYTHON_PACKAGES)?;
-    crate::postgres_bins::ensure()?;
+    ensure_npm_packages(TEST_NPM_PACKAGES)?;
+    crate::postgres_bins::ensure(false)?;
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
     cargo(&args)
@@ -172,6 +179,36 @@ fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
         if !status.success() {
             bail!("pip install {package} failed");
         }
+    }
+    Ok(())
+}
+
+/// Installs each of `packages` missing from `target/npm-clients`.
+fn ensure_npm_packages(packages: &[&str]) -> anyhow::Result<()> {
+    let dir = workspace_root().join("target/npm-clients");
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| {
+            !dir.join("node_modules")
+                .join(p)
+                .join("package.json")
+                .exists()
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("installing the npm packages {}", missing.join(" "));
+    std::fs::create_dir_all(&dir)?;
+    let status = Command::new("npm")
+        .args(["install", "--silent", "--no-save", "--prefix"])
+        .arg(&dir)
+        .args(&missing)
+        .status()
+        .context("running npm (install Node.js and npm)")?;
+    if !status.success() {
+        bail!("npm install {} failed", missing.join(" "));
     }
     Ok(())
 }

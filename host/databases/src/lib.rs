@@ -15,6 +15,7 @@ pub mod api;
 pub mod bins;
 pub mod host_session;
 pub mod inside;
+pub mod install;
 pub mod local;
 pub mod reconciler;
 pub mod scram;
@@ -39,7 +40,7 @@ pub enum Error {
     Seal(String),
     /// The binaries of a PostgreSQL version are not installed on this host.
     #[error(
-        "PostgreSQL {0} is not installed on this host; choose another version or install it (cargo xtask run installs 15, 16 and 17)"
+        "PostgreSQL {0} is not installed on this host; choose another version or install it with `plateau install postgres`"
     )]
     VersionMissing(String),
     /// A request about the inside of a cluster that cannot be done as
@@ -130,6 +131,11 @@ pub trait DatabaseProvider: Send + Sync + 'static {
 
     /// The extensions whose files this cluster's server has.
     async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>>;
+
+    /// The certificate (PEM) of the CA that signed the cluster's server
+    /// certificate, which every endpoint presents; none for a cluster
+    /// without TLS.
+    fn ca_certificate(&self, placement: &Placement) -> Option<String>;
 
     /// Hands the leadership to the standby `to` without losing a commit
     /// (the old leader stops first, then the standby promotes after

@@ -17,14 +17,16 @@ use plateau_store::Db;
 /// Where and how databases run.
 #[derive(Args, Clone, Debug)]
 pub struct DatabaseArgs {
-    /// Where PostgreSQL versions not from Debian are unpacked (`cargo xtask
-    /// run` installs 16 and 17 there); default: /usr/local/lib/plateau/postgresql
+    /// Where PostgreSQL versions not from Debian are unpacked (`plateau
+    /// install postgres` installs 16, 17 and pgbouncer there); default: /usr/local/lib/plateau/postgresql
     /// for root, ~/.cache/plateau/postgresql otherwise.
     #[arg(long, env = "PLATEAU_POSTGRES_DIR")]
     pub postgres_dir: Option<PathBuf>,
-    /// The `pgbouncer` binary of the databases' poolers.
-    #[arg(long, env = "PLATEAU_PGBOUNCER", default_value = "/usr/sbin/pgbouncer")]
-    pub pgbouncer: PathBuf,
+    /// The `pgbouncer` binary of the databases' poolers (1.21 or later, for
+    /// prepared statements); default: the one `plateau install postgres`
+    /// builds under the PostgreSQL directory.
+    #[arg(long, env = "PLATEAU_PGBOUNCER")]
+    pub pgbouncer: Option<PathBuf>,
     /// The address database servers listen on and clients are given.
     #[arg(long, env = "PLATEAU_DATABASE_ADDRESS", default_value = "127.0.0.1")]
     pub database_address: String,
@@ -47,11 +49,15 @@ pub fn start(
     haproxy: &Path,
 ) -> anyhow::Result<Arc<DatabaseService>> {
     let root = data_dir.join("databases");
+    let binaries = args.postgres_dir.clone().unwrap_or_else(bins::default_root);
     let provider = LocalProvider::new(LocalConfig {
         root: root.clone(),
         address: args.database_address.clone(),
-        binaries: args.postgres_dir.clone().unwrap_or_else(bins::default_root),
-        pgbouncer: args.pgbouncer.clone(),
+        pgbouncer: args
+            .pgbouncer
+            .clone()
+            .unwrap_or_else(|| bins::pgbouncer(&binaries)),
+        binaries,
         haproxy: haproxy.to_owned(),
     })
     .with_context(|| format!("preparing the database directory {}", root.display()))?;

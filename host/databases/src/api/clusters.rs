@@ -374,7 +374,9 @@ pub async fn delete(
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionView {
     /// Through the pooler (pgbouncer, transaction mode):
-    /// `postgresql://OWNER:PASSWORD@HOST:PORT/DATABASE`.
+    /// `postgresql://OWNER:PASSWORD@HOST:PORT/DATABASE?sslmode=require`.
+    /// Every URI asks for TLS; to verify the server, save
+    /// `caCertificate` and add `sslmode=verify-full&sslrootcert=FILE`.
     pub uri: String,
     /// To a replica (read-only), through the pooler's `<database>_ro`
     /// database, which follows the replicas across failovers; only for
@@ -394,6 +396,11 @@ pub struct ConnectionView {
     /// databases:write.
     pub username: String,
     pub password: String,
+    /// The certificate (PEM) of the database's own CA, which signed the
+    /// certificate every endpoint presents (for the host's address,
+    /// `localhost` and `127.0.0.1`); null for a database made before
+    /// databases had TLS.
+    pub ca_certificate: Option<String>,
 }
 
 /// The connection details with a password, for owners and admins. With
@@ -424,9 +431,15 @@ pub async fn connection(
         let password = DatabaseService::reader_password(&credentials);
         (roles::READER_ROLE.to_owned(), password)
     };
+    let ca_certificate = service.provider().ca_certificate(&placement);
+    let tls = if ca_certificate.is_some() {
+        "?sslmode=require"
+    } else {
+        ""
+    };
     let uri = |port: u16, database: &str| {
         format!(
-            "postgresql://{username}:{password}@{}:{port}/{database}",
+            "postgresql://{username}:{password}@{}:{port}/{database}{tls}",
             placement.address
         )
     };
@@ -446,5 +459,6 @@ pub async fn connection(
         database: placement.database.clone(),
         username,
         password,
+        ca_certificate,
     }))
 }

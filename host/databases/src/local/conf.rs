@@ -41,7 +41,10 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          wal_keep_size = 64MB\n\
          shared_preload_libraries = 'pg_stat_statements'\n\
          log_line_prefix = '%m [%p] %q%u@%d '\n\
-         log_min_duration_statement = 1000\n",
+         log_min_duration_statement = 1000\n\
+         # TLS (the cluster's certificate, when the data directory has it).\n\
+         include_if_exists = '{tls}'\n",
+        tls = super::tls::SETTINGS,
         max_connections = spec.max_connections(),
         shared_buffers = spec.shared_buffers_mb(),
         cache = memory * 3 / 4,
@@ -122,8 +125,14 @@ pub fn auth_query(key: &str) -> String {
 
 /// pgbouncer in transaction mode in front of the leader. It looks every
 /// role up in the leader's catalog as the host's role ([`auth_query`]),
-/// so roles made later need no change here.
-/// `read` is the replica behind [`read_database`], if any.
+/// so roles made later need no change here. It tracks protocol-level
+/// prepared statements (`max_prepared_statements`, pgbouncer 1.21+): a
+/// client's named statement is prepared again on whichever server
+/// connection runs it, so drivers that prepare by default (psycopg 3,
+/// asyncpg, node-postgres, JDBC) work unchanged in transaction mode.
+/// `read` is the replica behind [`read_database`], if any. With `tls`
+/// (the cluster's certificate directory) clients may use TLS, and the
+/// URIs ask for it.
 pub fn pooler(
     spec: &ClusterSpec,
     dir: &Path,
@@ -131,6 +140,7 @@ pub fn pooler(
     port: u16,
     (database, leader, read): (&str, u16, Option<u16>),
     key: &str,
+    tls: Option<&Path>,
 ) -> String {
     let pool = spec.max_connections().saturating_sub(10).max(5);
     // The owner's database by name as well as `*`: pgbouncer keeps the
@@ -157,6 +167,7 @@ pub fn pooler(
          auth_user = {ADMIN_ROLE}\n\
          auth_query = {query}\n\
          pool_mode = transaction\n\
+         max_prepared_statements = 200\n\
          max_client_conn = 1000\n\
          default_pool_size = {pool}\n\
          max_db_connections = {pool}\n\
@@ -165,7 +176,16 @@ pub fn pooler(
          server_login_retry = 1\n\
          server_connect_timeout = 3\n\
          logfile = {log}\n\
-         pidfile = {pid}\n",
+         pidfile = {pid}\n\
+         {tls}",
+        tls = tls.map_or_else(String::new, |t| format!(
+            "client_tls_sslmode = allow\n\
+             client_tls_cert_file = {}\n\
+             client_tls_key_file = {}\n\
+             client_tls_protocols = tlsv1.2,tlsv1.3\n",
+            t.join(super::tls::CERT_FILE).display(),
+            t.join(super::tls::KEY_FILE).display(),
+        )),
         users = dir.join(POOLER_USERS).display(),
         log = dir.join(POOLER_LOG).display(),
         pid = dir.join(POOLER_PID).display(),
@@ -183,8 +203,9 @@ pub fn pooler_users(admin_password: &str) -> String {
 /// listener), with the leader as its only server. Bytes pass through
 /// untouched, so a session through it is a session on the leader: every
 /// startup parameter, prepared statements, LISTEN, cancel requests, and
-/// TLS end to end should the servers offer it. A connection the leader
-/// refuses is closed at once, not retried (`retries 0`: HAProxy waits a
+/// TLS end to end (the leader presents the cluster's certificate). A
+/// connection the leader refuses is closed at once, not retried
+/// (`retries 0`: HAProxy waits a
 /// second before each retry, and a refusing leader is a dead one, about to
 /// be replaced), so the client's next attempt reaches the endpoint's new
 /// configuration. Sessions idle for a day are closed; the old worker of a
@@ -213,4 +234,56 @@ pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str
          \x20 server {leader} {address}:{leader_port}\n",
         pid = dir.join(ROUTER_PID).display(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            id: "dbs_1".to_owned(),
+            version: "17".to_owned(),
+            memory_mb: 512,
+            cpus: 1,
+            disk_gb: 1,
+            replicas: 0,
+        }
+    }
+
+    #[test]
+    fn the_pooler_keeps_prepared_statements_and_offers_tls_with_the_clusters_certificate() {
+        let dir = Path::new("/d/pooler");
+        let args = ("app", 5001, None);
+        let plain = pooler(&spec(), dir, "127.0.0.1", 5000, args, "00", None);
+        assert!(plain.contains("max_prepared_statements = 200\n"), "{plain}");
+        assert!(!plain.contains("client_tls"), "{plain}");
+        let tls = pooler(
+            &spec(),
+            dir,
+            "127.0.0.1",
+            5000,
+            args,
+            "00",
+            Some(Path::new("/d/tls")),
+        );
+        for line in [
+            "client_tls_sslmode = allow\n",
+            "client_tls_cert_file = /d/tls/server.crt\n",
+            "client_tls_key_file = /d/tls/server.key\n",
+        ] {
+            assert!(tls.contains(line), "{line}: {tls}");
+        }
+    }
+
+    #[test]
+    fn the_server_includes_its_tls_settings_when_they_are_there() {
+        let text = postgres(&spec(), "127.0.0.1", 5001);
+        assert!(
+            text.contains("include_if_exists = 'plateau-tls.conf'\n"),
+            "{text}"
+        );
+    }
 }

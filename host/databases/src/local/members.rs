@@ -153,6 +153,7 @@ impl LocalProvider {
         };
         let dir = self.pooler_dir(&placement.cluster);
         let key = self.pooler_key(&dir)?;
+        let tls = self.tls_dir(&placement.cluster);
         let text = conf::pooler(
             spec,
             &dir,
@@ -160,6 +161,9 @@ impl LocalProvider {
             placement.pooler_port,
             (&placement.database, placement.port, read),
             &key,
+            tls.join(super::tls::KEY_FILE)
+                .exists()
+                .then_some(tls.as_path()),
         );
         if self.write_if_changed(&dir.join(conf::POOLER_CONF), &text)?
             && let Some(pid) = supervise::pooler_pid(&dir)

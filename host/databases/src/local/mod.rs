@@ -16,6 +16,7 @@ mod ports;
 mod provider;
 mod router;
 pub mod supervise;
+mod tls;
 pub mod users;
 
 use std::collections::HashMap;
@@ -204,6 +205,7 @@ impl LocalProvider {
         if let Some(owner) = &owner {
             users::chown_tree(&data, owner)?;
         }
+        self.ensure_tls(&spec.id, &self.config.address, &data)?;
         self.write_private(
             &data.join(conf::PG_CONF),
             &conf::postgres(spec, &self.config.address, placement.port),
@@ -475,18 +477,9 @@ impl LocalProvider {
     }
 
     pub async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
-        // The server's own share directory: Debian's, or the package's.
-        let bin = self.bin(&placement.version)?;
-        let dir = if bin.starts_with("/usr/lib/postgresql") {
-            PathBuf::from(format!(
-                "/usr/share/postgresql/{}/extension",
-                placement.version
-            ))
-        } else {
-            bin.with_file_name("share")
-                .join("postgresql")
-                .join("extension")
-        };
+        let dir = bins::share_dir(&self.config.binaries, &placement.version)
+            .ok_or_else(|| Error::VersionMissing(placement.version.clone()))?
+            .join("extension");
         let mut names = Vec::new();
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();

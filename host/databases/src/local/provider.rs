@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
 
 use crate::spec::{ClusterSpec, Credentials, Member, Node, Placement};
-use crate::{DatabaseProvider, Result, Supervised};
+use crate::{DatabaseProvider, Error, Result, Supervised};
 
 use super::LocalProvider;
 
@@ -42,7 +42,17 @@ impl LocalProvider {
 #[async_trait]
 impl DatabaseProvider for LocalProvider {
     fn admit(&self, spec: &ClusterSpec) -> Result<()> {
-        self.bin(&spec.version).map(|_| ())
+        self.bin(&spec.version)?;
+        if !self.config.pgbouncer.exists() {
+            return Err(Error::Refused {
+                code: "pooler_not_installed",
+                detail: format!(
+                    "pgbouncer is not installed on this host ({}); install it with `plateau install postgres`",
+                    self.config.pgbouncer.display()
+                ),
+            });
+        }
+        Ok(())
     }
 
     async fn apply(
@@ -101,6 +111,10 @@ impl DatabaseProvider for LocalProvider {
 
     async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
         LocalProvider::available_extensions(self, placement).await
+    }
+
+    fn ca_certificate(&self, placement: &Placement) -> Option<String> {
+        LocalProvider::ca_certificate(self, &placement.cluster)
     }
 
     async fn switchover(
