@@ -7,8 +7,12 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
+mod date;
+mod encryption;
+mod list;
 mod multipart;
 mod objects;
+mod read;
 mod verify;
 
 use std::future::Future;
@@ -43,7 +47,9 @@ pub async fn serve(
     timeouts: plateau_listen::Timeouts,
     shutdown: impl Future<Output = ()>,
 ) {
-    plateau_listen::serve(listener, timeouts, move |_| service.clone(), shutdown).await;
+    use tower::ServiceExt as _;
+    let make = move |_| service.clone().map_request(date::with_amz_date);
+    plateau_listen::serve(listener, timeouts, make, shutdown).await;
 }
 
 /// Virtual-host style under the storage domain; any other host (an
@@ -92,7 +98,7 @@ pub struct Front {
     storage: Storage,
 }
 
-fn internal(e: Error) -> S3Error {
+pub(crate) fn internal(e: Error) -> S3Error {
     tracing::error!(error = %e, "storage request failed");
     S3Error::with_message(S3ErrorCode::InternalError, "internal error; try again")
 }
@@ -118,6 +124,7 @@ pub(crate) fn s3_error(e: Error) -> S3Error {
         Error::IncompleteBody => S3ErrorCode::IncompleteBody,
         Error::InvalidRange => S3ErrorCode::InvalidRange,
         Error::InvalidArgument(_) => S3ErrorCode::InvalidArgument,
+        Error::PreconditionFailed => S3ErrorCode::PreconditionFailed,
         Error::Internal(_) => return internal(e),
     };
     S3Error::with_message(code, e.to_string())
