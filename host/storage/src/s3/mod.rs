@@ -9,6 +9,7 @@
 
 mod date;
 mod encryption;
+mod form;
 mod list;
 mod multipart;
 mod objects;
@@ -47,9 +48,39 @@ pub async fn serve(
     timeouts: plateau_listen::Timeouts,
     shutdown: impl Future<Output = ()>,
 ) {
-    use tower::ServiceExt as _;
-    let make = move |_| service.clone().map_request(date::with_amz_date);
+    let make = move |_| Entry {
+        inner: service.clone(),
+    };
     plateau_listen::serve(listener, timeouts, make, shutdown).await;
+}
+
+/// What a request goes through before `s3s`: [`date`] and [`form`].
+#[derive(Clone)]
+struct Entry {
+    inner: S3Service,
+}
+
+impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
+    type Response = s3s::HttpResponse;
+    type Error = s3s::HttpError;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<plateau_listen::Body>) -> Self::Future {
+        let mut inner = self.inner.clone();
+        Box::pin(async move {
+            match form::prepare(date::with_amz_date(req)).await {
+                Ok(req) => tower::Service::call(&mut inner, req).await,
+                Err(refused) => Ok(refused),
+            }
+        })
+    }
 }
 
 /// Virtual-host style under the storage domain; any other host (an

@@ -254,24 +254,51 @@ impl S3 for Front {
         Ok(S3Response::new(GetBucketLocationOutput::default()))
     }
 
+    /// A bucket is made over the API (it belongs to a project, counts
+    /// against the plan and is audited); over S3, a bucket the caller's
+    /// organisation already owns answers BucketAlreadyOwnedByYou, which
+    /// tools that create before they write (rclone, Terraform) accept.
     async fn create_bucket(
         &self,
-        _req: S3Request<CreateBucketInput>,
+        req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
-        Err(S3Error::with_message(
-            S3ErrorCode::AccessDenied,
-            "buckets are created over the API: POST /api/v1/storage/buckets",
-        ))
+        let principal = self.principal(&req).await?;
+        let found = self
+            .storage
+            .provider()
+            .bucket_by_name(&req.input.bucket)
+            .await
+            .map_err(s3_error)?;
+        match found {
+            Some(b) if b.org_id == principal.org_id && principal.may(&b.id, false) => {
+                Err(S3Error::with_message(
+                    S3ErrorCode::BucketAlreadyOwnedByYou,
+                    "your previous request to create the named bucket succeeded and you already own it",
+                ))
+            }
+            // Another organisation's name is not said to exist.
+            _ => Err(S3Error::with_message(
+                S3ErrorCode::AccessDenied,
+                "buckets are created over the API: POST /api/v1/storage/buckets",
+            )),
+        }
     }
 
+    /// An empty bucket may be deleted by a key that may write it, as the
+    /// API's DELETE would (its event names the key).
     async fn delete_bucket(
         &self,
-        _req: S3Request<DeleteBucketInput>,
+        req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        Err(S3Error::with_message(
-            S3ErrorCode::AccessDenied,
-            "buckets are deleted over the API: DELETE /api/v1/storage/buckets/{id}",
-        ))
+        let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
+        self.storage
+            .provider()
+            .delete_bucket(&bucket, &actor(&principal))
+            .await
+            .map_err(s3_error)?;
+        let mut out = S3Response::new(DeleteBucketOutput::default());
+        out.status = Some(http::StatusCode::NO_CONTENT);
+        Ok(out)
     }
 
     async fn put_object(
