@@ -132,7 +132,7 @@ async fn sse_c_and_sse_s3_objects_are_stored_encrypted() {
         r#"
 s3 = client()
 out = {}
-key, other = b"k" * 32, b"o" * 32
+key, other = "k" * 32, "o" * 32
 c = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
 body = b"PLAINTEXT-MARKER-" * 1000
 r = s3.put_object(Bucket=B, Key="c", Body=body, **c)

@@ -51,8 +51,20 @@ async fn aws_s3_sync_round_trips_odd_keys() {
     assert!(again.trim().is_empty(), "{again}");
     // And deleting through the listed names leaves nothing.
     ok(&s3.aws(&s3.key, &["s3", "rm", "--recursive", &remote]));
-    let left = ok(&s3.aws(&s3.key, &["s3", "ls", "--recursive", &remote]));
-    assert!(left.trim().is_empty(), "{left}");
+    let left = ok(&s3.aws(
+        &s3.key,
+        &[
+            "s3api",
+            "list-objects-v2",
+            "--bucket",
+            s3.bucket_name(),
+            "--prefix",
+            "odd/",
+            "--query",
+            "Contents[].Key",
+        ],
+    ));
+    assert_eq!(left.trim(), "null", "no key is left: {left}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,6 +80,8 @@ async fn rclone_copies_syncs_and_checks_with_default_flags() {
         Command::new("rclone")
             .args(args)
             .env("RCLONE_CONFIG", "/dev/null")
+            // rclone refuses a CA bundle it cannot add to its transport.
+            .env_remove("AWS_CA_BUNDLE")
             .env("RCLONE_CONFIG_PLATEAU_TYPE", "s3")
             .env("RCLONE_CONFIG_PLATEAU_PROVIDER", "Other")
             .env("RCLONE_CONFIG_PLATEAU_ENDPOINT", &s3.direct)
