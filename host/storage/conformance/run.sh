@@ -7,14 +7,17 @@ set -eu
 bin=$(realpath "$1"); suite=$(realpath "$2"); venv=$(realpath "$3"); shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/plateau-s3tests.XXXXXX)
-token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+token=plt_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PLATEAU_DATA_DIR="$work/data" PLATEAU_LOG=warn
 PLATEAU_LISTEN=127.0.0.1:0 PLATEAU_EDGE_LISTEN=127.0.0.1:0 PLATEAU_STORAGE_LISTEN=127.0.0.1:0 \
 PLATEAU_BOOTSTRAP_TOKEN="$token" PLATEAU_ADMIN_PASSWORD=conformance-operator \
     "$bin" serve > "$work/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
-until api=$(sed -n 's/^listening on //p' "$work/serve.log") && [ -n "$api" ]; do sleep 0.2; done
+until api=$(sed -n 's/^listening on //p' "$work/serve.log") && [ -n "$api" ]; do
+    kill -0 $pid 2>/dev/null || { cat "$work/serve.log"; exit 1; }
+    sleep 0.2
+done
 s3=$(sed -n 's/^storage listening on //p' "$work/serve.log")
 org_token() { "$bin" admin create-org "$1" --plan pro | sed -n 's/^owner token (shown once): //p'; }
 alt=$(org_token "Alt"); tenant=$(org_token "Tenant")

@@ -233,7 +233,14 @@ mod tests {
         cipher.extend(run(b, &key, &[(400, sealed.iv(9))], 0));
         assert_ne!(cipher, plain);
         let segments = [(600, sealed.iv(3)), (400, sealed.iv(9))];
-        for (from, to) in [(0, 1000), (5, 17), (590, 610), (599, 600), (600, 1000), (33, 999)] {
+        for (from, to) in [
+            (0, 1000),
+            (5, 17),
+            (590, 610),
+            (599, 600),
+            (600, 1000),
+            (33, 999),
+        ] {
             let got = run(&cipher[from..to], &key, &segments, from as u64);
             assert_eq!(got, plain[from..to], "range {from}..{to}");
         }

@@ -6,23 +6,26 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use plateau_store::storage::objects;
 use plateau_store::Db;
+use plateau_store::storage::objects;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::error::{Error, Result};
 use crate::provider::Condition;
 
+/// An object's bucket id and key.
+type ObjectId = (String, String);
+
 /// The keys conditional writes are committing.
 #[derive(Default)]
 pub(crate) struct KeyLocks {
-    held: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    held: Mutex<HashMap<ObjectId, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// Held while a conditional write checks and commits.
 pub(crate) struct Held {
     locks: Arc<KeyLocks>,
-    key: (String, String),
+    key: ObjectId,
     guard: Option<OwnedMutexGuard<()>>,
 }
 
@@ -69,7 +72,12 @@ pub(crate) async fn check(
 }
 
 /// PreconditionFailed unless `condition` holds for the current object.
-pub(crate) async fn holds(db: &Db, bucket_id: &str, key: &str, condition: &Condition) -> Result<()> {
+pub(crate) async fn holds(
+    db: &Db,
+    bucket_id: &str,
+    key: &str,
+    condition: &Condition,
+) -> Result<()> {
     if condition.is_empty() {
         return Ok(());
     }

@@ -241,7 +241,9 @@ fn segment_keys(blobs: &str) -> Vec<String> {
 
 /// What the body's stream found: its checksums (stored with the object),
 /// and the entity tag an encrypting stream computed of the plaintext.
-pub(crate) fn take_digests(digests: &Digests) -> (std::collections::BTreeMap<String, String>, Option<String>) {
+pub(crate) fn take_digests(
+    digests: &Digests,
+) -> (std::collections::BTreeMap<String, String>, Option<String>) {
     let mut found = std::mem::take(&mut *digests.lock().unwrap_or_else(|p| p.into_inner()));
     let etag = found.remove(ETAG_DIGEST);
     (found, etag)

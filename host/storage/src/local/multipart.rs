@@ -188,9 +188,14 @@ pub(super) async fn complete(
         headers: serde_json::to_string(&headers).unwrap_or_default(),
         modified_at: time::now_ms(),
     };
-    let held =
-        super::conditions::check(&provider.locks, &provider.db, &bucket.id, &row.key, condition)
-            .await?;
+    let held = super::conditions::check(
+        &provider.locks,
+        &provider.db,
+        &bucket.id,
+        &row.key,
+        condition,
+    )
+    .await?;
     let event = object_event(bucket, &row.key, "storage.object.written", actor)
         .data(json!({ "bucket": bucket.bucket, "key": row.key, "size": row.size }));
     let mut tx = provider.db.begin().await?;

@@ -110,9 +110,7 @@ pub(super) fn plan(
             S3ErrorCode::NotImplemented,
             "SSE-KMS is not offered; use SSE-S3 (AES256) or a customer provided key (SSE-C)",
         )),
-        (Some(_), None) => Err(invalid(
-            "the encryption method specified is not supported",
-        )),
+        (Some(_), None) => Err(invalid("the encryption method specified is not supported")),
         (None, None) => Ok(None),
     }
 }
@@ -173,8 +171,10 @@ pub(super) fn encrypt(upload: &mut Upload, sealed: &Sealed, key: sse::Key, part:
         let end = md5.clone();
         let digests = upload.digests.clone();
         body.map(move |chunk| {
-            if let (Ok(c), Some(h)) = (&chunk, md5.lock().unwrap_or_else(|p| p.into_inner()).as_mut())
-            {
+            if let (Ok(c), Some(h)) = (
+                &chunk,
+                md5.lock().unwrap_or_else(|p| p.into_inner()).as_mut(),
+            ) {
                 h.update(c);
             }
             chunk
@@ -197,7 +197,12 @@ pub(super) fn encrypt(upload: &mut Upload, sealed: &Sealed, key: sse::Key, part:
 }
 
 /// Decrypts `stream`, the bytes from `start` of `info`.
-pub(super) fn decrypt(stream: ByteStream, key: sse::Key, info: &ObjectInfo, start: u64) -> ByteStream {
+pub(super) fn decrypt(
+    stream: ByteStream,
+    key: sse::Key,
+    info: &ObjectInfo,
+    start: u64,
+) -> ByteStream {
     let Some(sealed) = &info.headers.sse else {
         return stream;
     };
@@ -222,7 +227,9 @@ pub(super) struct Described {
 pub(super) fn describe(sealed: Option<&Sealed>, customer: Option<&Customer>) -> Described {
     match sealed.map(|s| s.kind) {
         Some(Kind::Host) => Described {
-            method: Some(ServerSideEncryption::from_static(ServerSideEncryption::AES256)),
+            method: Some(ServerSideEncryption::from_static(
+                ServerSideEncryption::AES256,
+            )),
             algorithm: None,
             key_md5: None,
         },

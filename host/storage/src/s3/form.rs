@@ -11,8 +11,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use hyper::body::{Frame, SizeHint};
 use http_body_util::BodyExt;
+use hyper::body::{Frame, SizeHint};
 use plateau_listen::{Body, BodyError};
 
 /// The most bytes of form fields read ahead of the file.
@@ -62,11 +62,17 @@ impl hyper::body::Body for FormBody {
 }
 
 fn boundary(req: &Request<Body>) -> Option<String> {
-    let ct = req.headers().get(http::header::CONTENT_TYPE)?.to_str().ok()?;
+    let ct = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)?
+        .to_str()
+        .ok()?;
     if req.method() != Method::POST || !ct.to_ascii_lowercase().starts_with("multipart/form-data") {
         return None;
     }
-    let b = ct.split(';').find_map(|p| p.trim().strip_prefix("boundary="))?;
+    let b = ct
+        .split(';')
+        .find_map(|p| p.trim().strip_prefix("boundary="))?;
     Some(b.trim_matches('"').to_owned())
 }
 
@@ -98,7 +104,11 @@ pub async fn prepare(req: Request<Body>) -> Result<Request<FormBody>, Response<s
     if let Some(at) = file_start {
         let (fields, file) = head.split_at(at);
         if let Some(problem) = check_policy(fields, &boundary) {
-            return Err(refusal(&problem));
+            return Err(xml_error(
+                StatusCode::BAD_REQUEST,
+                "InvalidPolicyDocument",
+                &problem,
+            ));
         }
         let name = file_name(fields, &boundary).unwrap_or_default();
         let needle = b"${filename}";
@@ -113,7 +123,9 @@ pub async fn prepare(req: Request<Body>) -> Result<Request<FormBody>, Response<s
                 .get(http::header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<i64>().ok());
-            if let Some(v) = length.and_then(|l| HeaderValue::from_str(&(l + delta).to_string()).ok()) {
+            if let Some(v) =
+                length.and_then(|l| HeaderValue::from_str(&(l + delta).to_string()).ok())
+            {
                 parts.headers.insert(http::header::CONTENT_LENGTH, v);
             }
         }
@@ -181,19 +193,27 @@ fn check_policy(head: &[u8], boundary: &str) -> Option<String> {
     let ok = expiration.ends_with('Z')
         && expiration.contains('T')
         && time::OffsetDateTime::parse(expiration, &strict).is_ok();
-    (!ok).then(|| format!("invalid policy expiration {expiration:?}: an ISO 8601 UTC time is expected"))
+    (!ok).then(|| {
+        format!("invalid policy expiration {expiration:?}: an ISO 8601 UTC time is expected")
+    })
 }
 
-fn refusal(message: &str) -> Response<s3s::Body> {
+/// An S3 error answered before `s3s` sees the request.
+pub(super) fn xml_error(status: StatusCode, code: &str, message: &str) -> Response<s3s::Body> {
     let xml = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InvalidPolicyDocument</Code>\
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code>\
          <Message>{}</Message></Error>",
-        message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+        message
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
     );
     let mut resp = Response::new(s3s::Body::from(xml));
-    *resp.status_mut() = StatusCode::BAD_REQUEST;
-    resp.headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/xml"),
+    );
     resp
 }
 
@@ -201,7 +221,8 @@ fn refusal(message: &str) -> Response<s3s::Body> {
 mod tests {
     #[test]
     fn fields_and_file_name_are_found() {
-        let head = b"--XX\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nup/${filename}\r\n\
+        let head =
+            b"--XX\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nup/${filename}\r\n\
 --XX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a b.txt\"\r\n\r\n";
         let f = super::fields(head, "XX");
         assert_eq!(f[0], ("key".to_owned(), "up/${filename}".to_owned()));

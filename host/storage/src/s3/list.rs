@@ -105,105 +105,105 @@ fn prefixes(list: Vec<String>, enc: &Encoding) -> Option<CommonPrefixList> {
 }
 
 pub(super) async fn v2(
-        front: &Front,
-        req: S3Request<ListObjectsV2Input>,
-    ) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
-        let input = &req.input;
-        let after = match (&input.continuation_token, &input.start_after) {
-            (Some(token), _) => decode_token(token)?,
-            (None, Some(start)) => start.clone(),
-            (None, None) => String::new(),
-        };
-        let max = max_keys(input.max_keys)?;
-        let query = ListQuery {
-            prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
-            after,
-            max_keys: max,
-        };
-        let listing = front
-            .storage
-            .provider()
-            .list_objects(&bucket, &query)
-            .await
-            .map_err(s3_error)?;
-        let count = listing.objects.len() + listing.prefixes.len();
-        let enc = Encoding::of(input.encoding_type.as_ref())?;
-        Ok(S3Response::new(ListObjectsV2Output {
-            name: Some(input.bucket.clone()),
-            prefix: enc.opt(&input.prefix),
-            delimiter: enc.opt(&input.delimiter),
-            max_keys: Some(max as i32),
-            key_count: Some(count as i32),
-            continuation_token: input.continuation_token.clone(),
-            start_after: enc.opt(&input.start_after),
-            encoding_type: input.encoding_type.clone(),
-            is_truncated: Some(listing.truncated),
-            next_continuation_token: listing
-                .truncated
-                .then(|| listing.next_after.as_deref().map(encode_token))
-                .flatten(),
-            contents: Some(
-                listing
-                    .objects
-                    .into_iter()
-                    .map(|o| s3_object(o, &enc))
-                    .collect(),
-            ),
-            common_prefixes: prefixes(listing.prefixes, &enc),
-            ..Default::default()
-        }))
-    }
+    front: &Front,
+    req: S3Request<ListObjectsV2Input>,
+) -> S3Result<S3Response<ListObjectsV2Output>> {
+    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let input = &req.input;
+    let after = match (&input.continuation_token, &input.start_after) {
+        (Some(token), _) => decode_token(token)?,
+        (None, Some(start)) => start.clone(),
+        (None, None) => String::new(),
+    };
+    let max = max_keys(input.max_keys)?;
+    let query = ListQuery {
+        prefix: input.prefix.clone().unwrap_or_default(),
+        delimiter: input.delimiter.clone(),
+        after,
+        max_keys: max,
+    };
+    let listing = front
+        .storage
+        .provider()
+        .list_objects(&bucket, &query)
+        .await
+        .map_err(s3_error)?;
+    let count = listing.objects.len() + listing.prefixes.len();
+    let enc = Encoding::of(input.encoding_type.as_ref())?;
+    Ok(S3Response::new(ListObjectsV2Output {
+        name: Some(input.bucket.clone()),
+        prefix: enc.opt(&input.prefix),
+        delimiter: enc.opt(&input.delimiter),
+        max_keys: Some(max as i32),
+        key_count: Some(count as i32),
+        continuation_token: input.continuation_token.clone(),
+        start_after: enc.opt(&input.start_after),
+        encoding_type: input.encoding_type.clone(),
+        is_truncated: Some(listing.truncated),
+        next_continuation_token: listing
+            .truncated
+            .then(|| listing.next_after.as_deref().map(encode_token))
+            .flatten(),
+        contents: Some(
+            listing
+                .objects
+                .into_iter()
+                .map(|o| s3_object(o, &enc))
+                .collect(),
+        ),
+        common_prefixes: prefixes(listing.prefixes, &enc),
+        ..Default::default()
+    }))
+}
 
 pub(super) async fn v1(
-        front: &Front,
-        req: S3Request<ListObjectsInput>,
-    ) -> S3Result<S3Response<ListObjectsOutput>> {
-        let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
-        let input = &req.input;
-        let max = max_keys(input.max_keys)?;
-        let query = ListQuery {
-            prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
-            after: input.marker.clone().unwrap_or_default(),
-            max_keys: max,
-        };
-        let listing = front
-            .storage
-            .provider()
-            .list_objects(&bucket, &query)
-            .await
-            .map_err(s3_error)?;
-        // NextMarker is given with a delimiter (S3 leaves it out otherwise:
-        // clients continue after the last key).
-        let next_marker = (listing.truncated && input.delimiter.is_some())
-            .then(|| {
-                listing
-                    .prefixes
-                    .last()
-                    .cloned()
-                    .max(listing.objects.last().map(|o| o.key.clone()))
-            })
-            .flatten();
-        let enc = Encoding::of(input.encoding_type.as_ref())?;
-        Ok(S3Response::new(ListObjectsOutput {
-            name: Some(input.bucket.clone()),
-            prefix: enc.opt(&input.prefix),
-            delimiter: enc.opt(&input.delimiter),
-            marker: enc.opt(&input.marker),
-            max_keys: Some(max as i32),
-            encoding_type: input.encoding_type.clone(),
-            is_truncated: Some(listing.truncated),
-            next_marker: enc.opt(&next_marker),
-            contents: Some(
-                listing
-                    .objects
-                    .into_iter()
-                    .map(|o| s3_object(o, &enc))
-                    .collect(),
-            ),
-            common_prefixes: prefixes(listing.prefixes, &enc),
-            ..Default::default()
-        }))
-    }
+    front: &Front,
+    req: S3Request<ListObjectsInput>,
+) -> S3Result<S3Response<ListObjectsOutput>> {
+    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let input = &req.input;
+    let max = max_keys(input.max_keys)?;
+    let query = ListQuery {
+        prefix: input.prefix.clone().unwrap_or_default(),
+        delimiter: input.delimiter.clone(),
+        after: input.marker.clone().unwrap_or_default(),
+        max_keys: max,
+    };
+    let listing = front
+        .storage
+        .provider()
+        .list_objects(&bucket, &query)
+        .await
+        .map_err(s3_error)?;
+    // NextMarker is given with a delimiter (S3 leaves it out otherwise:
+    // clients continue after the last key).
+    let next_marker = (listing.truncated && input.delimiter.is_some())
+        .then(|| {
+            listing
+                .prefixes
+                .last()
+                .cloned()
+                .max(listing.objects.last().map(|o| o.key.clone()))
+        })
+        .flatten();
+    let enc = Encoding::of(input.encoding_type.as_ref())?;
+    Ok(S3Response::new(ListObjectsOutput {
+        name: Some(input.bucket.clone()),
+        prefix: enc.opt(&input.prefix),
+        delimiter: enc.opt(&input.delimiter),
+        marker: enc.opt(&input.marker),
+        max_keys: Some(max as i32),
+        encoding_type: input.encoding_type.clone(),
+        is_truncated: Some(listing.truncated),
+        next_marker: enc.opt(&next_marker),
+        contents: Some(
+            listing
+                .objects
+                .into_iter()
+                .map(|o| s3_object(o, &enc))
+                .collect(),
+        ),
+        common_prefixes: prefixes(listing.prefixes, &enc),
+        ..Default::default()
+    }))
+}

@@ -75,6 +75,9 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
     fn call(&mut self, req: http::Request<plateau_listen::Body>) -> Self::Future {
         let mut inner = self.inner.clone();
         Box::pin(async move {
+            if let Some(refused) = date::check_v2(&req) {
+                return Ok(refused);
+            }
             match form::prepare(date::with_amz_date(req)).await {
                 Ok(req) => tower::Service::call(&mut inner, req).await,
                 Err(refused) => Ok(refused),

@@ -116,7 +116,11 @@ pub(super) async fn upload_part(
         req.input.sse_customer_key.as_deref(),
         req.input.sse_customer_key_md5.as_deref(),
     )?;
-    let key = encryption::key_of(&front.storage, found.headers.sse.as_ref(), customer.as_ref())?;
+    let key = encryption::key_of(
+        &front.storage,
+        found.headers.sse.as_ref(),
+        customer.as_ref(),
+    )?;
     let data = req.input.body.take();
     let input = &req.input;
     let checksums = Checksum {
@@ -175,7 +179,11 @@ pub(super) async fn complete(
         Ok(_) => {}
         Err(e) if *e.code() == S3ErrorCode::NoSuchUpload => {
             // A retry of a completion that succeeded: the object it made.
-            let found = front.storage.provider().head_object(&bucket, &input.key).await;
+            let found = front
+                .storage
+                .provider()
+                .head_object(&bucket, &input.key)
+                .await;
             return match found {
                 Ok(info) if info.headers.upload_id.as_deref() == Some(&input.upload_id) => {
                     Ok(completed(input, info))

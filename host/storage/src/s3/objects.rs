@@ -136,8 +136,13 @@ pub(super) fn preconditions(
         }
         let modified = time::OffsetDateTime::from_unix_timestamp(modified)
             .ok()
-            .and_then(|t| t.format(&time::format_description::well_known::Rfc2822).ok());
-        if let Some(v) = modified.and_then(|m| http::HeaderValue::from_str(&m.replace("+0000", "GMT")).ok()) {
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc2822)
+                    .ok()
+            });
+        if let Some(v) =
+            modified.and_then(|m| http::HeaderValue::from_str(&m.replace("+0000", "GMT")).ok())
+        {
             headers.insert(http::header::LAST_MODIFIED, v);
         }
         err.set_headers(headers);
@@ -325,7 +330,10 @@ impl S3 for Front {
             checksum_sha256: input.checksum_sha256.clone(),
             checksum_type: None,
         };
-        let condition = condition(req.input.if_match.as_ref(), req.input.if_none_match.as_ref())?;
+        let condition = condition(
+            req.input.if_match.as_ref(),
+            req.input.if_none_match.as_ref(),
+        )?;
         let mut req = req;
         let data = req.input.body.take();
         let (mut upload, failure) = body(
@@ -591,7 +599,6 @@ impl S3 for Front {
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         super::list::v1(self, req).await
     }
-
 
     async fn create_multipart_upload(
         &self,

@@ -56,8 +56,16 @@ fn checksums(info: &ObjectInfo, mode: Option<&ChecksumMode>, whole: bool) -> Che
     out
 }
 
-fn customer_of(a: Option<&String>, k: Option<&String>, m: Option<&String>) -> S3Result<Option<Customer>> {
-    encryption::customer(a.map(String::as_str), k.map(String::as_str), m.map(String::as_str))
+fn customer_of(
+    a: Option<&String>,
+    k: Option<&String>,
+    m: Option<&String>,
+) -> S3Result<Option<Customer>> {
+    encryption::customer(
+        a.map(String::as_str),
+        k.map(String::as_str),
+        m.map(String::as_str),
+    )
 }
 
 pub(super) async fn get(
@@ -77,7 +85,11 @@ pub(super) async fn get(
         .get_object(&bucket, &input.key)
         .await
         .map_err(s3_error)?;
-    let key = encryption::key_of(&front.storage, opened.info.headers.sse.as_ref(), customer.as_ref())?;
+    let key = encryption::key_of(
+        &front.storage,
+        opened.info.headers.sse.as_ref(),
+        customer.as_ref(),
+    )?;
     preconditions(
         &opened.info,
         input.if_match.as_ref(),
@@ -201,12 +213,21 @@ pub(super) async fn head(
             let r = part_range(&info, n)?;
             (
                 r.end - r.start,
-                Some(format!("bytes {}-{}/{}", r.start, r.end.max(1) - 1, info.size)),
+                Some(format!(
+                    "bytes {}-{}/{}",
+                    r.start,
+                    r.end.max(1) - 1,
+                    info.size
+                )),
             )
         }
         None => (info.size, None),
     };
-    let sums = checksums(&info, input.checksum_mode.as_ref(), input.part_number.is_none());
+    let sums = checksums(
+        &info,
+        input.checksum_mode.as_ref(),
+        input.part_number.is_none(),
+    );
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
     let h = &info.headers;
     let mut out = S3Response::new(HeadObjectOutput {

@@ -227,7 +227,10 @@ third = code(lambda: s3.complete_multipart_upload(Bucket=B, Key="mp", UploadId=u
 print(json.dumps({"same": first == second, "after_replace": third}))
 "#,
     );
-    assert_eq!(out, json!({ "same": true, "after_replace": "NoSuchUpload" }));
+    assert_eq!(
+        out,
+        json!({ "same": true, "after_replace": "NoSuchUpload" })
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

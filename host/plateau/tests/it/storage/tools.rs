@@ -100,7 +100,10 @@ async fn rclone_copies_syncs_and_checks_with_default_flags() {
     ok(&rclone(&["check", t, &remote]));
     let down = dir.path().join("down");
     ok(&rclone(&["copy", &remote, down.to_str().unwrap()]));
-    assert_eq!(std::fs::read_to_string(down.join(names[0])).unwrap(), "changed");
+    assert_eq!(
+        std::fs::read_to_string(down.join(names[0])).unwrap(),
+        "changed"
+    );
     assert!(!down.join(names[1]).exists());
     let listed = ok(&rclone(&["lsf", "-R", "--files-only", &remote]));
     eprintln!("rclone lists:\n{listed}");
