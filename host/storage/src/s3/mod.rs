@@ -7,6 +7,7 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
+mod copy;
 mod date;
 mod encryption;
 mod form;
