@@ -132,8 +132,9 @@ pub(super) fn key_of(
             if s.accepts(&c.key) {
                 Ok(Some(c.key.clone()))
             } else {
+                // 400, as s3-tests finds of S3.
                 Err(S3Error::with_message(
-                    S3ErrorCode::AccessDenied,
+                    S3ErrorCode::InvalidRequest,
                     "the customer provided key is not the one the object was stored with",
                 ))
             }

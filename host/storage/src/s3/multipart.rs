@@ -209,6 +209,7 @@ pub(super) async fn complete(
         };
         parts.push((i64::from(number), etag.value().to_owned()));
     }
+    check_part_checksums(front, &bucket, input).await?;
     let info = front
         .storage
         .provider()
@@ -222,6 +223,57 @@ pub(super) async fn complete(
         .await
         .map_err(s3_error)?;
     Ok(completed(input, info))
+}
+
+/// InvalidPart when a part's checksum in the request is not the one
+/// its upload was found to have.
+async fn check_part_checksums(
+    front: &Front,
+    bucket: &Stored,
+    input: &CompleteMultipartUploadInput,
+) -> S3Result<()> {
+    let listed = input
+        .multipart_upload
+        .as_ref()
+        .and_then(|m| m.parts.as_ref())
+        .into_iter()
+        .flatten();
+    let mut sent = Vec::new();
+    for p in listed {
+        for (name, value) in [
+            ("crc32", &p.checksum_crc32),
+            ("crc32c", &p.checksum_crc32c),
+            ("crc64nvme", &p.checksum_crc64nvme),
+            ("sha1", &p.checksum_sha1),
+            ("sha256", &p.checksum_sha256),
+        ] {
+            if let (Some(n), Some(v)) = (p.part_number, value) {
+                sent.push((i64::from(n), name, v.clone()));
+            }
+        }
+    }
+    if sent.is_empty() {
+        return Ok(());
+    }
+    let (stored, _) = front
+        .storage
+        .provider()
+        .list_parts(bucket, &input.upload_id, 0, 10_000)
+        .await
+        .map_err(s3_error)?;
+    for (number, name, value) in sent {
+        let found = stored
+            .iter()
+            .find(|p| p.number == number)
+            .and_then(|p| p.checksums.get(name));
+        if found != Some(&value) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidPart,
+                format!("the {name} checksum of part {number} is not the one it was uploaded with"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The answer of a completion that made `info`.

@@ -398,6 +398,17 @@ impl S3 for Front {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
+        let input = &req.input;
+        if input.if_match.is_some()
+            || input.if_match_last_modified_time.is_some()
+            || input.if_match_size.is_some()
+        {
+            // Refused rather than ignored: the delete would not be conditional.
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "conditional DeleteObject (If-Match) is not supported",
+            ));
+        }
         self.storage
             .provider()
             .delete_object(&bucket, &req.input.key, &actor(&principal))

@@ -114,13 +114,16 @@ parts = {"Parts": [{"PartNumber": 1, "ETag": e}]}
 out["complete"] = code(lambda: s3.complete_multipart_upload(Bucket=B, Key="lock", UploadId=up["UploadId"],
                                                             MultipartUpload=parts, IfNoneMatch="*"))
 out["body"] = s3.get_object(Bucket=B, Key="lock")["Body"].read().decode()
+# A conditional delete is refused, not done unconditionally.
+out["delete_if_match"] = code(lambda: s3.delete_object(Bucket=B, Key="lock", IfMatch=etag))
 print(json.dumps(out))
 "#,
     );
     assert_eq!(
         out,
         json!({ "create": "OK", "again": "PreconditionFailed", "stale": "PreconditionFailed",
-                "swap": "OK", "missing": "NoSuchKey", "complete": "PreconditionFailed", "body": "four" })
+                "swap": "OK", "missing": "NoSuchKey", "complete": "PreconditionFailed", "body": "four",
+                "delete_if_match": "NotImplemented" })
     );
 }
 
@@ -172,8 +175,8 @@ print(json.dumps(out))
     assert_eq!(
         out,
         json!({ "put_algo": "AES256", "get": true, "range": true, "no_key": "InvalidRequest",
-                "head_no_key": "400", "wrong_key": "AccessDenied", "bad_md5": "InvalidArgument",
-                "part_wrong_key": "AccessDenied", "mp": true, "mp_span": true, "s3_put": "AES256",
+                "head_no_key": "400", "wrong_key": "InvalidRequest", "bad_md5": "InvalidArgument",
+                "part_wrong_key": "InvalidRequest", "mp": true, "mp_span": true, "s3_put": "AES256",
                 "s3_get": ["AES256", true], "s3_etag": true, "copy_plain": true, "kms": "NotImplemented" })
     );
     // The only plaintext at rest is the copy made without encryption.
@@ -251,6 +254,11 @@ up = s3.create_multipart_upload(Bucket=B, Key="mp", ChecksumAlgorithm="SHA256")
 p = s3.upload_part(Bucket=B, Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=body, ChecksumAlgorithm="SHA256")
 s3.complete_multipart_upload(Bucket=B, Key="mp", UploadId=up["UploadId"],
     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["ETag"], "ChecksumSHA256": p["ChecksumSHA256"]}]})
+up2 = s3.create_multipart_upload(Bucket=B, Key="mp2", ChecksumAlgorithm="SHA256")
+p2 = s3.upload_part(Bucket=B, Key="mp2", UploadId=up2["UploadId"], PartNumber=1, Body=body, ChecksumAlgorithm="SHA256")
+wrong = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+bad_part = code(lambda: s3.complete_multipart_upload(Bucket=B, Key="mp2", UploadId=up2["UploadId"],
+    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p2["ETag"], "ChecksumSHA256": wrong}]}))
 part_sum = hashlib.sha256(body).digest()
 composite = base64.b64encode(hashlib.sha256(part_sum).digest()).decode() + "-1"
 print(json.dumps({
@@ -259,6 +267,7 @@ print(json.dumps({
     "crc32": [crc, s3.head_object(Bucket=B, Key="c", ChecksumMode="ENABLED").get("ChecksumCRC32")],
     "without_mode": s3.head_object(Bucket=B, Key="s").get("ChecksumSHA256"),
     "multipart": [composite, s3.head_object(Bucket=B, Key="mp", ChecksumMode="ENABLED").get("ChecksumSHA256")],
+    "bad_part": bad_part,
 }))
 "#,
     );
@@ -267,6 +276,7 @@ print(json.dumps({
     assert_eq!(out["crc32"][0], out["crc32"][1], "{out}");
     assert_eq!(out["without_mode"], serde_json::Value::Null);
     assert_eq!(out["multipart"][0], out["multipart"][1], "{out}");
+    assert_eq!(out["bad_part"], "InvalidPart", "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
