@@ -25,6 +25,8 @@ const TEST_PACKAGES: &[&str] = &[
     // The endpoints that follow the leader: caches' and databases' writes.
     "haproxy",
     "awscli",
+    // rclone: a second S3 client, with its own defaults (it checks MD5s).
+    "rclone",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
     // iproute2 makes each replica's network namespace, nftables its firewall.
     "runc",
