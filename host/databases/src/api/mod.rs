@@ -2,6 +2,7 @@
 //! and their connection details. Handlers find the [`DatabaseService`] as
 //! an axum `Extension`.
 
+mod backups;
 mod clusters;
 mod inside;
 mod members;
@@ -43,6 +44,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inside::fix_ownership))
         .routes(routes!(members::list_replicas, members::scale_replicas))
         .routes(routes!(members::apply_config))
+        .routes(routes!(backups::list, backups::take))
+        .routes(routes!(backups::restore))
 }
 
 impl From<Error> for ApiError {

@@ -145,6 +145,7 @@ mod tests {
             binaries: root.join("bin"),
             pgbouncer: "pgbouncer".into(),
             haproxy: "haproxy".into(),
+            backups: plateau_object_store::local(&root.join("backups")).unwrap(),
         })
         .unwrap()
     }

@@ -3,6 +3,8 @@
 //! kept as opaque JSON; passwords are stored sealed by the host, never in
 //! clear. Roles, extensions and data live in the clusters themselves.
 
+pub mod backups;
+
 use sqlx::FromRow;
 
 use crate::events::{self, NewEvent};

@@ -1,0 +1,39 @@
+-- Backups of managed PostgreSQL (issue 32): the ledger of each cluster's
+-- base backups (its WAL is archived continuously beside them), kept after
+-- the cluster is deleted until `expires_at` (the database's
+-- backupRetentionDays later); and the source of a cluster made by a
+-- restore, which the agent reads when it creates that cluster.
+CREATE TABLE database_backups (
+    id            TEXT PRIMARY KEY,
+    org_id        TEXT NOT NULL REFERENCES organizations(id),
+    database_id   TEXT NOT NULL,
+    database_name TEXT NOT NULL,
+    -- The source's version, owner role and database (JSON): what a restore
+    -- of a deleted database needs.
+    settings      TEXT NOT NULL DEFAULT '{}',
+    -- full (a base backup) or incremental (the WAL since the last entry)
+    kind          TEXT NOT NULL,
+    -- pending, running, completed or failed
+    status        TEXT NOT NULL,
+    detail        TEXT,
+    started_at    INTEGER,
+    ended_at      INTEGER,
+    size_bytes    INTEGER NOT NULL DEFAULT 0,
+    wal_start     TEXT,
+    wal_end       TEXT,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER
+);
+CREATE INDEX database_backups_database ON database_backups (database_id, id);
+CREATE INDEX database_backups_status ON database_backups (status);
+CREATE INDEX database_backups_expiry ON database_backups (expires_at);
+
+CREATE TABLE database_restores (
+    database_id TEXT PRIMARY KEY,
+    org_id      TEXT NOT NULL,
+    source_id   TEXT NOT NULL,
+    backup_id   TEXT NOT NULL,
+    -- Milliseconds since the epoch; none: the end of the archived WAL.
+    target_time INTEGER,
+    created_at  INTEGER NOT NULL
+);
