@@ -27,6 +27,8 @@ use crate::{Error, Result};
 /// How often the retention of live clusters and the sweep of deleted
 /// ones run.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
+/// How long after a scheduled backup was asked for another may be.
+const RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// What a ledger row remembers of its cluster (`settings`): what a
 /// restore needs once the cluster is gone.
@@ -125,7 +127,11 @@ impl DatabaseService {
                 }
                 None => true,
             };
-            if due && !backups::in_flight(self.db(), &d.id).await? {
+            // A failed try is tried again, not at once.
+            let retry = backups::last_asked(self.db(), &d.id)
+                .await?
+                .is_none_or(|at| now - at >= RETRY_AFTER.as_millis() as i64);
+            if due && retry && !backups::in_flight(self.db(), &d.id).await? {
                 backups::insert(self.db(), &asked(&d, &placement, "full")).await?;
             }
             if prune {

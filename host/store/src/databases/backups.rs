@@ -181,6 +181,17 @@ pub async fn latest(db: &Db, database_id: &str, kind: &str) -> Result<Option<Bac
         .await?)
 }
 
+/// When the newest backup of the database was asked for, whatever became
+/// of it.
+pub async fn last_asked(db: &Db, database_id: &str) -> Result<Option<i64>> {
+    let (at,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(created_at) FROM database_backups WHERE database_id = $1")
+            .bind(database_id)
+            .fetch_one(db.pool())
+            .await?;
+    Ok(at)
+}
+
 /// Whether a backup of the database is pending or running.
 pub async fn in_flight(db: &Db, database_id: &str) -> Result<bool> {
     let (n,): (i64,) = sqlx::query_as(

@@ -4,6 +4,7 @@
 //! (`writeUri`).
 
 mod api;
+mod backups;
 mod converge;
 mod ha;
 mod inside;
