@@ -87,7 +87,12 @@ impl LocalProvider {
         if let Some(owner) = &owner {
             users::chown_tree(&cluster, owner)?;
         }
-        let target = from.target_time.map(plateau_core::time::to_rfc3339);
+        // PostgreSQL's `recovery_target_time` takes no `T` nor `Z`.
+        let target = from.target_time.map(|ms| {
+            plateau_core::time::to_rfc3339(ms)
+                .replacen('T', " ", 1)
+                .replace('Z', "+00")
+        });
         self.write_private(
             &data.join(conf::PG_CONF),
             &(conf::postgres(spec, &self.config.address, placement.port)

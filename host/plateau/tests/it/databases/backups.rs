@@ -11,7 +11,7 @@ use plateau_testkit::{Backend, Client};
 use serde_json::{Value, json};
 
 use super::{Processes, connection, create, psql_ok};
-use crate::start;
+use crate::{create_org, start};
 
 /// Polls the ledger of `id` until an entry of `kind` is completed; the
 /// ledger. Panics on a failed entry.
@@ -106,7 +106,9 @@ async fn restores_to_a_time(c: &Client, version: &str) {
 async fn a_restore_to_a_time_holds_exactly_the_rows_written_before_it_on_every_version() {
     let server = start(Backend::Sqlite).await;
     let _processes = Processes::of(&server);
-    let c = server.client();
+    // Three databases and their three copies: the scale plan's ten.
+    let token = create_org(&server, "pitr", "scale").await;
+    let c = Client::new(&server.url).with_token(&token);
     futures::future::join_all(["15", "16", "17"].map(|v| restores_to_a_time(&c, v))).await;
 }
 
