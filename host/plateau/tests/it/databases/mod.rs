@@ -11,6 +11,7 @@ mod inside;
 mod isolation;
 mod outage;
 mod quota;
+mod restore_kill;
 mod secrets;
 
 use std::path::{Path, PathBuf};
