@@ -27,6 +27,15 @@ use crate::{Error, Result};
 /// How often the retention of live clusters and the sweep of deleted
 /// ones run.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
+/// Empties every table outside the system's schemas (a structure-only
+/// branch), sequences restarted.
+const EMPTY_TABLES: &str = "DO $$ DECLARE r record; BEGIN \
+    FOR r IN SELECT n.nspname, c.relname FROM pg_catalog.pg_class c \
+    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+    WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+    AND n.nspname NOT LIKE 'pg\\_%' LOOP \
+    EXECUTE pg_catalog.format('TRUNCATE TABLE %I.%I RESTART IDENTITY CASCADE', r.nspname, r.relname); \
+    END LOOP; END $$";
 /// How long after a scheduled backup was asked for another may be.
 const RETRY_AFTER: Duration = Duration::from_secs(300);
 
@@ -146,10 +155,27 @@ impl DatabaseService {
             }
         }
         if prune {
+            self.expire_branches(now).await?;
             for id in backups::expired_databases(self.db(), now, 100).await? {
                 self.provider().drop_backups(&id).await?;
                 backups::remove_database(self.db(), &id).await?;
             }
+        }
+        Ok(())
+    }
+
+    /// Deletes the unprotected branches whose TTL ended.
+    async fn expire_branches(&self, now: i64) -> Result<()> {
+        use plateau_store::databases::branches;
+        for (org_id, id) in branches::expired(self.db(), self.host_id(), now).await? {
+            let event =
+                NewEvent::audited(&org_id, "database.deleted", "resources", "delete", &Actor::system())
+                    .resource("database", &id)
+                    .data(serde_json::json!({ "reason": "the branch's ttlHours ended" }));
+            let mut tx = self.db().begin().await?;
+            managed::request(&mut tx, Table::Databases, &org_id, &id, "deleting", now).await?;
+            plateau_store::events::record(&mut tx, &event, now).await?;
+            tx.commit().await?;
         }
         Ok(())
     }
@@ -272,9 +298,32 @@ impl DatabaseService {
             target_time: r.target_time,
         };
         let credentials = self.credentials(d)?;
-        self.provider()
+        let placement = self
+            .provider()
             .restore(&Self::spec(d), &credentials, &from)
-            .await
+            .await?;
+        let branch = plateau_store::databases::branches::of(self.db(), &d.id).await?;
+        if branch.is_some_and(|b| b.schema_only != 0) {
+            let emptied = async {
+                let mut conn = self
+                    .provider()
+                    .connect(
+                        &placement,
+                        crate::spec::ADMIN_ROLE,
+                        &credentials.admin_password,
+                        &placement.database,
+                    )
+                    .await?;
+                sqlx::Executor::execute(&mut conn, sqlx::raw_sql(EMPTY_TABLES)).await?;
+                Ok::<_, Error>(())
+            }
+            .await;
+            if let Err(e) = emptied {
+                let _ = self.provider().delete(&d.id, Some(&placement)).await;
+                return Err(e);
+            }
+        }
+        Ok(placement)
     }
 
     /// Before cluster `d` is deleted: its last WAL shipped, and its

@@ -160,49 +160,9 @@ pub async fn restore(
     Path(id): Path<String>,
     Body(input): Body<RestoreDatabase>,
 ) -> Result<(StatusCode, Json<DatabaseView>), ApiError> {
-    let target = match &input.target_time {
-        Some(text) => Some(
-            time::parse_rfc3339(text)
-                .ok_or_else(|| ApiError::invalid("targetTime", "must be an RFC 3339 time"))?,
-        ),
-        None => None,
-    };
+    let target = past_time(input.target_time.as_deref(), "targetTime")?;
     let now = time::now_ms();
-    if target.is_some_and(|t| t > now) {
-        return Err(ApiError::invalid("targetTime", "must not be in the future"));
-    }
-    let rows = ledger(&app, &caller, &id).await?;
-    let fulls: Vec<&Backup> = rows
-        .iter()
-        .filter(|b| {
-            b.kind == "full" && b.status == "completed" && b.expires_at.is_none_or(|e| e > now)
-        })
-        .collect();
-    let Some(first) = fulls.iter().filter_map(|b| b.ended_at).min() else {
-        return Err(match target {
-            Some(_) => ApiError::invalid("targetTime", "the database has no completed backup yet"),
-            None => ApiError::conflict(
-                "no_backup",
-                format!(
-                    "database {id} has no completed backup yet; take one with POST /databases/{id}/backups"
-                ),
-            ),
-        });
-    };
-    // The nearest base backup that ended before the target.
-    let base = fulls
-        .iter()
-        .filter(|b| b.ended_at.is_some_and(|e| e <= target.unwrap_or(now)))
-        .max_by_key(|b| b.ended_at)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "targetTime",
-                format!(
-                    "must be after the first backup, which ended at {}",
-                    time::to_rfc3339(first)
-                ),
-            )
-        })?;
+    let base = nearest_backup(&app, &caller, &id, target, "targetTime").await?;
     let source = Source::read(&base.settings);
     let live = find(&app, &caller, &id).await.ok();
     let name = input.name.clone().unwrap_or_else(|| {
@@ -233,9 +193,68 @@ pub async fn restore(
         target_time: target,
         created_at: now,
     };
-    let d = insert_new(&app, &service, &caller, new, Some(r)).await?;
+    let d = insert_new(&app, &service, &caller, new, Some(r), None).await?;
     Ok((
         StatusCode::CREATED,
         Json(DatabaseView::of(&service, d).await?),
     ))
+}
+
+/// The nearest completed base backup of database `id` that ended before
+/// `target` (now without one); a target before the first is refused
+/// naming `field`.
+pub(super) async fn nearest_backup(
+    app: &AppState,
+    caller: &Caller,
+    id: &str,
+    target: Option<i64>,
+    field: &str,
+) -> Result<Backup, ApiError> {
+    let now = time::now_ms();
+    let rows = ledger(app, caller, id).await?;
+    let fulls: Vec<&Backup> = rows
+        .iter()
+        .filter(|b| {
+            b.kind == "full" && b.status == "completed" && b.expires_at.is_none_or(|e| e > now)
+        })
+        .collect();
+    let Some(first) = fulls.iter().filter_map(|b| b.ended_at).min() else {
+        return Err(match target {
+            Some(_) => ApiError::invalid(field, "the database has no completed backup yet"),
+            None => ApiError::conflict(
+                "no_backup",
+                format!(
+                    "database {id} has no completed backup yet; take one with POST /databases/{id}/backups"
+                ),
+            ),
+        });
+    };
+    // The nearest base backup that ended before the target.
+    let base = fulls
+        .iter()
+        .filter(|b| b.ended_at.is_some_and(|e| e <= target.unwrap_or(now)))
+        .max_by_key(|b| b.ended_at)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                field,
+                format!(
+                    "must be after the first backup, which ended at {}",
+                    time::to_rfc3339(first)
+                ),
+            )
+        })?;
+    Ok((*base).clone())
+}
+
+/// A time given as `field`: RFC 3339, not in the future.
+pub(super) fn past_time(text: Option<&str>, field: &str) -> Result<Option<i64>, ApiError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let at = time::parse_rfc3339(text)
+        .ok_or_else(|| ApiError::invalid(field, "must be an RFC 3339 time"))?;
+    if at > time::now_ms() {
+        return Err(ApiError::invalid(field, "must not be in the future"));
+    }
+    Ok(Some(at))
 }

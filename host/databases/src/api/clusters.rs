@@ -16,6 +16,7 @@ use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_kernel::Status;
 use plateau_store::databases::backups::{self, Restore};
+use plateau_store::databases::branches::{self, Branch};
 use plateau_store::databases::{self as db, Database};
 use plateau_store::events::{self, NewEvent};
 use plateau_store::managed::{self, Table};
@@ -151,6 +152,7 @@ pub async fn create(
             project_id,
         },
         None,
+        None,
     )
     .await?;
     Ok((
@@ -178,6 +180,7 @@ pub(super) async fn insert_new(
     caller: &Caller,
     new: NewCluster,
     restore: Option<Restore>,
+    branch: Option<Branch>,
 ) -> Result<Database, ApiError> {
     let NewCluster {
         version,
@@ -276,6 +279,10 @@ pub(super) async fn insert_new(
     if let Some(mut r) = restore {
         r.database_id = d.id.clone();
         backups::insert_restore(&mut tx, &r).await?;
+    }
+    if let Some(mut b) = branch {
+        b.database_id = d.id.clone();
+        branches::insert(&mut tx, &b).await?;
     }
     if let Some(e) = over(db::usage_for_update(&mut tx, &caller.org_id).await?) {
         return Err(e);
@@ -398,6 +405,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<DatabaseView>), ApiError> {
     let d = find(&app, &caller, &id).await?;
+    super::branches::refuse_protected(&app, &caller, &d).await?;
     let now = time::now_ms();
     let event = NewEvent::audited(
         &caller.org_id,

@@ -3,6 +3,7 @@
 //! an axum `Extension`.
 
 mod backups;
+mod branches;
 mod clusters;
 mod inside;
 mod members;
@@ -46,6 +47,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(members::apply_config))
         .routes(routes!(backups::list, backups::take))
         .routes(routes!(backups::restore))
+        .routes(routes!(branches::list, branches::create))
+        .routes(routes!(branches::get, branches::update, branches::delete))
 }
 
 impl From<Error> for ApiError {

@@ -37,3 +37,19 @@ CREATE TABLE database_restores (
     target_time BIGINT,
     created_at  BIGINT NOT NULL
 );
+
+-- Branches: a database made as a copy of another (its parent), full or
+-- structure only; protected ones cannot be deleted, and one with a TTL is
+-- deleted when it expires.
+CREATE TABLE database_branches (
+    database_id TEXT PRIMARY KEY,
+    org_id      TEXT NOT NULL,
+    parent_id   TEXT NOT NULL,
+    protected   BIGINT NOT NULL DEFAULT 0,
+    schema_only BIGINT NOT NULL DEFAULT 0,
+    from_time   BIGINT,
+    expires_at  BIGINT,
+    created_at  BIGINT NOT NULL
+);
+CREATE INDEX database_branches_parent ON database_branches (parent_id);
+CREATE INDEX database_branches_expiry ON database_branches (expires_at);

@@ -4,6 +4,7 @@
 //! clear. Roles, extensions and data live in the clusters themselves.
 
 pub mod backups;
+pub mod branches;
 
 use sqlx::FromRow;
 

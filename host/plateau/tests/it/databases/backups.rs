@@ -149,3 +149,83 @@ async fn bad_targets_are_refused_and_an_incremental_backup_lands_in_the_ledger()
     let r = c.get("/databases/dbs_nothere/backups").await;
     assert_eq!(r.status, 404, "{}", r.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn branches_copy_whole_or_structure_only_count_against_the_plan_and_protect() {
+    let server = start(Backend::Sqlite).await;
+    let _processes = Processes::of(&server);
+    // Three databases on the pro plan: the production one and two branches.
+    let token = create_org(&server, "branches", "pro").await;
+    let c = Client::new(&server.url).with_token(&token);
+    let d = create(&c, json!({ "name": "prod" })).await;
+    let id = d["id"].as_str().unwrap().to_owned();
+    until_backed_up(&c, &id, "full").await;
+    let uri = connection(&c, &id).await["writeUri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    psql_ok(&uri, "CREATE TABLE t (n serial, v text); INSERT INTO t (v) VALUES ('a'), ('b')");
+
+    let branches = format!("/databases/{id}/branches");
+    for (body, field) in [
+        (json!({ "name": "x", "ttlHours": 0 }), "ttlHours"),
+        (json!({ "name": "x", "fromTimestamp": "soon" }), "fromTimestamp"),
+        (json!({ "name": "x", "fromTimestamp": "2000-01-01T00:00:00Z" }), "fromTimestamp"),
+    ] {
+        let r = c.post(&branches, body).await;
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert!(r.text().contains(field), "{field}: {}", r.text());
+    }
+    let r = c.post(&branches, json!({ "name": "full" })).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let full = r.json()["id"].as_str().unwrap().to_owned();
+    let r = c
+        .post(
+            &branches,
+            json!({ "name": "shape", "schemaOnly": true, "protected": true, "ttlHours": 24 }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let shape = r.json();
+    assert_eq!(shape["protected"], true, "{shape}");
+    assert!(shape["expiresAt"].is_string(), "{shape}");
+    let shape = shape["id"].as_str().unwrap().to_owned();
+    // A branch counts against the plan as a database.
+    let r = c.post(&branches, json!({ "name": "one-too-many" })).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "plan_limit_reached");
+
+    c.wait_running(&format!("/databases/{full}")).await;
+    c.wait_running(&format!("/databases/{shape}")).await;
+    let full_uri = connection(&c, &full).await["uri"].as_str().unwrap().to_owned();
+    assert_eq!(psql_ok(&full_uri, "SELECT string_agg(v, ',' ORDER BY n) FROM t"), "a,b");
+    let shape_uri = connection(&c, &shape).await["uri"].as_str().unwrap().to_owned();
+    assert_eq!(psql_ok(&shape_uri, "SELECT count(*) FROM t"), "0");
+    psql_ok(&shape_uri, "INSERT INTO t (v) VALUES ('c')");
+    assert_eq!(psql_ok(&shape_uri, "SELECT n FROM t"), "1", "sequences restarted");
+
+    let listed = c.get(&branches).await.json();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["production"], true);
+
+    for path in [
+        format!("{branches}/{id}"),
+        format!("{branches}/{shape}"),
+        format!("/databases/{shape}"),
+    ] {
+        let r = c.delete(&path).await;
+        assert_eq!(r.status, 409, "{path}: {}", r.text());
+    }
+    let r = c
+        .patch(&format!("{branches}/{shape}"), json!({ "protected": false }))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["protected"], false);
+    let r = c.delete(&format!("{branches}/{shape}")).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    c.wait_gone(&format!("/databases/{shape}")).await;
+    let r = c.get(&format!("{branches}/{shape}")).await;
+    assert_eq!(r.status, 404, "{}", r.text());
+}
