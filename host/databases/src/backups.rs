@@ -168,10 +168,15 @@ impl DatabaseService {
     async fn expire_branches(&self, now: i64) -> Result<()> {
         use plateau_store::databases::branches;
         for (org_id, id) in branches::expired(self.db(), self.host_id(), now).await? {
-            let event =
-                NewEvent::audited(&org_id, "database.deleted", "resources", "delete", &Actor::system())
-                    .resource("database", &id)
-                    .data(serde_json::json!({ "reason": "the branch's ttlHours ended" }));
+            let event = NewEvent::audited(
+                &org_id,
+                "database.deleted",
+                "resources",
+                "delete",
+                &Actor::system(),
+            )
+            .resource("database", &id)
+            .data(serde_json::json!({ "reason": "the branch's ttlHours ended" }));
             let mut tx = self.db().begin().await?;
             managed::request(&mut tx, Table::Databases, &org_id, &id, "deleting", now).await?;
             plateau_store::events::record(&mut tx, &event, now).await?;

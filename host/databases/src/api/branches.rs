@@ -69,7 +69,10 @@ pub(super) async fn refuse_protected(
     match branches::of(app.db(), &d.id).await? {
         Some(b) if b.protected != 0 && b.org_id == caller.org_id => Err(ApiError::conflict(
             "branch_protected",
-            format!("branch {} is protected; unprotect it first (PATCH protected false)", d.id),
+            format!(
+                "branch {} is protected; unprotect it first (PATCH protected false)",
+                d.id
+            ),
         )),
         _ => Ok(()),
     }
@@ -186,7 +189,15 @@ pub async fn create(
         expires_at: input.ttl_hours.map(|h| now + h * 3_600_000),
         created_at: now,
     };
-    let d = insert_new(&app, &service, &caller, new, Some(restore), Some(branch.clone())).await?;
+    let d = insert_new(
+        &app,
+        &service,
+        &caller,
+        new,
+        Some(restore),
+        Some(branch.clone()),
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(view(d, Some(&branch)))))
 }
 

@@ -34,7 +34,10 @@ async fn until_backed_up(c: &Client, id: &str, kind: &str) -> Vec<Value> {
             );
             return ledger;
         }
-        assert!(start.elapsed() < Duration::from_secs(180), "no {kind} backup: {ledger:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "no {kind} backup: {ledger:?}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -50,7 +53,11 @@ fn server_now(uri: &str) -> String {
 /// One version: rows written before and after a target time, a restore
 /// to it, exactly the earlier rows in the copy; the figures printed.
 async fn restores_to_a_time(c: &Client, version: &str) {
-    let d = create(c, json!({ "name": format!("pitr{version}"), "version": version })).await;
+    let d = create(
+        c,
+        json!({ "name": format!("pitr{version}"), "version": version }),
+    )
+    .await;
     let id = d["id"].as_str().unwrap().to_owned();
     let ledger = until_backed_up(c, &id, "full").await;
     let full = ledger.iter().find(|b| b["kind"] == "full").unwrap();
@@ -62,7 +69,10 @@ async fn restores_to_a_time(c: &Client, version: &str) {
         .as_str()
         .unwrap()
         .to_owned();
-    psql_ok(&uri, "CREATE TABLE t (n int, at timestamptz DEFAULT clock_timestamp())");
+    psql_ok(
+        &uri,
+        "CREATE TABLE t (n int, at timestamptz DEFAULT clock_timestamp())",
+    );
     psql_ok(&uri, "INSERT INTO t (n) VALUES (1), (2)");
     // Milliseconds apart, so the target falls strictly between commits.
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -93,7 +103,10 @@ async fn restores_to_a_time(c: &Client, version: &str) {
         .unwrap()
         .to_owned();
     assert_eq!(
-        psql_ok(&copy_uri, "SELECT string_agg(n::text, ',' ORDER BY n) FROM t"),
+        psql_ok(
+            &copy_uri,
+            "SELECT string_agg(n::text, ',' ORDER BY n) FROM t"
+        ),
         "1,2",
         "PostgreSQL {version}: the copy holds exactly the rows written before {target}"
     );
@@ -127,18 +140,27 @@ async fn bad_targets_are_refused_and_an_incremental_backup_lands_in_the_ledger()
         ("2999-01-01T00:00:00Z", "in the future"),
     ] {
         let r = c
-            .post(&format!("/databases/{id}/restore"), json!({ "targetTime": target }))
+            .post(
+                &format!("/databases/{id}/restore"),
+                json!({ "targetTime": target }),
+            )
             .await;
         assert_eq!(r.status, 400, "{why}: {}", r.text());
         assert!(r.text().contains("targetTime"), "{why}: {}", r.text());
     }
     let r = c
-        .post(&format!("/databases/{id}/restore"), json!({ "target": "x" }))
+        .post(
+            &format!("/databases/{id}/restore"),
+            json!({ "target": "x" }),
+        )
         .await;
     assert_eq!(r.status, 400, "an unknown field: {}", r.text());
 
     let r = c
-        .post(&format!("/databases/{id}/backups"), json!({ "full": false }))
+        .post(
+            &format!("/databases/{id}/backups"),
+            json!({ "full": false }),
+        )
         .await;
     assert_eq!(r.status, 202, "{}", r.text());
     assert_eq!(r.json()["status"], "pending");
@@ -164,13 +186,22 @@ async fn branches_copy_whole_or_structure_only_count_against_the_plan_and_protec
         .as_str()
         .unwrap()
         .to_owned();
-    psql_ok(&uri, "CREATE TABLE t (n serial, v text); INSERT INTO t (v) VALUES ('a'), ('b')");
+    psql_ok(
+        &uri,
+        "CREATE TABLE t (n serial, v text); INSERT INTO t (v) VALUES ('a'), ('b')",
+    );
 
     let branches = format!("/databases/{id}/branches");
     for (body, field) in [
         (json!({ "name": "x", "ttlHours": 0 }), "ttlHours"),
-        (json!({ "name": "x", "fromTimestamp": "soon" }), "fromTimestamp"),
-        (json!({ "name": "x", "fromTimestamp": "2000-01-01T00:00:00Z" }), "fromTimestamp"),
+        (
+            json!({ "name": "x", "fromTimestamp": "soon" }),
+            "fromTimestamp",
+        ),
+        (
+            json!({ "name": "x", "fromTimestamp": "2000-01-01T00:00:00Z" }),
+            "fromTimestamp",
+        ),
     ] {
         let r = c.post(&branches, body).await;
         assert_eq!(r.status, 400, "{}", r.text());
@@ -197,12 +228,25 @@ async fn branches_copy_whole_or_structure_only_count_against_the_plan_and_protec
 
     c.wait_running(&format!("/databases/{full}")).await;
     c.wait_running(&format!("/databases/{shape}")).await;
-    let full_uri = connection(&c, &full).await["uri"].as_str().unwrap().to_owned();
-    assert_eq!(psql_ok(&full_uri, "SELECT string_agg(v, ',' ORDER BY n) FROM t"), "a,b");
-    let shape_uri = connection(&c, &shape).await["uri"].as_str().unwrap().to_owned();
+    let full_uri = connection(&c, &full).await["uri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        psql_ok(&full_uri, "SELECT string_agg(v, ',' ORDER BY n) FROM t"),
+        "a,b"
+    );
+    let shape_uri = connection(&c, &shape).await["uri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(psql_ok(&shape_uri, "SELECT count(*) FROM t"), "0");
     psql_ok(&shape_uri, "INSERT INTO t (v) VALUES ('c')");
-    assert_eq!(psql_ok(&shape_uri, "SELECT n FROM t"), "1", "sequences restarted");
+    assert_eq!(
+        psql_ok(&shape_uri, "SELECT n FROM t"),
+        "1",
+        "sequences restarted"
+    );
 
     let listed = c.get(&branches).await.json();
     let listed = listed.as_array().unwrap();
@@ -219,7 +263,10 @@ async fn branches_copy_whole_or_structure_only_count_against_the_plan_and_protec
         assert_eq!(r.status, 409, "{path}: {}", r.text());
     }
     let r = c
-        .patch(&format!("{branches}/{shape}"), json!({ "protected": false }))
+        .patch(
+            &format!("{branches}/{shape}"),
+            json!({ "protected": false }),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["protected"], false);

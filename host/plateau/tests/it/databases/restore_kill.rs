@@ -25,10 +25,18 @@ fn strays(data: &Path) -> Vec<i32> {
         .unwrap_or(0);
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
-        if std::fs::read_link(format!("/proc/{pid}/cwd")).ok().as_deref() != Some(&data) {
+        if std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .ok()
+            .as_deref()
+            != Some(&data)
+        {
             continue;
         }
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -91,7 +99,10 @@ async fn a_restore_whose_agent_is_killed_completes_whole_or_leaves_nothing() {
     }
 
     let r = c
-        .post(&format!("/databases/{id}/restore"), json!({ "name": "copy" }))
+        .post(
+            &format!("/databases/{id}/restore"),
+            json!({ "name": "copy" }),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let copy = r.json()["id"].as_str().unwrap().to_owned();
