@@ -2,7 +2,8 @@
 //! while the API process (`plateau serve`) is down or restarting: the
 //! supervisors of this host's caches and databases (adoption after a
 //! restart, restarts of dead processes, failover), the sweep of expired
-//! cache snapshots, and the apps data plane (the edge, the apps' replicas
+//! cache snapshots, the databases' backups (WAL shipping, scheduled and
+//! asked-for base backups, retention), and the apps data plane (the edge, the apps' replicas
 //! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
@@ -50,6 +51,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         caches.snapshots().clone(),
         std::time::Duration::from_secs(60),
     );
+    let backups = databases.clone().spawn_backups();
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
         .with(databases)
@@ -64,6 +66,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     crate::serve::shutdown_signal().await;
     supervisor.abort();
     sweeper.abort();
+    backups.abort();
     apps.stop().await;
     db.close().await;
     tracing::info!("the agent stopped; what it supervised keeps running");

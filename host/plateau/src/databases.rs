@@ -1,7 +1,7 @@
 //! The managed databases' service, as `plateau serve` (the API) and
 //! `plateau agent` (whose supervisor adopts, restarts and fails over this
 //! host's clusters) both build it: the local provider on this host's data
-//! directory.
+//! directory, and the store of their backups.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +38,14 @@ pub struct DatabaseArgs {
     /// it is back under.
     #[arg(long, env = "PLATEAU_DATABASE_DISK_CHECK_MS", default_value_t = 30000)]
     pub database_disk_check_ms: u64,
+    /// Base backups and archived WAL of the databases: a directory, `file:///dir` or
+    /// `s3://bucket[/prefix]` (AWS_* variables); default: `database-backups` in the data directory.
+    #[arg(long, env = "PLATEAU_DATABASE_BACKUP_STORE")]
+    pub database_backup_store: Option<String>,
+    /// Hours between scheduled base backups of each database (its WAL is
+    /// archived continuously).
+    #[arg(long, env = "PLATEAU_DATABASE_BACKUP_HOURS", default_value_t = 24)]
+    pub database_backup_hours: u64,
 }
 
 pub fn start(
@@ -50,6 +58,11 @@ pub fn start(
 ) -> anyhow::Result<Arc<DatabaseService>> {
     let root = data_dir.join("databases");
     let binaries = args.postgres_dir.clone().unwrap_or_else(bins::default_root);
+    let backups = match &args.database_backup_store {
+        Some(spec) => plateau_object_store::open(spec),
+        None => plateau_object_store::local(&data_dir.join("database-backups")),
+    }
+    .context("opening the database backup store")?;
     let provider = LocalProvider::new(LocalConfig {
         root: root.clone(),
         address: args.database_address.clone(),
@@ -59,6 +72,7 @@ pub fn start(
             .unwrap_or_else(|| bins::pgbouncer(&binaries)),
         binaries,
         haproxy: haproxy.to_owned(),
+        backups,
     })
     .with_context(|| format!("preparing the database directory {}", root.display()))?;
     Ok(Arc::new(DatabaseService::new(
@@ -70,6 +84,7 @@ pub fn start(
             host_id: host_id.to_owned(),
             supervise_every: Duration::from_millis(args.database_supervise_ms.max(100)),
             disk_check_every: Duration::from_millis(args.database_disk_check_ms.max(100)),
+            backup_every: Duration::from_secs(args.database_backup_hours.max(1) * 3600),
         },
     )))
 }

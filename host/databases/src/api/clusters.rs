@@ -15,6 +15,8 @@ use plateau_api::routes::{Pairs, page_and_filters};
 use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_kernel::Status;
+use plateau_store::databases::backups::{self, Restore};
+use plateau_store::databases::branches::{self, Branch};
 use plateau_store::databases::{self as db, Database};
 use plateau_store::events::{self, NewEvent};
 use plateau_store::managed::{self, Table};
@@ -124,6 +126,71 @@ pub async fn create(
         .check(cpus >= 1, "cpus", "must be at least 1")
         .check(disk_gb >= 1, "diskGb", "must be at least 1")
         .finish()?;
+    let project_id = match &input.project_id {
+        Some(id) => Some(
+            projects::get(app.db(), &caller.org_id, id)
+                .await?
+                .map(|p| p.id)
+                .ok_or_else(|| {
+                    ApiError::invalid("projectId", "no such project in this organization")
+                })?,
+        ),
+        None => caller.project_id.clone(),
+    };
+
+    let d = insert_new(
+        &app,
+        &service,
+        &caller,
+        NewCluster {
+            name: input.name.trim().to_owned(),
+            version,
+            replicas,
+            memory_mb,
+            cpus,
+            disk_gb,
+            project_id,
+        },
+        None,
+        None,
+    )
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(DatabaseView::of(&service, d).await?),
+    ))
+}
+
+/// A new cluster's settings, checked.
+pub(super) struct NewCluster {
+    pub name: String,
+    pub version: String,
+    pub replicas: i64,
+    pub memory_mb: i64,
+    pub cpus: i64,
+    pub disk_gb: i64,
+    pub project_id: Option<String>,
+}
+
+/// Records a new cluster (`creating`) under the plan's ceilings, with its
+/// event, and the restore that makes it if any, in one transaction.
+pub(super) async fn insert_new(
+    app: &AppState,
+    service: &DatabaseService,
+    caller: &Caller,
+    new: NewCluster,
+    restore: Option<Restore>,
+    branch: Option<Branch>,
+) -> Result<Database, ApiError> {
+    let NewCluster {
+        version,
+        replicas,
+        memory_mb,
+        cpus,
+        disk_gb,
+        project_id,
+        ..
+    } = new;
     let limits = db::plan_limits(app.db(), &caller.plan)
         .await?
         .ok_or_else(|| {
@@ -159,25 +226,13 @@ pub async fn create(
     if let Some(e) = over(db::usage(app.db(), &caller.org_id).await?) {
         return Err(e);
     }
-    let project_id = match &input.project_id {
-        Some(id) => Some(
-            projects::get(app.db(), &caller.org_id, id)
-                .await?
-                .map(|p| p.id)
-                .ok_or_else(|| {
-                    ApiError::invalid("projectId", "no such project in this organization")
-                })?,
-        ),
-        None => caller.project_id.clone(),
-    };
-
     let id = new_id("dbs");
     let now = time::now_ms();
     let d = Database {
         id: id.clone(),
         org_id: caller.org_id.clone(),
         project_id,
-        name: input.name.trim().to_owned(),
+        name: new.name,
         status: Status::Creating.as_str().to_owned(),
         status_detail: None,
         generation: 1,
@@ -221,6 +276,14 @@ pub async fn create(
         "diskGb": disk_gb,
     }));
     let mut tx = app.db().begin().await?;
+    if let Some(mut r) = restore {
+        r.database_id = d.id.clone();
+        backups::insert_restore(&mut tx, &r).await?;
+    }
+    if let Some(mut b) = branch {
+        b.database_id = d.id.clone();
+        branches::insert(&mut tx, &b).await?;
+    }
     if let Some(e) = over(db::usage_for_update(&mut tx, &caller.org_id).await?) {
         return Err(e);
     }
@@ -238,10 +301,7 @@ pub async fn create(
         });
     }
     tx.commit_last().await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(DatabaseView::of(&service, d).await?),
-    ))
+    Ok(d)
 }
 
 /// One database, with its members and their roles.
@@ -345,6 +405,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<DatabaseView>), ApiError> {
     let d = find(&app, &caller, &id).await?;
+    super::branches::refuse_protected(&app, &caller, &d).await?;
     let now = time::now_ms();
     let event = NewEvent::audited(
         &caller.org_id,

@@ -43,7 +43,8 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          log_line_prefix = '%m [%p] %q%u@%d '\n\
          log_min_duration_statement = 1000\n\
          # TLS (the cluster's certificate, when the data directory has it).\n\
-         include_if_exists = '{tls}'\n",
+         include_if_exists = '{tls}'\n\
+         {archiving}",
         tls = super::tls::SETTINGS,
         max_connections = spec.max_connections(),
         shared_buffers = spec.shared_buffers_mb(),
@@ -52,6 +53,7 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
         maintenance = (memory / 16).max(16),
         workers = cpus + 8,
         per_gather = (cpus / 2).max(1),
+        archiving = archiving(spec),
     )
 }
 
@@ -234,6 +236,61 @@ pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str
          \x20 server {leader} {address}:{leader_port}\n",
         pid = dir.join(ROUTER_PID).display(),
     )
+}
+
+// ---- Backups (issue 32): WAL archiving and recovery. ----
+
+/// The directory, beside a cluster's members, where its leader archives
+/// WAL segments for the agent to ship to the backup store.
+pub const WAL_SPOOL: &str = "wal-spool";
+/// Where a restore puts the archived WAL it replays.
+pub const RESTORE_WAL: &str = "restore-wal";
+/// The private socket directory of a cluster being restored.
+pub const RESTORE_SOCKET: &str = "restore-socket";
+
+/// Continuous archiving: every completed segment (and timeline history)
+/// is copied to [`WAL_SPOOL`] (`../../wal-spool` from a member's data
+/// directory), flushed, then renamed, so a file there is whole; a file
+/// already there is accepted if it is the same. Only the leader archives
+/// (`archive_mode = on`); a segment is closed after a minute at most.
+/// The template archives nothing.
+fn archiving(spec: &ClusterSpec) -> String {
+    if spec.id.is_empty() {
+        return String::new();
+    }
+    let spool = format!("../../{WAL_SPOOL}");
+    format!(
+        "archive_mode = on\n\
+         archive_timeout = 60\n\
+         archive_command = 'f={spool}/%f; if [ -f \"$f\" ]; then cmp -s \"%p\" \"$f\"; \
+         else cp \"%p\" \"$f.part\" && sync \"$f.part\" && mv \"$f.part\" \"$f\" && sync {spool}; fi'\n"
+    )
+}
+
+/// What a cluster being restored adds to [`postgres`]: no TCP listener,
+/// a private socket (in `socket_dir`) the host's role reaches without a
+/// password (see [`restore_hba`]), the archived WAL in `wal_dir`, and the
+/// target; promoted at the target (at the end of the archive without one).
+pub fn recovery(socket_dir: &Path, wal_dir: &Path, target: Option<&str>) -> String {
+    let mut text = format!(
+        "listen_addresses = ''\n\
+         unix_socket_directories = '{socket}'\n\
+         restore_command = 'cp \"{wal}/%f\" \"%p\"'\n\
+         recovery_target_action = 'promote'\n\
+         recovery_target_timeline = 'latest'\n",
+        socket = socket_dir.display(),
+        wal = wal_dir.display(),
+    );
+    if let Some(target) = target {
+        text.push_str(&format!("recovery_target_time = '{target}'\n"));
+    }
+    text
+}
+
+/// `pg_hba.conf` while a cluster is restored: the host's role over the
+/// private socket only (its directory is the cluster user's, mode 0700).
+pub fn restore_hba() -> String {
+    format!("# Written by Plateau during a restore.\nlocal all {ADMIN_ROLE} trust\n")
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::{Error, FAILOVER_AFTER, Result, Supervised};
 
 /// Files of a data directory a copy leaves behind: the running server's,
 /// and those a standby writes itself.
-const SKIP_FILES: [&str; 9] = [
+pub(super) const SKIP_FILES: [&str; 9] = [
     "postmaster.pid",
     "postmaster.opts",
     "backup_label",
@@ -32,7 +32,7 @@ const SKIP_FILES: [&str; 9] = [
 
 /// Directories whose contents a copy leaves behind (the standby streams
 /// the WAL through its slot; the rest is rebuilt at start).
-const EMPTY_DIRS: [&str; 8] = [
+pub(super) const EMPTY_DIRS: [&str; 8] = [
     "pg_wal",
     "pg_replslot",
     "pg_dynshmem",

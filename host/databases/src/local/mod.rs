@@ -8,12 +8,15 @@
 //! [`crate::host_session::SETTINGS`]. The ports are claimed in files
 //! (`ports`), so the API process and the agent never hand out one twice.
 
+mod archive;
+pub use archive::segment_of;
 mod conf;
 pub use conf::read_database;
 mod failover;
 mod members;
 mod ports;
 mod provider;
+mod restore;
 mod router;
 pub mod supervise;
 mod tls;
@@ -47,6 +50,8 @@ pub struct LocalConfig {
     pub pgbouncer: PathBuf,
     /// The `haproxy` binary of the write endpoints.
     pub haproxy: PathBuf,
+    /// Where base backups and archived WAL go (`archive`).
+    pub backups: plateau_object_store::Opened,
 }
 
 pub struct LocalProvider {
@@ -234,7 +239,20 @@ impl LocalProvider {
             sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
         }
         admin.close().await?;
+        self.complete_cluster(spec, placement, creds).await
+    }
 
+    /// What a new cluster gets once its leader runs with its passwords:
+    /// the WAL spool, the standbys, synchronous commit, the pooler and the
+    /// write endpoint.
+    async fn complete_cluster(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        creds: &Credentials,
+    ) -> Result<()> {
+        self.ensure_spool(&spec.id)?;
+        let user = self.user_of(&spec.id);
         // The standbys, one after the other, then synchronous commit.
         for node in placement.standbys() {
             self.make_standby(spec, placement, creds, &node).await?;
@@ -389,6 +407,16 @@ pub fn quote_literal(text: &str) -> String {
 /// The operations [`crate::DatabaseProvider`] is made of (`provider`).
 impl LocalProvider {
     pub async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
+        let placement = self.place(spec)?;
+        if let Err(e) = self.init(spec, &placement, credentials).await {
+            let _ = self.destroy(&placement).await;
+            return Err(e);
+        }
+        Ok(placement)
+    }
+
+    /// The placement of a new cluster: its ports claimed, a new owner role.
+    fn place(&self, spec: &ClusterSpec) -> Result<Placement> {
         // Refuse a missing version before taking anything.
         self.bin(&spec.version)?;
         let mut ports = Vec::new();
@@ -408,7 +436,7 @@ impl LocalProvider {
             })
             .collect();
         let n = ports.len();
-        let placement = Placement {
+        Ok(Placement {
             cluster: spec.id.clone(),
             version: spec.version.clone(),
             address: self.config.address.clone(),
@@ -419,12 +447,7 @@ impl LocalProvider {
             database: "app".to_owned(),
             members,
             leader: "node0".to_owned(),
-        };
-        if let Err(e) = self.init(spec, &placement, credentials).await {
-            let _ = self.destroy(&placement).await;
-            return Err(e);
-        }
-        Ok(placement)
+        })
     }
 
     pub async fn destroy(&self, placement: &Placement) -> Result<()> {

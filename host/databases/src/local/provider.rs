@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
 
-use crate::spec::{ClusterSpec, Credentials, Member, Node, Placement};
+use crate::spec::{BaseBackup, ClusterSpec, Credentials, Member, Node, Placement, RestoreFrom};
 use crate::{DatabaseProvider, Error, Result, Supervised};
 
 use super::LocalProvider;
@@ -135,5 +135,50 @@ impl DatabaseProvider for LocalProvider {
         member: &str,
     ) -> Result<()> {
         LocalProvider::recreate_member(self, spec, placement, credentials, member).await
+    }
+
+    async fn ship_wal(&self, placement: &Placement) -> Result<u64> {
+        self.ship(&placement.cluster).await
+    }
+
+    async fn flush_wal(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<(String, u64)> {
+        self.flush(placement, credentials).await
+    }
+
+    async fn base_backup(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        id: &str,
+    ) -> Result<BaseBackup> {
+        self.take_base_backup(placement, credentials, id).await
+    }
+
+    async fn restore(
+        &self,
+        spec: &ClusterSpec,
+        credentials: &Credentials,
+        from: &RestoreFrom,
+    ) -> Result<Placement> {
+        self.destroy(&self.leftovers(&spec.id, &spec.version))
+            .await?;
+        self.restore_cluster(spec, credentials, from).await
+    }
+
+    async fn prune_backups(
+        &self,
+        cluster: &str,
+        ids: &[String],
+        wal_before: Option<&str>,
+    ) -> Result<()> {
+        self.prune(cluster, ids, wal_before).await
+    }
+
+    async fn drop_backups(&self, cluster: &str) -> Result<()> {
+        self.drop_all_backups(cluster).await
     }
 }

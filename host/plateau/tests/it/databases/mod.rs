@@ -4,6 +4,7 @@
 //! (`writeUri`).
 
 mod api;
+mod backups;
 mod converge;
 mod drivers;
 mod ha;
@@ -11,6 +12,7 @@ mod inside;
 mod isolation;
 mod outage;
 mod quota;
+mod restore_kill;
 mod secrets;
 mod tls;
 
