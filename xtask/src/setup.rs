@@ -35,6 +35,9 @@ const TEST_PACKAGES: &[&str] = &[
     // Built apps: git clones their repositories, buildah builds Dockerfiles.
     "buildah",
     "git",
+    // The console's browser tests: headless Chromium through WebDriver.
+    "chromium",
+    "chromium-driver",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
@@ -78,9 +81,33 @@ pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     ensure_packages(TEST_PACKAGES)?;
     ensure_python_packages(TEST_PYTHON_PACKAGES)?;
     crate::postgres_bins::ensure()?;
+    ensure_axe()?;
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
     cargo(&args)
+}
+
+/// axe-core (npm), which the console's browser tests inject into every
+/// page, under `target/console-npm` where the tests look for it; the
+/// version is the tests' `AXE_VERSION`.
+const AXE_CORE: &str = "axe-core@4.10.3";
+
+fn ensure_axe() -> anyhow::Result<()> {
+    let prefix = workspace_root().join("target/console-npm");
+    if prefix.join("node_modules/axe-core/axe.min.js").exists() {
+        return Ok(());
+    }
+    eprintln!("installing {AXE_CORE} from npm");
+    let status = Command::new("npm")
+        .args(["install", "--no-save", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&prefix)
+        .arg(AXE_CORE)
+        .status()
+        .context("running npm (install Node.js and npm)")?;
+    if !status.success() {
+        bail!("npm install {AXE_CORE} failed");
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str]) -> anyhow::Result<()> {

@@ -228,13 +228,13 @@ pub fn form(session: &Session, action: &str, fields: Markup, submit: &str) -> Ma
     }
 }
 
-/// A one-button form (pause, revoke, delete); `label` is what a screen
-/// reader hears, `text` what the button shows.
-pub fn button(session: &Session, action: &str, text: &str, label: &str) -> Markup {
+/// A one-button form (pause, revoke, delete): the button shows `text`,
+/// and a screen reader hears `context` after it.
+pub fn button(session: &Session, action: &str, text: &str, context: &str) -> Markup {
     html! {
         form method="post" action=(action) class="inline" {
             (csrf(session))
-            button type="submit" aria-label=(label) { (text) }
+            button type="submit" { (text) span class="visually-hidden" { " " (context) } }
         }
     }
 }

@@ -55,7 +55,7 @@ async fn account(ctx: Ctx) -> Response {
                 @for t in items.iter().filter(|t| t["status"] == "active") {
                     @let id = html::text(&t["id"]);
                     @let name = html::text(&t["name"]);
-                    (html::button(s, &format!("/console/account/tokens/{id}/revoke"), &format!("Revoke {name}"), &format!("Revoke token {name}")))
+                    (html::button(s, &format!("/console/account/tokens/{id}/revoke"), &format!("Revoke {name}"), "(token)"))
                 }
             }
         }))
@@ -114,7 +114,7 @@ async fn projects(ctx: Ctx) -> Response {
                     col("Default", "isDefault"), col("Created", "createdAt")], None))
                 @for p in items.iter().filter(|p| p["isDefault"] != true) {
                     @let name = html::text(&p["name"]);
-                    (html::button(s, &format!("/console/projects/{}/delete", html::text(&p["id"])), &format!("Delete {name}"), &format!("Delete project {name}")))
+                    (html::button(s, &format!("/console/projects/{}/delete", html::text(&p["id"])), &format!("Delete {name}"), "(project)"))
                 }
             }
         }))

@@ -93,11 +93,11 @@ async fn plugins(ctx: Ctx) -> Response {
                     form method="post" action=(format!("{here}/switch")) class="inline" {
                         (html::csrf(s))
                         input type="hidden" name="digest" value=(html::text(&v["digest"]));
-                        button type="submit" aria-label=(format!("Switch {name} to version {}", html::text(&v["version"]))) { "Switch to " (html::text(&v["version"])) }
+                        button type="submit" { "Switch to " (html::text(&v["version"])) span class="visually-hidden" { " of " (name) } }
                     }
                 }
                 @if p["previousDigest"].is_string() {
-                    (html::button(s, &format!("{here}/rollback"), "Roll back", &format!("Roll back {name}")))
+                    (html::button(s, &format!("{here}/rollback"), "Roll back", &name))
                 }
             }
             (html::form(s, &format!("{here}/versions"), html! {

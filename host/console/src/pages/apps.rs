@@ -81,11 +81,11 @@ async fn show(ctx: Ctx, Path(id): Path<String>) -> Response {
             div class="actions" {
                 a href=(html::text(&a["url"])) { "Open the app" }
                 @if a["status"] == "paused" {
-                    (html::button(s, &format!("{here}/resume"), "Resume", "Resume the app"))
+                    (html::button(s, &format!("{here}/resume"), "Resume", "the app"))
                 } @else {
-                    (html::button(s, &format!("{here}/pause"), "Pause", "Pause the app"))
+                    (html::button(s, &format!("{here}/pause"), "Pause", "the app"))
                 }
-                (html::button(s, &format!("{here}/rollback"), "Roll back", "Roll back to the previous deployment"))
+                (html::button(s, &format!("{here}/rollback"), "Roll back", "to the previous deployment"))
             }
         }))
         h2 { "Deploy another image" }
@@ -120,7 +120,7 @@ async fn show(ctx: Ctx, Path(id): Path<String>) -> Response {
                     form method="post" action=(format!("{here}/env/delete")) class="inline" {
                         (html::csrf(s))
                         input type="hidden" name="key" value=(key);
-                        button type="submit" aria-label=(format!("Remove variable {key}")) { "Remove " (key) }
+                        button type="submit" { "Remove " (key) span class="visually-hidden" { " from the environment" } }
                     }
                 }
             }

@@ -98,18 +98,18 @@ async fn render(ctx: &Ctx, id: &str, result: Option<Result<Value, Problem>>, sql
                     (html::table("Roles", &items, &[col("Name", "name"), col("Login", "login"), col("Create databases", "createdb"), col("Owner", "owner")], None))
                     @for role in items.iter().filter(|r| r["owner"] != true) {
                         @let name = html::text(&role["name"]);
-                        (html::button(s, &format!("{here}/roles/{}/delete", seg(&name)), &format!("Drop {name}"), &format!("Drop role {name}")))
+                        (html::button(s, &format!("{here}/roles/{}/delete", seg(&name)), &format!("Drop {name}"), "(role)"))
                     }
                 }
             }))
             (html::form(s, &format!("{here}/roles"), html! {
-                (html::input("Role name", "name", "text", true, None))
-                (html::input("Role password", "password", "password", true, None))
+                (html::input("Role name", "role", "text", true, None))
+                (html::input("Role password", "rolePassword", "password", true, None))
             }, "Create role"))
             h2 { "Extensions" }
             (section(&extensions, |e| html::table("Extensions", &html::items(e),
                 &[col("Name", "name"), col("Installed", "installed"), col("Version", "version"), col("Schema", "schema")], None)))
-            (html::form(s, &format!("{here}/extensions"), html::input("Extension", "name", "text", true, None), "Install extension"))
+            (html::form(s, &format!("{here}/extensions"), html::input("Extension", "extension", "text", true, None), "Install extension"))
         }
     } else {
         html! { p role="status" { "The database is not running yet; " a href=(here) { "refresh" } " to see its connection and console." } }
@@ -171,7 +171,7 @@ async fn query(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
 }
 
 async fn create_role(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
-    let body = json!({ "name": field(&fields, "name"), "password": fields.get("password").cloned().unwrap_or_default() });
+    let body = json!({ "name": field(&fields, "role"), "password": fields.get("rolePassword").cloned().unwrap_or_default() });
     let result = ctx.post(&format!("/databases/{}/roles", seg(&id)), body).await;
     after(&ctx, result, &format!("/console/databases/{}", seg(&id)))
 }
@@ -183,7 +183,7 @@ async fn delete_role(ctx: Ctx, Path((id, name)): Path<(String, String)>) -> Resp
 }
 
 async fn create_extension(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
-    let body = json!({ "name": field(&fields, "name") });
+    let body = json!({ "name": field(&fields, "extension") });
     let result = ctx.post(&format!("/databases/{}/extensions", seg(&id)), body).await;
     after(&ctx, result, &format!("/console/databases/{}", seg(&id)))
 }

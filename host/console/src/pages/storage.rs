@@ -48,11 +48,11 @@ async fn overview(ctx: Ctx) -> Response {
                 (html::table("Access keys", &items, &[col("Name", "name"), col("Access key id", "accessKeyId"), col("Read only", "readOnly"), col("Created", "createdAt")], None))
                 @for key in &items {
                     @let name = html::text(&key["name"]);
-                    (html::button(s, &format!("/console/storage/keys/{}/delete", html::text(&key["id"])), &format!("Delete {name}"), &format!("Delete access key {name}")))
+                    (html::button(s, &format!("/console/storage/keys/{}/delete", html::text(&key["id"])), &format!("Delete {name}"), "(access key)"))
                 }
             }
         }))
-        (html::form(s, "/console/storage/keys", html::input("Key name", "name", "text", true, None), "Create access key"))
+        (html::form(s, "/console/storage/keys", html::input("Key name", "keyName", "text", true, None), "Create access key"))
     };
     html::page(s, "/console/storage", "Storage", content).into_response()
 }
@@ -68,7 +68,7 @@ async fn delete_bucket(ctx: Ctx, Path(id): Path<String>) -> Response {
 }
 
 async fn create_key(ctx: Ctx, fields: Fields) -> Response {
-    match ctx.post("/storage/keys", json!({ "name": field(&fields, "name") })).await {
+    match ctx.post("/storage/keys", json!({ "name": field(&fields, "keyName") })).await {
         Ok(created) => {
             let content = html! {
                 p class="notice" role="status" { "Copy the secret now: it is never shown again." }
@@ -139,13 +139,13 @@ async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup) -> Response {
             h2 { "Download an object" }
             form method="post" action=(format!("{here}/download")) class="stack" {
                 (html::csrf(s))
-                (html::input("Object key", "key", "text", true, None))
+                (html::input("Object key", "downloadKey", "text", true, None))
                 (key_select(&keys, "f-download-key"))
                 button type="submit" { "Get a download link" }
             }
         }
         h2 { "Delete the bucket" }
-        (html::button(s, &format!("{here}/delete"), "Delete bucket", "Delete this bucket (it must be empty)"))
+        (html::button(s, &format!("{here}/delete"), "Delete bucket", "(it must be empty)"))
     };
     html::page(s, "/console/storage", &title, content).into_response()
 }
@@ -158,7 +158,7 @@ async fn presign(ctx: &Ctx, id: &str, key: &str, access_key: &str, method: &str)
 }
 
 async fn download(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
-    let key = field(&fields, "key").to_owned();
+    let key = field(&fields, "downloadKey").to_owned();
     match presign(&ctx, &id, &key, field(&fields, "accessKeyId"), "GET").await {
         Ok(url) => {
             let extra = html! {
