@@ -99,7 +99,13 @@ fn ensure_axe() -> anyhow::Result<()> {
     }
     eprintln!("installing {AXE_CORE} from npm");
     let status = Command::new("npm")
-        .args(["install", "--no-save", "--no-audit", "--no-fund", "--prefix"])
+        .args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+        ])
         .arg(&prefix)
         .arg(AXE_CORE)
         .status()

@@ -67,9 +67,14 @@ pub async fn check(State(console): State<Console>, request: Request, next: Next)
     if !session::same_secret(&expected, &offered) {
         return refuse("the form is out of date: reload the page and try again");
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 fn refuse(why: &str) -> Response {
-    (StatusCode::FORBIDDEN, crate::html::message_page("Refused", why)).into_response()
+    (
+        StatusCode::FORBIDDEN,
+        crate::html::message_page("Refused", why),
+    )
+        .into_response()
 }

@@ -124,9 +124,7 @@ pub fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age: i64) ->
 /// Whether a change comes from this console's own pages: no `Origin` or
 /// one naming this host, and no `Sec-Fetch-Site` saying another site.
 pub fn same_origin(headers: &HeaderMap) -> bool {
-    let fetch_site = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok());
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     if matches!(fetch_site, Some("cross-site" | "same-site")) {
         return false;
     }

@@ -99,7 +99,9 @@ pub fn shown_once(ctx: &Ctx, title: &str, label: &str, secret: &Value) -> Respon
 }
 
 async fn revoke_token(ctx: Ctx, Path(id): Path<String>) -> Response {
-    let result = ctx.call(Method::DELETE, &format!("/tokens/{}", seg(&id)), None).await;
+    let result = ctx
+        .call(Method::DELETE, &format!("/tokens/{}", seg(&id)), None)
+        .await;
     after(&ctx, result, "/console/account")
 }
 
@@ -125,11 +127,15 @@ async fn projects(ctx: Ctx) -> Response {
 }
 
 async fn create_project(ctx: Ctx, fields: Fields) -> Response {
-    let result = ctx.post("/projects", json!({ "name": field(&fields, "name") })).await;
+    let result = ctx
+        .post("/projects", json!({ "name": field(&fields, "name") }))
+        .await;
     after(&ctx, result, "/console/projects")
 }
 
 async fn delete_project(ctx: Ctx, Path(id): Path<String>) -> Response {
-    let result = ctx.call(Method::DELETE, &format!("/projects/{}", seg(&id)), None).await;
+    let result = ctx
+        .call(Method::DELETE, &format!("/projects/{}", seg(&id)), None)
+        .await;
     after(&ctx, result, "/console/projects")
 }

@@ -142,7 +142,9 @@ async fn show(ctx: Ctx, Path(id): Path<String>) -> Response {
 
 async fn deploy(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
     let path = format!("/apps/{}/deployments", seg(&id));
-    let result = ctx.post(&path, json!({ "image": field(&fields, "image") })).await;
+    let result = ctx
+        .post(&path, json!({ "image": field(&fields, "image") }))
+        .await;
     after(&ctx, result, &format!("/console/apps/{}", seg(&id)))
 }
 
@@ -161,7 +163,11 @@ async fn delete_env(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Respons
 async fn scale(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
     let body = json!({ "replicas": number(&fields, "replicas") });
     let result = ctx
-        .call(Method::PUT, &format!("/apps/{}/scale", seg(&id)), Some(body))
+        .call(
+            Method::PUT,
+            &format!("/apps/{}/scale", seg(&id)),
+            Some(body),
+        )
         .await;
     after(&ctx, result, &format!("/console/apps/{}", seg(&id)))
 }
@@ -170,8 +176,14 @@ async fn scale(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
 async fn action(ctx: Ctx, Path((id, action)): Path<(String, String)>) -> Response {
     let back = format!("/console/apps/{}", seg(&id));
     if !matches!(action.as_str(), "pause" | "resume" | "rollback") {
-        return (axum::http::StatusCode::NOT_FOUND, html::message_page("Not found", "no such action")).into_response();
+        return (
+            axum::http::StatusCode::NOT_FOUND,
+            html::message_page("Not found", "no such action"),
+        )
+            .into_response();
     }
-    let result = ctx.post(&format!("/apps/{}/{action}", seg(&id)), json!({})).await;
+    let result = ctx
+        .post(&format!("/apps/{}/{action}", seg(&id)), json!({}))
+        .await;
     after(&ctx, result, &back)
 }

@@ -31,13 +31,62 @@ struct Area {
 }
 
 const AREAS: &[Area] = &[
-    Area { slug: "queues", title: "Queues", list: "/queues", create: Some("/queues"), key: "name", subs: &["stats"] },
-    Area { slug: "cron-jobs", title: "Cron jobs", list: "/cron-jobs", create: Some("/cron-jobs"), key: "id", subs: &["runs"] },
-    Area { slug: "workflows", title: "Workflow runs", list: "/workflows/runs", create: Some("/workflows/runs"), key: "id", subs: &[] },
-    Area { slug: "email", title: "Email", list: "/email/messages", create: Some("/email/send"), key: "id", subs: &[] },
-    Area { slug: "checks", title: "Checks", list: "/checks", create: Some("/checks"), key: "id", subs: &["results", "alerts"] },
-    Area { slug: "heartbeats", title: "Heartbeats", list: "/heartbeats", create: Some("/heartbeats"), key: "id", subs: &["pings"] },
-    Area { slug: "flags", title: "Flags", list: "/flags", create: None, key: "key", subs: &[] },
+    Area {
+        slug: "queues",
+        title: "Queues",
+        list: "/queues",
+        create: Some("/queues"),
+        key: "name",
+        subs: &["stats"],
+    },
+    Area {
+        slug: "cron-jobs",
+        title: "Cron jobs",
+        list: "/cron-jobs",
+        create: Some("/cron-jobs"),
+        key: "id",
+        subs: &["runs"],
+    },
+    Area {
+        slug: "workflows",
+        title: "Workflow runs",
+        list: "/workflows/runs",
+        create: Some("/workflows/runs"),
+        key: "id",
+        subs: &[],
+    },
+    Area {
+        slug: "email",
+        title: "Email",
+        list: "/email/messages",
+        create: Some("/email/send"),
+        key: "id",
+        subs: &[],
+    },
+    Area {
+        slug: "checks",
+        title: "Checks",
+        list: "/checks",
+        create: Some("/checks"),
+        key: "id",
+        subs: &["results", "alerts"],
+    },
+    Area {
+        slug: "heartbeats",
+        title: "Heartbeats",
+        list: "/heartbeats",
+        create: Some("/heartbeats"),
+        key: "id",
+        subs: &["pings"],
+    },
+    Area {
+        slug: "flags",
+        title: "Flags",
+        list: "/flags",
+        create: None,
+        key: "key",
+        subs: &[],
+    },
 ];
 
 pub fn routes() -> Router<Console> {
@@ -54,7 +103,11 @@ fn area(slug: &str) -> Option<&'static Area> {
 }
 
 fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, html::message_page("Not found", "there is no such area")).into_response()
+    (
+        StatusCode::NOT_FOUND,
+        html::message_page("Not found", "there is no such area"),
+    )
+        .into_response()
 }
 
 /// Up to six scalar fields of the first item, as columns.
@@ -70,14 +123,20 @@ fn columns(items: &[Value]) -> Vec<String> {
         .collect()
 }
 
-fn generic_table(caption: &str, items: &[Value], link: Option<&dyn Fn(&Value) -> String>) -> maud::Markup {
+fn generic_table(
+    caption: &str,
+    items: &[Value],
+    link: Option<&dyn Fn(&Value) -> String>,
+) -> maud::Markup {
     let names = columns(items);
     let cols: Vec<html::Column> = names.iter().map(|n| col(n, n)).collect();
     html::table(caption, items, &cols, link)
 }
 
 async fn list(ctx: Ctx, Path(slug): Path<String>) -> Response {
-    let Some(a) = area(&slug) else { return not_found() };
+    let Some(a) = area(&slug) else {
+        return not_found();
+    };
     let list = ctx.get(a.list).await;
     let here = format!("/console/areas/{}", a.slug);
     let key = a.key;
@@ -112,8 +171,12 @@ async fn list(ctx: Ctx, Path(slug): Path<String>) -> Response {
 }
 
 async fn create(ctx: Ctx, Path(slug): Path<String>, fields: Fields) -> Response {
-    let Some(a) = area(&slug) else { return not_found() };
-    let Some(path) = a.create else { return not_found() };
+    let Some(a) = area(&slug) else {
+        return not_found();
+    };
+    let Some(path) = a.create else {
+        return not_found();
+    };
     let here = format!("/console/areas/{}", a.slug);
     let body: Value = match serde_json::from_str(field(&fields, "body")) {
         Ok(v) => v,
@@ -130,7 +193,9 @@ async fn create(ctx: Ctx, Path(slug): Path<String>, fields: Fields) -> Response 
 }
 
 async fn item(ctx: Ctx, Path((slug, key)): Path<(String, String)>) -> Response {
-    let Some(a) = area(&slug) else { return not_found() };
+    let Some(a) = area(&slug) else {
+        return not_found();
+    };
     let base = format!("{}/{}", a.list, seg(&key));
     let item = ctx.get(&base).await;
     let mut subs = Vec::new();
@@ -151,7 +216,13 @@ async fn item(ctx: Ctx, Path((slug, key)): Path<(String, String)>) -> Response {
             }))
         }
     };
-    html::page(&ctx.session, &format!("/console/areas/{}", a.slug), &key, content).into_response()
+    html::page(
+        &ctx.session,
+        &format!("/console/areas/{}", a.slug),
+        &key,
+        content,
+    )
+    .into_response()
 }
 
 const EVENT_COLUMNS: &[html::Column] = &[
@@ -163,7 +234,9 @@ const EVENT_COLUMNS: &[html::Column] = &[
 
 async fn events(ctx: Ctx) -> Response {
     let list = ctx.get("/events?limit=100").await;
-    let content = section(&list, |l| html::table("Events", &html::items(l), EVENT_COLUMNS, None));
+    let content = section(&list, |l| {
+        html::table("Events", &html::items(l), EVENT_COLUMNS, None)
+    });
     html::page(&ctx.session, "/console/events", "Events", content).into_response()
 }
 
@@ -181,7 +254,14 @@ async fn audit_csv(ctx: Ctx) -> Response {
     let answer = ctx
         .console
         .api
-        .send(Some(&ctx.session), ctx.peer, Method::GET, "/audit/export", None, Body::empty())
+        .send(
+            Some(&ctx.session),
+            ctx.peer,
+            Method::GET,
+            "/audit/export",
+            None,
+            Body::empty(),
+        )
         .await;
     let mut response = (answer.status, answer.body).into_response();
     for name in [header::CONTENT_TYPE, header::CONTENT_DISPOSITION] {

@@ -47,8 +47,15 @@ async fn show(ctx: Ctx, Path(id): Path<String>) -> Response {
     let base = format!("/caches/{}", seg(&id));
     let cache = ctx.get(&base).await;
     let running = cache.as_ref().is_ok_and(|c| c["status"] == "running");
-    let title = cache.as_ref().map(|c| html::text(&c["name"])).unwrap_or_else(|_| "Cache".to_owned());
-    let connection = if running { Some(ctx.get(&format!("{base}/connection")).await) } else { None };
+    let title = cache
+        .as_ref()
+        .map(|c| html::text(&c["name"]))
+        .unwrap_or_else(|_| "Cache".to_owned());
+    let connection = if running {
+        Some(ctx.get(&format!("{base}/connection")).await)
+    } else {
+        None
+    };
     let content = html! {
         (section(&cache, |c| html! {
             dl {

@@ -21,7 +21,10 @@ pub fn routes() -> Router<Console> {
         .route("/console/databases/{id}", get(show))
         .route("/console/databases/{id}/query", post(query))
         .route("/console/databases/{id}/roles", post(create_role))
-        .route("/console/databases/{id}/roles/{name}/delete", post(delete_role))
+        .route(
+            "/console/databases/{id}/roles/{name}/delete",
+            post(delete_role),
+        )
         .route("/console/databases/{id}/extensions", post(create_extension))
 }
 
@@ -64,13 +67,21 @@ async fn show(ctx: Ctx, Path(id): Path<String>) -> Response {
 }
 
 /// The database's page, with the SQL console's last result when there is one.
-async fn render(ctx: &Ctx, id: &str, result: Option<Result<Value, Problem>>, sql: &str) -> Response {
+async fn render(
+    ctx: &Ctx,
+    id: &str,
+    result: Option<Result<Value, Problem>>,
+    sql: &str,
+) -> Response {
     let base = format!("/databases/{}", seg(id));
     let here = format!("/console{base}");
     let db = ctx.get(&base).await;
     let running = db.as_ref().is_ok_and(|d| d["status"] == "running");
     let s = &ctx.session;
-    let title = db.as_ref().map(|d| html::text(&d["name"])).unwrap_or_else(|_| "Database".to_owned());
+    let title = db
+        .as_ref()
+        .map(|d| html::text(&d["name"]))
+        .unwrap_or_else(|_| "Database".to_owned());
     let details = if running {
         let connection = ctx.get(&format!("{base}/connection")).await;
         let replicas = ctx.get(&format!("{base}/replicas")).await;
@@ -127,7 +138,12 @@ async fn render(ctx: &Ctx, id: &str, result: Option<Result<Value, Problem>>, sql
     html::page(s, "/console/databases", &title, content).into_response()
 }
 
-fn sql_console(ctx: &Ctx, here: &str, sql: &str, result: Option<&Result<Value, Problem>>) -> Markup {
+fn sql_console(
+    ctx: &Ctx,
+    here: &str,
+    sql: &str,
+    result: Option<&Result<Value, Problem>>,
+) -> Markup {
     html! {
         form method="post" action=(format!("{here}/query")) class="stack" {
             (html::csrf(&ctx.session))
@@ -166,13 +182,17 @@ fn sql_console(ctx: &Ctx, here: &str, sql: &str, result: Option<&Result<Value, P
 async fn query(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
     let sql = fields.get("sql").cloned().unwrap_or_default();
     let body = json!({ "sql": sql, "write": field(&fields, "write") == "true" });
-    let result = ctx.post(&format!("/databases/{}/query", seg(&id)), body).await;
+    let result = ctx
+        .post(&format!("/databases/{}/query", seg(&id)), body)
+        .await;
     render(&ctx, &id, Some(result), &sql).await
 }
 
 async fn create_role(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
     let body = json!({ "name": field(&fields, "role"), "password": fields.get("rolePassword").cloned().unwrap_or_default() });
-    let result = ctx.post(&format!("/databases/{}/roles", seg(&id)), body).await;
+    let result = ctx
+        .post(&format!("/databases/{}/roles", seg(&id)), body)
+        .await;
     after(&ctx, result, &format!("/console/databases/{}", seg(&id)))
 }
 
@@ -184,6 +204,8 @@ async fn delete_role(ctx: Ctx, Path((id, name)): Path<(String, String)>) -> Resp
 
 async fn create_extension(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
     let body = json!({ "name": field(&fields, "extension") });
-    let result = ctx.post(&format!("/databases/{}/extensions", seg(&id)), body).await;
+    let result = ctx
+        .post(&format!("/databases/{}/extensions", seg(&id)), body)
+        .await;
     after(&ctx, result, &format!("/console/databases/{}", seg(&id)))
 }

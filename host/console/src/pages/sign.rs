@@ -70,8 +70,14 @@ async fn sign_in(State(console): State<Console>, headers: HeaderMap, fields: Fie
             let h = response.headers_mut();
             let value = session.seal(&console);
             let max_age = session::TTL_SECS;
-            h.append(header::SET_COOKIE, session::set_cookie(&headers, COOKIE, &value, max_age));
-            h.append(header::SET_COOKIE, session::set_cookie(&headers, PRE_COOKIE, "", 0));
+            h.append(
+                header::SET_COOKIE,
+                session::set_cookie(&headers, COOKIE, &value, max_age),
+            );
+            h.append(
+                header::SET_COOKIE,
+                session::set_cookie(&headers, PRE_COOKIE, "", 0),
+            );
             response
         }
         Err(p) => form_page(&headers, p.status, Some(&p.message())),
@@ -94,7 +100,14 @@ async fn admin_session(console: &Console, password: &str) -> Result<Session, Pro
     let body = Body::from(json!({ "password": password }).to_string());
     let answer = console
         .api
-        .send(None, None, Method::POST, "/admin/login", Some("application/json"), body)
+        .send(
+            None,
+            None,
+            Method::POST,
+            "/admin/login",
+            Some("application/json"),
+            body,
+        )
         .await;
     let cookie_name = format!("{}=", plateau_api::auth::ADMIN_COOKIE);
     let value = answer
@@ -120,9 +133,10 @@ async fn sign_out(ctx: Ctx, headers: HeaderMap) -> Response {
         let _ = ctx.post("/admin/logout", json!({})).await;
     }
     let mut response = Redirect::to("/console/sign-in").into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, session::set_cookie(&headers, COOKIE, "", 0));
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        session::set_cookie(&headers, COOKIE, "", 0),
+    );
     response
 }
 

@@ -58,17 +58,34 @@ async fn overview(ctx: Ctx) -> Response {
 }
 
 async fn create_bucket(ctx: Ctx, fields: Fields) -> Response {
-    let result = ctx.post("/storage/buckets", json!({ "name": field(&fields, "name") })).await;
+    let result = ctx
+        .post(
+            "/storage/buckets",
+            json!({ "name": field(&fields, "name") }),
+        )
+        .await;
     after(&ctx, result, "/console/storage")
 }
 
 async fn delete_bucket(ctx: Ctx, Path(id): Path<String>) -> Response {
-    let result = ctx.call(Method::DELETE, &format!("/storage/buckets/{}", seg(&id)), None).await;
+    let result = ctx
+        .call(
+            Method::DELETE,
+            &format!("/storage/buckets/{}", seg(&id)),
+            None,
+        )
+        .await;
     after(&ctx, result, "/console/storage")
 }
 
 async fn create_key(ctx: Ctx, fields: Fields) -> Response {
-    match ctx.post("/storage/keys", json!({ "name": field(&fields, "keyName") })).await {
+    match ctx
+        .post(
+            "/storage/keys",
+            json!({ "name": field(&fields, "keyName") }),
+        )
+        .await
+    {
         Ok(created) => {
             let content = html! {
                 p class="notice" role="status" { "Copy the secret now: it is never shown again." }
@@ -76,14 +93,22 @@ async fn create_key(ctx: Ctx, fields: Fields) -> Response {
                 (html::copyable("Secret access key", "secret", &html::text(&created["secretAccessKey"])))
                 p { a href="/console/storage" { "Back to storage" } }
             };
-            html::page(&ctx.session, "/console/storage", "Access key created", content).into_response()
+            html::page(
+                &ctx.session,
+                "/console/storage",
+                "Access key created",
+                content,
+            )
+            .into_response()
         }
         Err(p) => refused(&ctx, &p, "/console/storage"),
     }
 }
 
 async fn delete_key(ctx: Ctx, Path(id): Path<String>) -> Response {
-    let result = ctx.call(Method::DELETE, &format!("/storage/keys/{}", seg(&id)), None).await;
+    let result = ctx
+        .call(Method::DELETE, &format!("/storage/keys/{}", seg(&id)), None)
+        .await;
     after(&ctx, result, "/console/storage")
 }
 
@@ -107,10 +132,17 @@ async fn bucket(ctx: Ctx, Path(id): Path<String>) -> Response {
 
 async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup) -> Response {
     let b = ctx.get(&format!("/storage/buckets/{}", seg(id))).await;
-    let keys = ctx.get("/storage/keys").await.map(|k| html::items(&k)).unwrap_or_default();
+    let keys = ctx
+        .get("/storage/keys")
+        .await
+        .map(|k| html::items(&k))
+        .unwrap_or_default();
     let s = &ctx.session;
     let here = format!("/console/storage/buckets/{}", seg(id));
-    let title = b.as_ref().map(|b| html::text(&b["name"])).unwrap_or_else(|_| "Bucket".to_owned());
+    let title = b
+        .as_ref()
+        .map(|b| html::text(&b["name"]))
+        .unwrap_or_else(|_| "Bucket".to_owned());
     let content = html! {
         (section(&b, |b| html! {
             dl {
@@ -151,9 +183,18 @@ async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup) -> Response {
 }
 
 /// A presigned URL for `key` of bucket `id`.
-async fn presign(ctx: &Ctx, id: &str, key: &str, access_key: &str, method: &str) -> Result<String, crate::api::Problem> {
-    let body = json!({ "key": key, "method": method, "accessKeyId": access_key, "expiresInSeconds": 900 });
-    let presigned = ctx.post(&format!("/storage/buckets/{}/presign", seg(id)), body).await?;
+async fn presign(
+    ctx: &Ctx,
+    id: &str,
+    key: &str,
+    access_key: &str,
+    method: &str,
+) -> Result<String, crate::api::Problem> {
+    let body =
+        json!({ "key": key, "method": method, "accessKeyId": access_key, "expiresInSeconds": 900 });
+    let presigned = ctx
+        .post(&format!("/storage/buckets/{}/presign", seg(id)), body)
+        .await?;
     Ok(html::text(&presigned["url"]))
 }
 
@@ -193,12 +234,22 @@ async fn upload(
         request = request.header(header::CONTENT_TYPE, kind);
     }
     match request.send().await {
-        Ok(r) if r.status().is_success() => (StatusCode::OK, format!("uploaded {key}")).into_response(),
+        Ok(r) if r.status().is_success() => {
+            (StatusCode::OK, format!("uploaded {key}")).into_response()
+        }
         Ok(r) => {
             let status = r.status().as_u16();
             let text = r.text().await.unwrap_or_default();
-            (StatusCode::BAD_GATEWAY, format!("the object store answered {status}: {text}")).into_response()
+            (
+                StatusCode::BAD_GATEWAY,
+                format!("the object store answered {status}: {text}"),
+            )
+                .into_response()
         }
-        Err(e) => (StatusCode::BAD_GATEWAY, format!("the object store could not be reached: {e}")).into_response(),
+        Err(e) => (
+            StatusCode::BAD_GATEWAY,
+            format!("the object store could not be reached: {e}"),
+        )
+            .into_response(),
     }
 }

@@ -23,7 +23,10 @@ const AXE_VERSION: &str = "4.10.3";
 const AXE_TAGS: &[&str] = &["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"];
 
 fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 /// axe-core's script, installed from npm under `target/console-npm` (as
@@ -33,7 +36,13 @@ fn axe_source() -> String {
     let file = prefix.join("node_modules/axe-core/axe.min.js");
     if !file.exists() {
         let status = std::process::Command::new("npm")
-            .args(["install", "--no-save", "--no-audit", "--no-fund", "--prefix"])
+            .args([
+                "install",
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+            ])
             .arg(&prefix)
             .arg(format!("axe-core@{AXE_VERSION}"))
             .status()
@@ -98,7 +107,10 @@ impl Browser {
         .chain([format!("--user-data-dir={}", profile.path().display())])
         .collect::<Vec<_>>();
         let mut caps = serde_json::Map::new();
-        caps.insert("goog:chromeOptions".into(), json!({ "args": args, "binary": "/usr/bin/chromium" }));
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({ "args": args, "binary": "/usr/bin/chromium" }),
+        );
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
             .connect(&url)
@@ -124,9 +136,14 @@ impl Browser {
             self.axe,
             json!(AXE_TAGS)
         );
-        let found = self.client.execute(&script, vec![]).await.expect("axe runs");
+        let found = self
+            .client
+            .execute(&script, vec![])
+            .await
+            .expect("axe runs");
         for v in found.as_array().into_iter().flatten() {
-            self.violations.push(format!("{name}: {}", v.as_str().unwrap_or_default()));
+            self.violations
+                .push(format!("{name}: {}", v.as_str().unwrap_or_default()));
         }
         let png = self.client.screenshot().await.expect("a screenshot");
         std::fs::write(self.shots.join(format!("{name}.png")), png).unwrap();
@@ -139,17 +156,33 @@ impl Browser {
     }
 
     async fn fill(&self, css: &str, text: &str) {
-        let field = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+        let field = self
+            .client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"));
         field.clear().await.ok();
         field.send_keys(text).await.unwrap();
     }
 
     async fn click(&self, css: &str) {
-        self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).click().await.unwrap();
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"))
+            .click()
+            .await
+            .unwrap();
     }
 
     async fn text(&self) -> String {
-        self.client.find(Locator::Css("main")).await.unwrap().text().await.unwrap()
+        self.client
+            .find(Locator::Css("main"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
     }
 
     /// Reloads the page until its main text contains `want`.
@@ -193,7 +226,11 @@ async fn a_person_in_chromium() {
     b.reload_until("running", "the app to run").await;
     b.check("app").await;
     let deploy_secs = step.elapsed().as_secs_f64();
-    let open = b.client.find(Locator::LinkText("Open the app")).await.unwrap();
+    let open = b
+        .client
+        .find(Locator::LinkText("Open the app"))
+        .await
+        .unwrap();
     let url = open.attr("href").await.unwrap().expect("the app's URL");
     b.client.goto(&url).await.unwrap();
     let body = b.client.source().await.unwrap();
@@ -201,7 +238,8 @@ async fn a_person_in_chromium() {
 
     // Create a database and run a query in its console.
     let step = Instant::now();
-    b.visit(&format!("{base}/console/databases"), "databases").await;
+    b.visit(&format!("{base}/console/databases"), "databases")
+        .await;
     b.fill("#f-name", "consoledb").await;
     b.click("main form button[type=submit]").await;
     b.reload_until("SQL console", "the database to run").await;
@@ -215,17 +253,31 @@ async fn a_person_in_chromium() {
     // An access key, a bucket, and a file uploaded to it.
     b.visit(&format!("{base}/console/storage"), "storage").await;
     b.fill("#f-name", "console-bucket").await;
-    b.click("form[action='/console/storage/buckets'] button").await;
+    b.click("form[action='/console/storage/buckets'] button")
+        .await;
     b.fill("#f-keyName", "console-key").await;
     b.click("form[action='/console/storage/keys'] button").await;
     assert!(b.text().await.contains("never shown again"));
     b.check("access-key").await;
-    b.visit(&format!("{base}/console/storage"), "storage-with-bucket").await;
-    b.client.find(Locator::LinkText("console-bucket")).await.unwrap().click().await.unwrap();
+    b.visit(&format!("{base}/console/storage"), "storage-with-bucket")
+        .await;
+    b.client
+        .find(Locator::LinkText("console-bucket"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
     let content = format!("uploaded from Chromium at {:?}", started.elapsed());
     std::fs::write(file.path(), &content).unwrap();
-    b.client.find(Locator::Css("#f-file")).await.unwrap().send_keys(&file.path().display().to_string()).await.unwrap();
+    b.client
+        .find(Locator::Css("#f-file"))
+        .await
+        .unwrap()
+        .send_keys(&file.path().display().to_string())
+        .await
+        .unwrap();
     b.fill("form[data-upload] #f-key", "hello.txt").await;
     b.click("form[data-upload] button").await;
     b.reload_until_status("Uploaded hello.txt").await;
@@ -234,7 +286,10 @@ async fn a_person_in_chromium() {
     let link = b.client.find(Locator::Css("a[download]")).await.unwrap();
     let href = link.attr("href").await.unwrap().unwrap();
     let got = reqwest::get(&href).await.unwrap().text().await.unwrap();
-    assert_eq!(got, content, "the object downloaded through the presigned link");
+    assert_eq!(
+        got, content,
+        "the object downloaded through the presigned link"
+    );
     b.check("bucket").await;
 
     // Every other page of the organisation.
@@ -264,8 +319,13 @@ async fn a_person_in_chromium() {
     b.fill("#f-password", &env.server.admin_password).await;
     b.click("form:has(#f-password) button").await;
     assert!(b.text().await.contains("operator"), "{}", b.text().await);
-    b.visit(&format!("{base}/console/admin/organizations"), "admin-organizations").await;
-    b.visit(&format!("{base}/console/admin/plugins"), "admin-plugins").await;
+    b.visit(
+        &format!("{base}/console/admin/organizations"),
+        "admin-organizations",
+    )
+    .await;
+    b.visit(&format!("{base}/console/admin/plugins"), "admin-plugins")
+        .await;
     assert!(b.text().await.contains("flags"), "{}", b.text().await);
 
     eprintln!(
@@ -276,14 +336,23 @@ async fn a_person_in_chromium() {
     );
     let violations = std::mem::take(&mut b.violations);
     b.stop().await;
-    assert!(violations.is_empty(), "axe-core found {} violations:\n{}", violations.len(), violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "axe-core found {} violations:\n{}",
+        violations.len(),
+        violations.join("\n")
+    );
 }
 
 impl Browser {
     /// Waits, without reloading, for the upload form's status to say `want`.
     async fn reload_until_status(&self, want: &str) {
         for _ in 0..1200 {
-            let status = self.client.find(Locator::Css("form[data-upload] [role=status]")).await.unwrap();
+            let status = self
+                .client
+                .find(Locator::Css("form[data-upload] [role=status]"))
+                .await
+                .unwrap();
             let text = status.text().await.unwrap();
             if text.contains(want) {
                 return;
@@ -294,4 +363,3 @@ impl Browser {
         panic!("the upload never finished");
     }
 }
-

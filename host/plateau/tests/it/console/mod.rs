@@ -35,7 +35,9 @@ pub fn cookie_value(set_cookie: &str) -> String {
 
 /// The value of the first hidden `csrf` field of a page.
 pub fn csrf_of(html: &str) -> String {
-    let at = html.find(r#"name="csrf" value=""#).expect("the page has a csrf field");
+    let at = html
+        .find(r#"name="csrf" value=""#)
+        .expect("the page has a csrf field");
     let rest = &html[at + r#"name="csrf" value=""#.len()..];
     rest[..rest.find('"').unwrap()].to_owned()
 }
@@ -53,7 +55,11 @@ impl Session {
     /// the console answers with a session.
     pub async fn sign_in(server: &Server, fields: &[(&str, &str)]) -> Session {
         let c = http();
-        let page = c.get(format!("{}/console/sign-in", server.url)).send().await.unwrap();
+        let page = c
+            .get(format!("{}/console/sign-in", server.url))
+            .send()
+            .await
+            .unwrap();
         let pre = cookie_value(&set_cookie(&page, "plateau_console_pre").unwrap());
         let csrf = csrf_of(&page.text().await.unwrap());
         let mut form = vec![("csrf", csrf.as_str())];
