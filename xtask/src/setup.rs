@@ -36,6 +36,9 @@ const TEST_PACKAGES: &[&str] = &[
     // Built apps: git clones their repositories, buildah builds Dockerfiles.
     "buildah",
     "git",
+    // The console's browser tests: headless Chromium through WebDriver.
+    "chromium",
+    "chromium-driver",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
@@ -69,8 +72,10 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
 ];
 
 /// npm packages the test suite uses, installed under `target/npm-clients`
-/// (the tests set `NODE_PATH` to its `node_modules`): node-postgres.
-const TEST_NPM_PACKAGES: &[&str] = &["pg"];
+/// (the tests set `NODE_PATH` to its `node_modules`): node-postgres, and
+/// axe-core, which the console's browser tests inject into every page
+/// (the version is the tests' `AXE_VERSION`).
+const TEST_NPM_PACKAGES: &[&str] = &["pg", "axe-core@4.10.3"];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
@@ -192,8 +197,12 @@ fn ensure_npm_packages(packages: &[&str]) -> anyhow::Result<()> {
         .iter()
         .copied()
         .filter(|p| {
+            let name = p
+                .rsplit_once('@')
+                .filter(|(n, _)| !n.is_empty())
+                .map_or(*p, |(n, _)| n);
             !dir.join("node_modules")
-                .join(p)
+                .join(name)
                 .join("package.json")
                 .exists()
         })

@@ -157,7 +157,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &args.databases,
         &args.store.data_dir,
         &db,
-        sealer,
+        sealer.clone(),
         &host_id,
         &args.haproxy,
     )?;
@@ -220,7 +220,9 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(databases.clone()))
         .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
-    let app = plateau_registry::mount(api, registry);
+    // The web console calls the API in-process, through this same router.
+    let console = plateau_console::router(api.clone(), sealer);
+    let app = plateau_registry::mount(api.merge(console), registry);
     let timeouts = args.listen_timeouts.timeouts();
     apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");

@@ -11,6 +11,7 @@ mod auth;
 mod cache;
 mod checks;
 mod connect;
+mod console;
 mod cron;
 mod cron_container;
 mod cron_due;
