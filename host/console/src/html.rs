@@ -164,7 +164,8 @@ pub fn table(
         return html! { p { "No " (caption.to_lowercase()) " yet." } };
     }
     html! {
-        div class="table-wrap" {
+        // A region a keyboard can scroll (WCAG 2.1.1), named by its table.
+        div class="table-wrap" tabindex="0" role="region" aria-label=(caption) {
             table {
                 caption { (caption) }
                 thead { tr { @for c in columns { th scope="col" { (c.heading) } } } }

@@ -161,7 +161,7 @@ fn sql_console(
             Some(Ok(r)) => {
                 @let columns: Vec<String> = r["columns"].as_array().into_iter().flatten().map(|c| html::text(&c["name"])).collect();
                 p role="status" { (html::text(&r["rowCount"])) " rows" @if r["truncated"] == true { " (truncated)" } }
-                div class="table-wrap" {
+                div class="table-wrap" tabindex="0" role="region" aria-label="Result" {
                     table {
                         caption { "Result" }
                         thead { tr { @for c in &columns { th scope="col" { (c) } } } }

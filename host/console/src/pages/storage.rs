@@ -211,6 +211,21 @@ async fn download(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response 
     }
 }
 
+/// A client for `url` that resolves `localhost` names to loopback, as RFC
+/// 6761 has every resolver do (the S3 endpoint's default is
+/// `s3.localhost`, which the system resolver may not know).
+fn client_for(url: &str) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder();
+    if let Ok(parsed) = reqwest::Url::parse(url)
+        && let Some(host) = parsed.host_str()
+        && (host == "localhost" || host.ends_with(".localhost"))
+    {
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        builder = builder.resolve(host, std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    builder.build().unwrap_or_default()
+}
+
 /// The script's upload: the request body goes, streamed, to a presigned PUT.
 async fn upload(
     ctx: Ctx,
@@ -224,7 +239,7 @@ async fn upload(
         Ok(url) => url,
         Err(p) => return (p.status, p.message()).into_response(),
     };
-    let mut request = reqwest::Client::new()
+    let mut request = client_for(&url)
         .put(&url)
         .body(reqwest::Body::wrap_stream(body.into_data_stream()));
     if let Some(length) = headers.get(header::CONTENT_LENGTH) {

@@ -165,7 +165,11 @@ impl Browser {
         field.send_keys(text).await.unwrap();
     }
 
+    /// Clicks `css`; when that submits a form, waits (at most 5 s) until
+    /// the page it loads is complete, as a person waits to read it.
     async fn click(&self, css: &str) {
+        let mark = "window.__plateauBefore = true; return true;";
+        self.client.execute(mark, vec![]).await.unwrap();
         self.client
             .find(Locator::Css(css))
             .await
@@ -173,6 +177,16 @@ impl Browser {
             .click()
             .await
             .unwrap();
+        let loaded =
+            "return window.__plateauBefore !== true && document.readyState === 'complete';";
+        for _ in 0..50 {
+            if let Ok(v) = self.client.execute(loaded, vec![]).await
+                && v == json!(true)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     async fn text(&self) -> String {
@@ -183,6 +197,21 @@ impl Browser {
             .text()
             .await
             .unwrap()
+    }
+
+    /// Waits (without reloading) until the main text contains `want`, as
+    /// a page a form posted to loads; that text.
+    async fn until_text(&self, want: &str) -> String {
+        for _ in 0..300 {
+            if let Ok(main) = self.client.find(Locator::Css("main")).await
+                && let Ok(text) = main.text().await
+                && text.contains(want)
+            {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.text().await
     }
 
     /// Reloads the page until its main text contains `want`.
@@ -246,7 +275,7 @@ async fn a_person_in_chromium() {
     let db_secs = step.elapsed().as_secs_f64();
     b.fill("#f-sql", "select 40 + 2 as answer").await;
     b.click("form:has(#f-sql) button").await;
-    let text = b.text().await;
+    let text = b.until_text("rows").await;
     assert!(text.contains("answer") && text.contains("42"), "{text}");
     b.check("database").await;
 
@@ -285,7 +314,15 @@ async fn a_person_in_chromium() {
     b.click("form[action$='/download'] button").await;
     let link = b.client.find(Locator::Css("a[download]")).await.unwrap();
     let href = link.attr("href").await.unwrap().unwrap();
-    let got = reqwest::get(&href).await.unwrap().text().await.unwrap();
+    // `s3.localhost` is loopback (RFC 6761), which the system resolver
+    // may not say; the browser knows it.
+    let url = reqwest::Url::parse(&href).unwrap();
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], url.port().unwrap()));
+    let client = reqwest::Client::builder()
+        .resolve(url.host_str().unwrap(), loopback)
+        .build()
+        .unwrap();
+    let got = client.get(url).send().await.unwrap().text().await.unwrap();
     assert_eq!(
         got, content,
         "the object downloaded through the presigned link"
