@@ -89,9 +89,9 @@ pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
     // The tests run `python3`: the venv's, which sees its packages.
-    let path = std::env::join_paths(
-        std::iter::once(venv_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )?;
+    let path = std::env::join_paths(std::iter::once(venv_bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
     cargo_with(&args, &[("PATH", path)])
 }
 
@@ -179,14 +179,20 @@ fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<std::path
     let bin = venv.join("bin");
     let python = bin.join("python3");
     if !python.exists() {
-        eprintln!("creating the test suite's Python environment in {}", venv.display());
+        eprintln!(
+            "creating the test suite's Python environment in {}",
+            venv.display()
+        );
         let status = Command::new("python3")
             .args(["-m", "venv", "--system-site-packages"])
             .arg(&venv)
             .status()
             .context("running python3 -m venv")?;
         if !status.success() {
-            bail!("python3 -m venv {} failed (is python3-venv installed?)", venv.display());
+            bail!(
+                "python3 -m venv {} failed (is python3-venv installed?)",
+                venv.display()
+            );
         }
     }
     for (module, package) in packages {

@@ -220,7 +220,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(databases.clone()))
         .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
-    let app = plateau_registry::mount(api, registry);
+    let app = crate::guides::mount(plateau_registry::mount(api, registry));
     let timeouts = args.listen_timeouts.timeouts();
     apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");

@@ -174,7 +174,11 @@ fn absolute_location(name: &str, value: String) -> String {
     let under_base = value
         .strip_prefix(base)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
-    if name.eq_ignore_ascii_case("location") && value.starts_with('/') && !value.starts_with("//") && !under_base {
+    if name.eq_ignore_ascii_case("location")
+        && value.starts_with('/')
+        && !value.starts_with("//")
+        && !under_base
+    {
         format!("{base}{value}")
     } else {
         value

@@ -39,7 +39,10 @@ pub fn finish(doc: &mut Value) {
             continue;
         };
         for (method, op) in item.iter_mut() {
-            let Some(op) = op.as_object_mut().filter(|_| METHODS.contains(&method.as_str())) else {
+            let Some(op) = op
+                .as_object_mut()
+                .filter(|_| METHODS.contains(&method.as_str()))
+            else {
                 continue;
             };
             if let Some(id) = ids.get(&(path.clone(), method.clone())) {
@@ -81,9 +84,10 @@ fn camel(segment: &str) -> String {
 }
 
 fn paginated(op: &Value) -> bool {
-    op["parameters"]
-        .as_array()
-        .is_some_and(|ps| ps.iter().any(|p| p["in"] == "query" && p["name"] == "cursor"))
+    op["parameters"].as_array().is_some_and(|ps| {
+        ps.iter()
+            .any(|p| p["in"] == "query" && p["name"] == "cursor")
+    })
 }
 
 /// The derived id of every `(path, method)`.
@@ -99,10 +103,7 @@ fn operation_ids(paths: &Map<String, Value>) -> BTreeMap<(String, String), Strin
         let Some(item) = item.as_object() else {
             continue;
         };
-        let literals: Vec<String> = segments(path)
-            .filter(|s| !is_param(s))
-            .map(camel)
-            .collect();
+        let literals: Vec<String> = segments(path).filter(|s| !is_param(s)).map(camel).collect();
         let base = literals.join(".");
         let on_item = segments(path).last().is_some_and(is_param);
         for (method, op) in item.iter().filter(|(m, _)| METHODS.contains(&m.as_str())) {
@@ -155,7 +156,11 @@ fn operation_ids(paths: &Map<String, Value>) -> BTreeMap<(String, String), Strin
 /// An operation without a description gets its summary as one, so every
 /// operation has both.
 fn describe(op: &mut Map<String, Value>) {
-    if op.get("description").and_then(Value::as_str).is_some_and(|d| !d.is_empty()) {
+    if op
+        .get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|d| !d.is_empty())
+    {
         return;
     }
     let summary = op
@@ -185,10 +190,12 @@ fn add_idempotency_key(op: &mut Map<String, Value>) {
     let Some(params) = params else {
         return;
     };
-    if params
-        .iter()
-        .any(|p| p["in"] == "header" && p["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case("idempotency-key")))
-    {
+    if params.iter().any(|p| {
+        p["in"] == "header"
+            && p["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case("idempotency-key"))
+    }) {
         return;
     }
     params.push(json!({
@@ -235,7 +242,8 @@ fn binary_bodies(op: &mut Map<String, Value>) {
         return;
     };
     for (media, body) in content.iter_mut() {
-        let bytes = body["schema"]["type"] == "array" && body["schema"]["items"]["type"] == "integer";
+        let bytes =
+            body["schema"]["type"] == "array" && body["schema"]["items"]["type"] == "integer";
         if bytes && !media.ends_with("json") {
             body["schema"] = json!({ "type": "string", "format": "binary" });
         }
@@ -252,7 +260,10 @@ mod tests {
         let mut out = BTreeMap::new();
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
-                out.insert(format!("{} {path}", method.to_uppercase()), op["operationId"].as_str().unwrap().to_owned());
+                out.insert(
+                    format!("{} {path}", method.to_uppercase()),
+                    op["operationId"].as_str().unwrap().to_owned(),
+                );
             }
         }
         out
@@ -277,7 +288,10 @@ mod tests {
             ("PATCH /apps/{id}", "apps.update"),
             ("DELETE /apps/{id}", "apps.delete"),
             ("POST /apps/{id}/pause", "apps.pause"),
-            ("PUT /apps/{id}/source-upload/{uploadId}", "apps.sourceUpload.put"),
+            (
+                "PUT /apps/{id}/source-upload/{uploadId}",
+                "apps.sourceUpload.put",
+            ),
             ("GET /me", "me.get"),
             ("GET /apps/{id}/logs", "apps.logs.list"),
             ("GET /x", "custom.name"),
@@ -304,7 +318,10 @@ mod tests {
         } } } } } });
         finish(&mut doc);
         let body = &doc["paths"]["/u"]["put"]["requestBody"]["content"]["application/octet-stream"];
-        assert_eq!(body["schema"], json!({ "type": "string", "format": "binary" }));
+        assert_eq!(
+            body["schema"],
+            json!({ "type": "string", "format": "binary" })
+        );
         let params = doc["paths"]["/u"]["put"]["parameters"].as_array().unwrap();
         assert!(params.iter().any(|p| p["name"] == "Idempotency-Key"));
     }

@@ -3,22 +3,26 @@
 //! process writes to a file holds no terminal colour codes. One server,
 //! on SQLite: none of it depends on the platform database.
 
-use plateau_testkit::{Backend, Client};
+use plateau_testkit::{Backend, Client, ServerOptions};
 use serde_json::json;
 
-use super::start;
+use super::start_with;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_clients_read_from_the_answers() {
-    let server = start(Backend::Sqlite).await;
+    // At `info`, the agent has something to say (at the suite's `warn`,
+    // its log stays empty).
+    let server = start_with(ServerOptions::new(Backend::Sqlite).env("PLATEAU_LOG", "info")).await;
 
     // RFC 6750 section 3: a 401 carries `WWW-Authenticate: Bearer`, and
     // says `invalid_token` when a token was sent and refused.
-    let r = server.anonymous().get("/apps").await;
+    let r = server.anonymous().get("/projects").await;
     assert_eq!(r.status, 401, "{}", r.text());
-    assert_eq!(r.header("www-authenticate"), Some(r#"Bearer realm="plateau""#));
-    let wrong = Client::new(&format!("{}/api/v1", server.url))
-        .with_token("plt_0000000000000000000000000000000000000000");
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(r#"Bearer realm="plateau""#)
+    );
+    let wrong = Client::new(&server.url).with_token("plt_0000000000000000000000000000000000000000");
     let r = wrong.get("/me").await;
     assert_eq!(r.status, 401, "{}", r.text());
     assert_eq!(
@@ -29,7 +33,8 @@ async fn what_clients_read_from_the_answers() {
     let r = server.anonymous().get("/queues").await;
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(
-        r.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")),
+        r.header("www-authenticate")
+            .is_some_and(|v| v.starts_with("Bearer")),
         "{:?}",
         r.header("www-authenticate")
     );
@@ -50,6 +55,13 @@ async fn what_clients_read_from_the_answers() {
     assert_eq!(followed.status(), 200);
     let body: serde_json::Value = followed.json().await.unwrap();
     assert_eq!(body["name"], "locq");
+
+    // The guides are served, as Markdown.
+    let r = reqwest::get(format!("{}/docs/caches", server.url))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("caCertificate"));
 
     // The agent logs to a file: plain text, no escape sequences.
     let log = std::fs::read_to_string(server.data_dir.path().join("agent/agent.log"))

@@ -10,6 +10,7 @@ mod audit_export;
 mod auth;
 mod cache;
 mod checks;
+mod cli;
 mod connect;
 mod cron;
 mod cron_container;
