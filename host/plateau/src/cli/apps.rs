@@ -286,9 +286,8 @@ pub async fn follow_deployment(api: &Api, app: &str, deployment: &Value) -> Resu
             eprint!("{}", &log[shown.min(log.len())..]);
             shown = log.len();
         }
-        match current["status"].as_str() {
-            Some("live" | "failed" | "superseded") => return Ok(current),
-            _ => {}
+        if let Some("live" | "failed" | "superseded") = current["status"].as_str() {
+            return Ok(current);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let page = api.get(&format!("/apps/{app}/deployments")).await?;
