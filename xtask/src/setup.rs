@@ -4,7 +4,9 @@
 //! Installs only what is missing: the wasm32-wasip2 Rust target (plugins
 //! are built for it) and, for the tests, Debian packages (a PostgreSQL
 //! server for the PostgreSQL half of the suite) and Python packages (real
-//! clients the tests drive the server with).
+//! clients the tests drive the server with) into a virtual environment of
+//! the suite's own, `target/python`: a Debian 12 whose system Python is
+//! externally managed (PEP 668) refuses `pip install`, a venv never does.
 
 use std::process::Command;
 
@@ -39,6 +41,8 @@ const TEST_PACKAGES: &[&str] = &[
     // The console's browser tests: headless Chromium through WebDriver.
     "chromium",
     "chromium-driver",
+    // The suite's Python clients live in a venv of their own.
+    "python3-venv",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
@@ -59,13 +63,17 @@ const RUN_PACKAGES: &[&str] = &[
     "git",
 ];
 
-/// Python packages the test suite uses: `oras`, another OCI client, and
-/// `schemathesis`, which checks the OpenAPI document against the server, and
-/// `boto3`, the AWS SDK that drives the S3 endpoint, and psycopg 3 and
-/// asyncpg, the PostgreSQL drivers the databases' pooled URI must serve.
+/// Python packages the test suite uses: `oras`, another OCI client;
+/// `schemathesis`, which checks the OpenAPI document against the server,
+/// `openapi-spec-validator`, which checks the document itself, and
+/// `openapi-python-client`, which generates a client from it; `boto3`,
+/// the AWS SDK that drives the S3 endpoint; psycopg 3 and asyncpg, the
+/// PostgreSQL drivers the databases' pooled URI must serve.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
+    ("openapi_spec_validator", "openapi-spec-validator"),
+    ("openapi_python_client", "openapi-python-client"),
     ("boto3", "boto3"),
     ("psycopg", "psycopg[binary]"),
     ("asyncpg", "asyncpg"),
@@ -89,17 +97,26 @@ pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
 pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(TEST_PACKAGES)?;
-    ensure_python_packages(TEST_PYTHON_PACKAGES)?;
+    let venv_bin = ensure_python_packages(TEST_PYTHON_PACKAGES)?;
     ensure_npm_packages(TEST_NPM_PACKAGES)?;
     crate::postgres_bins::ensure(false)?;
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
-    cargo(&args)
+    // The tests run `python3`: the venv's, which sees its packages.
+    let path = std::env::join_paths(std::iter::once(venv_bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
+    cargo_with(&args, &[("PATH", path)])
 }
 
 fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    cargo_with(args, &[])
+}
+
+fn cargo_with(args: &[&str], env: &[(&str, std::ffi::OsString)]) -> anyhow::Result<()> {
     let status = Command::new(env!("CARGO"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(workspace_root())
         .status()
         .context("running cargo")?;
@@ -167,11 +184,33 @@ fn ensure_packages(packages: &[&str]) -> anyhow::Result<()> {
     run(&install)
 }
 
-/// `(module, package)` pairs: installs `package` with pip when `module`
-/// does not import.
-fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
+/// `(module, package)` pairs: installs `package` with the venv's pip when
+/// `module` does not import there; the venv's `bin` directory. The venv
+/// sees the system's packages (`--system-site-packages`), so a machine
+/// that has them installs nothing.
+fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<std::path::PathBuf> {
+    let venv = workspace_root().join("target/python");
+    let bin = venv.join("bin");
+    let python = bin.join("python3");
+    if !python.exists() {
+        eprintln!(
+            "creating the test suite's Python environment in {}",
+            venv.display()
+        );
+        let status = Command::new("python3")
+            .args(["-m", "venv", "--system-site-packages"])
+            .arg(&venv)
+            .status()
+            .context("running python3 -m venv")?;
+        if !status.success() {
+            bail!(
+                "python3 -m venv {} failed (is python3-venv installed?)",
+                venv.display()
+            );
+        }
+    }
     for (module, package) in packages {
-        let present = Command::new("python3")
+        let present = Command::new(&python)
             .args(["-c", &format!("import {module}")])
             .output()
             .is_ok_and(|o| o.status.success());
@@ -179,7 +218,7 @@ fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
             continue;
         }
         eprintln!("installing the Python package {package}");
-        let status = Command::new("python3")
+        let status = Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", package])
             .status()
             .context("running pip")?;
@@ -187,7 +226,7 @@ fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
             bail!("pip install {package} failed");
         }
     }
-    Ok(())
+    Ok(bin)
 }
 
 /// Installs each of `packages` missing from `target/npm-clients`.

@@ -1,8 +1,8 @@
 //! `plateau`: the server and its command line.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use plateau::config::{self, StoreArgs};
-use plateau::{admin, agent, logging, plugin_cli, serve};
+use plateau::{admin, agent, cli, logging, plugin_cli, serve};
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +36,8 @@ enum Command {
         #[command(subcommand)]
         command: admin::AdminCommand,
     },
+    #[command(flatten)]
+    Client(cli::Command),
 }
 
 #[derive(Subcommand)]
@@ -74,6 +76,13 @@ async fn run() -> anyhow::Result<()> {
         Command::Admin { store, command } => {
             logging::init(config::LogFormat::Text);
             admin::run(store, command).await
+        }
+        Command::Client(command) => {
+            if let Err(sentence) = cli::run(command, &mut Cli::command()).await {
+                eprintln!("error: {sentence}");
+                std::process::exit(1);
+            }
+            Ok(())
         }
     }
 }

@@ -222,7 +222,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(storage.clone()));
     // The web console calls the API in-process, through this same router.
     let console = plateau_console::router(api.clone(), sealer);
-    let app = plateau_registry::mount(api.merge(console), registry);
+    let app = crate::guides::mount(plateau_registry::mount(api.merge(console), registry));
     let timeouts = args.listen_timeouts.timeouts();
     apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
