@@ -229,7 +229,7 @@ fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<std::path
     Ok(bin)
 }
 
-/// Installs each of `packages` missing from `target/npm-clients`.
+/// Installs `packages` into `target/npm-clients` when one is missing.
 fn ensure_npm_packages(packages: &[&str]) -> anyhow::Result<()> {
     let dir = workspace_root().join("target/npm-clients");
     let missing: Vec<&str> = packages
@@ -249,16 +249,18 @@ fn ensure_npm_packages(packages: &[&str]) -> anyhow::Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    eprintln!("installing the npm packages {}", missing.join(" "));
+    // All of them in one install: without a package.json, npm removes
+    // what an earlier `--no-save` install put there.
+    eprintln!("installing the npm packages {}", packages.join(" "));
     std::fs::create_dir_all(&dir)?;
     let status = Command::new("npm")
         .args(["install", "--silent", "--no-save", "--prefix"])
         .arg(&dir)
-        .args(&missing)
+        .args(packages)
         .status()
         .context("running npm (install Node.js and npm)")?;
     if !status.success() {
-        bail!("npm install {} failed", missing.join(" "));
+        bail!("npm install {} failed", packages.join(" "));
     }
     Ok(())
 }

@@ -29,27 +29,16 @@ fn target_dir() -> PathBuf {
         .to_owned()
 }
 
-/// axe-core's script, installed from npm under `target/npm-clients` (as
-/// `cargo xtask test` does) when it is not there yet.
+/// axe-core's script, which `cargo xtask test` installs from npm under
+/// `target/npm-clients` (with the suite's other npm packages).
 fn axe_source() -> String {
-    let prefix = target_dir().join("npm-clients");
-    let file = prefix.join("node_modules/axe-core/axe.min.js");
-    if !file.exists() {
-        let status = std::process::Command::new("npm")
-            .args([
-                "install",
-                "--no-save",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-            ])
-            .arg(&prefix)
-            .arg(format!("axe-core@{AXE_VERSION}"))
-            .status()
-            .expect("npm runs (install Node.js and npm)");
-        assert!(status.success(), "npm install axe-core failed");
-    }
-    std::fs::read_to_string(&file).expect("axe-core's script")
+    let file = target_dir().join("npm-clients/node_modules/axe-core/axe.min.js");
+    std::fs::read_to_string(&file).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; cargo xtask test installs axe-core@{AXE_VERSION}",
+            file.display()
+        )
+    })
 }
 
 /// chromedriver on a free port, and a headless Chromium session of it.
