@@ -115,6 +115,21 @@ async fn run(replica: &dyn Replicas, command: &str) -> String {
     String::from_utf8_lossy(&body).trim().to_owned()
 }
 
+/// A listener on every address of the host: its port, how many
+/// connections it accepted, and its task.
+async fn host_listener() -> (u16, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = accepted.clone();
+    let accepting = tokio::spawn(async move {
+        while listener.accept().await.is_ok() {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (port, accepted, accepting)
+}
+
 /// The host id container root maps to, from `/proc/self/uid_map`.
 async fn root_maps_to(replica: &dyn Replicas) -> u64 {
     let map = run(replica, "cat /proc/self/uid_map").await;
@@ -154,15 +169,7 @@ async fn a_container_cannot_leave_its_sandbox() {
     assert!(said.contains("Seccomp:\t2"), "{said}");
 
     // A host listener on every address is out of reach of the replicas.
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counted = accepted.clone();
-    let accepting = tokio::spawn(async move {
-        while listener.accept().await.is_ok() {
-            counted.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let (port, accepted, accepting) = host_listener().await;
     let said = run(
         &*one,
         &format!("{ADDRESSES}; echo host $h; nc -w 3 $h {port} </dev/null && echo reached"),
@@ -304,15 +311,7 @@ async fn replicas_reach_out_only_where_the_egress_guard_allows() {
     // The exemption never opens the host itself: a listener on every
     // address of the host is out of reach at the host's address in the
     // exempted range.
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counted = accepted.clone();
-    let accepting = tokio::spawn(async move {
-        while listener.accept().await.is_ok() {
-            counted.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let (port, accepted, accepting) = host_listener().await;
     let said = run(
         &*one,
         &format!(

@@ -6,7 +6,7 @@
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::encryption::{self, Customer};
+use super::encryption;
 use super::objects::{blob, etag, last_modified, metadata, preconditions};
 use super::{Front, s3_error, timestamp};
 use crate::provider::ObjectInfo;
@@ -56,28 +56,16 @@ fn checksums(info: &ObjectInfo, mode: Option<&ChecksumMode>, whole: bool) -> Che
     out
 }
 
-fn customer_of(
-    a: Option<&String>,
-    k: Option<&String>,
-    m: Option<&String>,
-) -> S3Result<Option<Customer>> {
-    encryption::customer(
-        a.map(String::as_str),
-        k.map(String::as_str),
-        m.map(String::as_str),
-    )
-}
-
 pub(super) async fn get(
     front: &Front,
     req: S3Request<GetObjectInput>,
 ) -> S3Result<S3Response<GetObjectOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     let input = &req.input;
-    let customer = customer_of(
-        input.sse_customer_algorithm.as_ref(),
-        input.sse_customer_key.as_ref(),
-        input.sse_customer_key_md5.as_ref(),
+    let customer = encryption::customer(
+        input.sse_customer_algorithm.as_deref(),
+        input.sse_customer_key.as_deref(),
+        input.sse_customer_key_md5.as_deref(),
     )?;
     let opened = front
         .storage
@@ -189,10 +177,10 @@ pub(super) async fn head(
 ) -> S3Result<S3Response<HeadObjectOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     let input = &req.input;
-    let customer = customer_of(
-        input.sse_customer_algorithm.as_ref(),
-        input.sse_customer_key.as_ref(),
-        input.sse_customer_key_md5.as_ref(),
+    let customer = encryption::customer(
+        input.sse_customer_algorithm.as_deref(),
+        input.sse_customer_key.as_deref(),
+        input.sse_customer_key_md5.as_deref(),
     )?;
     let info = front
         .storage
