@@ -352,6 +352,8 @@ impl ServeArgs {
                 .clone()
                 .unwrap_or_else(|| self.store.data_dir.join("plugin-cache")),
             commands: None,
+            apps_domain: self.apps.apps_domain.clone(),
+            data_dir: self.store.data_dir.clone(),
         }
     }
 }

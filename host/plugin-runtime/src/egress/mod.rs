@@ -9,18 +9,21 @@
 //! At most [`PER_DESTINATION`] HTTP connections are open to one
 //! destination at once (`gates`), and a connection whose answer was read
 //! to its end is kept alive briefly for the next request there (`pool`).
+//! Plain-HTTP requests to this host's apps go to its app edge (`edge`).
 
 use ipnet::IpNet;
 
 use crate::error::Error;
 
 mod client;
+mod edge;
 mod gates;
 mod mail;
 mod pool;
 mod smtp;
 
 pub use self::client::{EgressGuard, HttpError, IncomingResponse, OutgoingRequest};
+pub use self::edge::LocalEdge;
 pub use self::gates::PER_DESTINATION;
 pub use self::mail::{
     Attachment, MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, MAX_MESSAGE_BYTES, MAX_RECIPIENTS,
