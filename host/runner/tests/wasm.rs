@@ -13,7 +13,7 @@ use plateau_runner::{Artifact, Body, Error, LaunchSpec, Limits, LogSink, Runner,
 struct Discard;
 
 impl LogSink for Discard {
-    fn line(&self, _stream: Stream, _line: String) {}
+    fn line(&self, _: Option<&str>, _stream: Stream, _line: String) {}
 }
 
 fn spec(digest: &str, bytes: &'static [u8], milli_cpu: u32) -> LaunchSpec {
