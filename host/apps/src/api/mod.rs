@@ -90,3 +90,29 @@ pub(crate) fn pull_as(caller: &Caller) -> crate::image::PullAs {
         user_id: Some(caller.user_id.clone()),
     }
 }
+
+/// Refuses a deployment of `image` that cannot work: a reference the
+/// registry does not have for the organisation (422 naming `image`), or
+/// a registry that does not answer (502), before anything is stored.
+pub(crate) async fn check_image(
+    apps: &crate::Apps,
+    caller: &Caller,
+    image: &str,
+) -> Result<(), ApiError> {
+    use crate::image::{Unavailable, check_exists};
+    match check_exists(
+        image,
+        &pull_as(caller),
+        &*apps.inner.registry,
+        &apps.config().allowed_registries,
+    )
+    .await
+    {
+        Ok(()) => Ok(()),
+        Err(Unavailable::Absent(message)) => Err(ApiError::invalid("image", message)),
+        Err(Unavailable::Unreachable(detail)) => Err(ApiError::BadGateway {
+            code: "registry_unreachable",
+            detail,
+        }),
+    }
+}

@@ -87,6 +87,7 @@ async fn lifecycle(backend: Backend) {
     let detail = c.get(&format!("/apps/{app_id}")).await.json();
     assert_eq!(detail["status"], "running");
     assert_eq!(detail["liveDeploymentId"], back["id"]);
+    assert_eq!(detail["image"], env.v1.as_str(), "the image live again");
 
     // A cron job reaches the app at its url through the edge, although
     // the server exempts no loopback address from the egress guard.
@@ -209,6 +210,21 @@ async fn lifecycle(backend: Backend) {
     );
     let bad = c.get(&format!("/apps/{app_id}/logs?since=yesterday")).await;
     assert_eq!(bad.status, 400, "{}", bad.text());
+    // An image that does not exist is refused when asked, not later.
+    let missing = env.v1.replace("hello:v1", "hello:v9");
+    let r = c
+        .post(
+            &format!("/apps/{app_id}/deployments"),
+            json!({ "image": missing }),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.json()["errors"][0]["field"].as_str()),
+        (400, Some("image")),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains(&missing), "{}", r.text());
     let bad = c.get(&format!("/apps/{app_id}/logs?follow=yes")).await;
     assert_eq!(
         (bad.status, bad.json()["errors"][0]["field"].as_str()),
