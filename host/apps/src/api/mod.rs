@@ -5,6 +5,7 @@
 pub mod apps;
 pub mod deploy;
 pub mod env;
+pub mod github;
 pub mod logs;
 pub mod settings;
 pub mod upload;
@@ -36,6 +37,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(logs::list))
         .routes(routes!(upload::create))
         .routes(routes!(upload::put))
+        .routes(routes!(github::get, github::put))
+        .routes(routes!(github::push))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {
