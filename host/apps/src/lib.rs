@@ -34,6 +34,7 @@ pub mod launch;
 pub mod linux_image;
 pub mod logs;
 pub mod pipeline;
+pub mod rules;
 pub mod status;
 pub mod supervisor;
 pub mod upload;

@@ -221,6 +221,8 @@ impl Plane {
             self.take_down(&app.id, &app.slug, false);
             return Ok(());
         }
+        let rules = crate::rules::effective(self.db(), &app.id).await?;
+        self.inner.edge.set_rules(&app.slug, rules);
         if AppStatus::Paused.is(&app.status) {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))

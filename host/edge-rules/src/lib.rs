@@ -8,7 +8,8 @@
 //! 2. otherwise the first `rewrite` whose source matches changes the path
 //!    the app sees (once: a rewritten path is not matched again);
 //! 3. every `header` rule whose source matches the request's original
-//!    path sets or removes its header on the app's answer, in order.
+//!    path sets or removes its header on the answer (the app's, or the
+//!    redirect's), in order.
 //!
 //! Rules are compiled once ([`RuleSet::compile`]); a bad one is refused
 //! with the field and the 1-based column of the problem.
@@ -27,11 +28,16 @@ pub enum Action {
     Redirect { destination: String, status: u16 },
     /// Serve `destination` from the app instead.
     Rewrite { destination: String },
-    /// Set (`value`) or remove (no `value`) a response header.
+    /// Set (`headerValue`) or remove (no `headerValue`) a response header.
     Header {
-        header: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        value: Option<String>,
+        #[serde(rename = "headerName")]
+        header_name: String,
+        #[serde(
+            rename = "headerValue",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        header_value: Option<String>,
     },
 }
 
@@ -196,23 +202,30 @@ fn compile(rule: &RuleSpec) -> Result<Compiled, RuleError> {
         Action::Rewrite { destination } => Kind::Rewrite {
             to: Destination::parse(destination, &names, false)?,
         },
-        Action::Header { header, value } => {
+        Action::Header {
+            header_name: header,
+            header_value: value,
+        } => {
             let name = header.to_ascii_lowercase();
             if let Some(bad) =
                 header.find(|c: char| !(c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)))
             {
                 return Err(RuleError::new(
-                    "header",
+                    "headerName",
                     bad + 1,
                     "a header name is letters, digits and !#$%&'*+-.^_`|~",
                 ));
             }
             if header.is_empty() || header.len() > 256 {
-                return Err(RuleError::new("header", 1, "must be 1 to 256 characters"));
+                return Err(RuleError::new(
+                    "headerName",
+                    1,
+                    "must be 1 to 256 characters",
+                ));
             }
             if RESERVED_HEADERS.contains(&name.as_str()) {
                 return Err(RuleError::new(
-                    "header",
+                    "headerName",
                     1,
                     "the edge sets this header itself",
                 ));
@@ -221,14 +234,14 @@ fn compile(rule: &RuleSpec) -> Result<Compiled, RuleError> {
                 && let Some(bad) = v.find(|c: char| c.is_control() && c != '\t')
             {
                 return Err(RuleError::new(
-                    "value",
+                    "headerValue",
                     bad + 1,
                     "must not hold control characters",
                 ));
             }
             if value.as_ref().is_some_and(|v| v.len() > 4096) {
                 return Err(RuleError::new(
-                    "value",
+                    "headerValue",
                     4097,
                     "must be at most 4096 characters",
                 ));

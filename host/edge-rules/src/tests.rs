@@ -54,8 +54,8 @@ fn redirects_come_first_then_one_rewrite_and_every_header() {
         { "source": "/old/:slug", "type": "redirect", "destination": "/new/:slug", "status": 308 },
         { "source": "/app/:rest*", "type": "rewrite", "destination": "/index.html" },
         { "source": "/app/:rest*", "type": "rewrite", "destination": "/second.html" },
-        { "source": "/:any*", "type": "header", "header": "X-Frame-Options", "value": "DENY" },
-        { "source": "/app/:rest*", "type": "header", "header": "Server" },
+        { "source": "/:any*", "type": "header", "headerName": "X-Frame-Options", "headerValue": "DENY" },
+        { "source": "/app/:rest*", "type": "header", "headerName": "Server" },
         { "source": "/go", "type": "redirect", "destination": "https://example.com:8443/to?x=1", "status": 302 },
     ]));
     assert_eq!(
@@ -117,12 +117,13 @@ fn errors_name_the_field_and_the_column() {
     );
     assert_eq!(e.field, "status", "{e}");
     let (_, e) = refused(
-        json!([{ "source": "/p", "type": "header", "header": "Content-Length", "value": "1" }]),
+        json!([{ "source": "/p", "type": "header", "headerName": "Content-Length", "headerValue": "1" }]),
     );
-    assert_eq!(e.field, "header", "{e}");
-    let (_, e) =
-        refused(json!([{ "source": "/p", "type": "header", "header": "X-A", "value": "a\r\nb" }]));
-    assert_eq!((e.field, e.column), ("value", 2), "{e}");
+    assert_eq!(e.field, "headerName", "{e}");
+    let (_, e) = refused(
+        json!([{ "source": "/p", "type": "header", "headerName": "X-A", "headerValue": "a\r\nb" }]),
+    );
+    assert_eq!((e.field, e.column), ("headerValue", 2), "{e}");
 }
 
 #[test]

@@ -15,6 +15,7 @@
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
+mod rules;
 mod serve;
 
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use plateau_edge_rules::RuleSet;
 use plateau_runner::Replicas;
 use tokio::sync::watch;
 
@@ -49,6 +51,8 @@ pub const HOLD: Duration = Duration::from_secs(10);
 pub struct Edge {
     domain: String,
     routes: ArcSwap<HashMap<String, Target>>,
+    /// Each app's rules, for the apps that have some.
+    rules: ArcSwap<HashMap<String, Arc<RuleSet>>>,
     /// Bumped on every change of the table, for the requests that wait.
     changed: watch::Sender<u64>,
     /// How long a request to a loading app waits.
@@ -61,6 +65,7 @@ impl Edge {
         Edge {
             domain: domain.trim_matches('.').to_ascii_lowercase(),
             routes: ArcSwap::from_pointee(HashMap::new()),
+            rules: ArcSwap::from_pointee(HashMap::new()),
             changed: watch::Sender::new(0),
             hold: HOLD,
         }
@@ -103,7 +108,30 @@ impl Edge {
             next.remove(slug);
             next
         });
+        self.set_rules(slug, RuleSet::default());
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Applies `rules` to `slug`'s requests from now on (none when empty).
+    pub fn set_rules(&self, slug: &str, rules: RuleSet) {
+        if rules.is_empty() && !self.rules.load().contains_key(slug) {
+            return;
+        }
+        let rules = Arc::new(rules);
+        self.rules.rcu(|all| {
+            let mut next = HashMap::clone(all);
+            if rules.is_empty() {
+                next.remove(slug);
+            } else {
+                next.insert(slug.to_owned(), rules.clone());
+            }
+            next
+        });
+    }
+
+    /// The rules `slug`'s requests go through, if it has any.
+    pub fn rules_of(&self, slug: &str) -> Option<Arc<RuleSet>> {
+        self.rules.load().get(slug).cloned()
     }
 
     /// What serves `slug` now.

@@ -82,6 +82,13 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
         }
     };
     let (mut parts, body) = req.into_parts();
+    let changes = match edge.rules_of(&slug.to_ascii_lowercase()) {
+        Some(rules) => match crate::rules::before(&rules, &mut parts) {
+            Ok(changes) => changes,
+            Err(redirect) => return *redirect,
+        },
+        None => Vec::new(),
+    };
     parts.headers.insert(
         "x-forwarded-for",
         http::HeaderValue::from_str(&peer.ip().to_string()).expect("an address is a header value"),
@@ -91,7 +98,10 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
         body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
     );
     match replicas.handle(req).await {
-        Ok(response) => response,
+        Ok(mut response) => {
+            crate::rules::after(&changes, &mut response);
+            response
+        }
         Err(Error::Stopped) => retry_later(problem(
             StatusCode::SERVICE_UNAVAILABLE,
             "app_stopped",

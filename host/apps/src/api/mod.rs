@@ -7,6 +7,7 @@ pub mod deploy;
 pub mod env;
 pub mod github;
 pub mod logs;
+pub mod rules;
 pub mod settings;
 pub mod upload;
 mod views;
@@ -39,6 +40,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(upload::put))
         .routes(routes!(github::get, github::put))
         .routes(routes!(github::push))
+        .routes(routes!(rules::list, rules::create))
+        .routes(routes!(rules::update, rules::delete))
+        .routes(routes!(rules::get_scale_out, rules::put_scale_out))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

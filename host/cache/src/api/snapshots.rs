@@ -228,7 +228,8 @@ pub struct RestoreInto {
     security(("bearer" = ["cache:write"])),
     params(("id" = String, Path, description = "cache id")),
     request_body = RestoreInto,
-    responses((status = 200, description = "the cache, its keys replaced", body = CacheView)))]
+    responses((status = 200, description = "the cache, its keys replaced", body = CacheView),
+              (status = 400, description = "snapshotId names no snapshot of the organisation", body = plateau_api::error::Problem)))]
 pub async fn restore_into(
     State(app): State<AppState>,
     service: Service,
@@ -244,7 +245,17 @@ pub async fn restore_into(
         )
         .finish()?;
     let cache = find(&app, &caller, &id).await?;
-    let snapshot = find_snapshot(&app, &caller, &input.snapshot_id).await?;
+    // A body naming no snapshot of the organisation is bad input (400
+    // naming the field), not a missing cache.
+    let snapshot = find_snapshot(&app, &caller, &input.snapshot_id)
+        .await
+        .map_err(|e| match e {
+            ApiError::NotFound(_) => ApiError::invalid(
+                "snapshotId",
+                format!("snapshot {} does not exist", input.snapshot_id),
+            ),
+            other => other,
+        })?;
     let rdb = service.snapshots().get(&snapshot.object_key).await?;
     // Under the cache's lock: the reconciler changes nothing meanwhile.
     let _changes = service.exclusive(&cache.id).await?;

@@ -7,6 +7,7 @@ pub mod deployments;
 pub mod env;
 pub mod git_links;
 pub mod logs;
+pub mod rules;
 pub mod uploads;
 
 use sqlx::FromRow;

@@ -9,6 +9,7 @@ mod deploy;
 mod limits;
 mod linux;
 mod outage;
+mod rules;
 mod sandbox;
 mod settings;
 mod tenants;
