@@ -37,7 +37,8 @@ pub fn payload(event: &Event) -> String {
     .to_string()
 }
 
-/// `on-event`: a delivery for each endpoint that wants the event. An event
+/// `on-event`: a delivery for each enabled endpoint that wants the event
+/// and was made before it happened. An event
 /// handed over twice makes no second delivery (its message id is the
 /// event's).
 pub fn fan_out(event: &Event) -> Result<(), ApiError> {
@@ -52,7 +53,11 @@ pub fn fan_out(event: &Event) -> Result<(), ApiError> {
     let body = payload(event);
     for entry in endpoints {
         let endpoint: Endpoint = entry.json()?;
-        if !endpoint.enabled() || !endpoint.wants(&event.event_type) {
+        // An endpoint hears what happened after it was made.
+        if !endpoint.enabled()
+            || !endpoint.wants(&event.event_type)
+            || event.at < endpoint.created_at
+        {
             continue;
         }
         let delivery = Delivery {

@@ -208,7 +208,7 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
         )
         .await;
     assert_eq!((r.status, r.code().as_str()), (400, "validation_failed"));
-    let fields: Vec<&str> = r.json()["errors"]
+    let fields: Vec<String> = r.json()["errors"]
         .as_array()
         .unwrap()
         .iter()
@@ -225,7 +225,7 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
     let ok_id = ok["id"].as_str().unwrap().to_owned();
     let flaky = create(&c, json!({ "url": sink("flaky"), "eventTypes": ["project.created"] })).await;
     let flaky_id = flaky["id"].as_str().unwrap().to_owned();
-    let down = create(&c, json!({ "url": sink("down"), "eventTypes": ["*"] })).await;
+    let down = create(&c, json!({ "url": sink("down"), "eventTypes": ["project.created"] })).await;
     let down_id = down["id"].as_str().unwrap().to_owned();
     let apps = create(&c, json!({ "url": sink("apps"), "eventTypes": ["app.*"] })).await;
     let apps_id = apps["id"].as_str().unwrap().to_owned();
