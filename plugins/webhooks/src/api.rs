@@ -104,7 +104,9 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         updated_at: now,
     };
     if !bucket.insert_new(&record::endpoint_key(&endpoint.id), &endpoint)? {
-        return Err(ApiError::conflict("an endpoint id collided: retry the request"));
+        return Err(ApiError::conflict(
+            "an endpoint id collided: retry the request",
+        ));
     }
     NewEvent::new("webhooks.endpoint.created", "create")
         .resource("webhook_endpoint", &endpoint.id)
@@ -129,7 +131,10 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
 
 /// `GET /webhooks/{id}`
 pub fn get(_req: &Request, params: &Params) -> Result<Response, ApiError> {
-    Ok(Response::ok(&view(&load(&Bucket::caller()?, &params["id"])?)))
+    Ok(Response::ok(&view(&load(
+        &Bucket::caller()?,
+        &params["id"],
+    )?)))
 }
 
 /// `PATCH /webhooks/{id}`: the fields sent over the stored ones;
@@ -155,8 +160,14 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     endpoint.event_types = checked.event_types;
     endpoint.alert_emails = checked.alert_emails;
     if checked.enabled != endpoint.enabled() {
-        endpoint.status = if checked.enabled { "enabled" } else { "disabled" }.to_owned();
-        endpoint.disabled_reason = (!checked.enabled).then(|| "disabled through the API".to_owned());
+        endpoint.status = if checked.enabled {
+            "enabled"
+        } else {
+            "disabled"
+        }
+        .to_owned();
+        endpoint.disabled_reason =
+            (!checked.enabled).then(|| "disabled through the API".to_owned());
         endpoint.disabled_at = (!checked.enabled).then_some(now);
     }
     endpoint.updated_at = now;

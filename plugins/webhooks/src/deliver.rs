@@ -100,7 +100,10 @@ pub fn run(job: &Job) -> Result<(), ApiError> {
         return Ok(());
     };
     let Some((endpoint_id, message)) = job.payload.split_once('/') else {
-        log::warn(&format!("dropping the delivery job {} without a target", job.key));
+        log::warn(&format!(
+            "dropping the delivery job {} without a target",
+            job.key
+        ));
         return Ok(());
     };
     let bucket = Bucket::organization(org)?;

@@ -49,7 +49,9 @@ impl EndpointInput {
             url.len() <= MAX_URL_BYTES
                 && (url.starts_with("https://") || url.starts_with("http://"))
                 && url.len() > "https://".len()
-                && !url.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()),
+                && !url
+                    .bytes()
+                    .any(|b| b.is_ascii_whitespace() || b.is_ascii_control()),
             "url",
             "must be an http or https URL of at most 2048 bytes",
         );
@@ -163,7 +165,9 @@ mod tests {
         assert!(matches("project.created", "project.created"));
         assert!(!matches("project.created", "project.deleted"));
         assert!(is_pattern("app.*") && is_pattern("*") && is_pattern("cron.job.created"));
-        assert!(!is_pattern("") && !is_pattern("App.*") && !is_pattern("a*b") && !is_pattern("a b"));
+        assert!(
+            !is_pattern("") && !is_pattern("App.*") && !is_pattern("a*b") && !is_pattern("a b")
+        );
     }
 
     #[test]

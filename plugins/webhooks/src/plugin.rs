@@ -22,7 +22,10 @@ impl Plugin for WebhooksPlugin {
     fn describe() -> Description {
         Description::new("webhooks", env!("CARGO_PKG_VERSION"))
             .prefix("/webhooks")
-            .scope("webhooks:read", "Read webhook endpoints and their deliveries")
+            .scope(
+                "webhooks:read",
+                "Read webhook endpoints and their deliveries",
+            )
             .scope(
                 "webhooks:write",
                 "Create, change, rotate, replay and delete webhook endpoints",

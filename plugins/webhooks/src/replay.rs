@@ -72,7 +72,10 @@ pub fn replay_one(req: &Request, params: &Params) -> Result<Response, ApiError> 
         return Err(ApiError::conflict(format!(
             "delivery {} is still being attempted: its next attempt is at {}",
             delivery.id,
-            delivery.next_attempt_at.map(clock::rfc3339).unwrap_or_default()
+            delivery
+                .next_attempt_at
+                .map(clock::rfc3339)
+                .unwrap_or_default()
         )));
     }
     deliver::replay(&org, &mut delivery, clock::now_millis())?;

@@ -69,9 +69,7 @@ pub fn header(secrets: &[String], id: &str, timestamp: u64, body: &[u8]) -> Opti
         .iter()
         .map(|s| webhooks::sign(s, id, timestamp, body))
         .collect();
-    signatures
-        .filter(|s| !s.is_empty())
-        .map(|s| s.join(" "))
+    signatures.filter(|s| !s.is_empty()).map(|s| s.join(" "))
 }
 
 #[cfg(test)]

@@ -58,12 +58,16 @@ async fn receive(
             .to_owned()
     };
     let mut sinks = sinks.lock().unwrap();
-    sinks.received.entry(name.clone()).or_default().push(Received {
-        id: header("webhook-id"),
-        timestamp: header("webhook-timestamp"),
-        signature: header("webhook-signature"),
-        body,
-    });
+    sinks
+        .received
+        .entry(name.clone())
+        .or_default()
+        .push(Received {
+            id: header("webhook-id"),
+            timestamp: header("webhook-timestamp"),
+            signature: header("webhook-signature"),
+            body,
+        });
     if sinks.down.contains(&name) {
         return (StatusCode::SERVICE_UNAVAILABLE, "down");
     }
@@ -219,19 +223,34 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
     // ok answers at once, flaky fails twice, down until it is taken out.
     sinks.lock().unwrap().fail_next.insert("flaky".into(), 2);
     sinks.lock().unwrap().down.insert("down".into());
-    let ok = create(&c, json!({ "url": sink("ok"), "eventTypes": ["project.*"] })).await;
+    let ok = create(
+        &c,
+        json!({ "url": sink("ok"), "eventTypes": ["project.*"] }),
+    )
+    .await;
     let secret = ok["secret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("whsec_"), "{ok}");
     let ok_id = ok["id"].as_str().unwrap().to_owned();
-    let flaky = create(&c, json!({ "url": sink("flaky"), "eventTypes": ["project.created"] })).await;
+    let flaky = create(
+        &c,
+        json!({ "url": sink("flaky"), "eventTypes": ["project.created"] }),
+    )
+    .await;
     let flaky_id = flaky["id"].as_str().unwrap().to_owned();
-    let down = create(&c, json!({ "url": sink("down"), "eventTypes": ["project.created"] })).await;
+    let down = create(
+        &c,
+        json!({ "url": sink("down"), "eventTypes": ["project.created"] }),
+    )
+    .await;
     let down_id = down["id"].as_str().unwrap().to_owned();
     let apps = create(&c, json!({ "url": sink("apps"), "eventTypes": ["app.*"] })).await;
     let apps_id = apps["id"].as_str().unwrap().to_owned();
     // The secret is shown once.
     let got = c.get(&format!("/webhooks/{ok_id}")).await.json();
-    assert!(got.get("secret").is_none() && got["status"] == "enabled", "{got}");
+    assert!(
+        got.get("secret").is_none() && got["status"] == "enabled",
+        "{got}"
+    );
 
     // A real event: a project made through the API.
     let before = down["createdAt"].as_str().unwrap().to_owned();
@@ -239,16 +258,26 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
     assert_eq!(r.status, 201, "{}", r.text());
     let project_id = r.json()["id"].as_str().unwrap().to_owned();
 
-    let log = wait_for(&c, &format!("/webhooks/{ok_id}/deliveries"), "the first delivery", |p| {
-        p["items"].as_array().is_some_and(|i| i.iter().any(|d| d["status"] == "succeeded"))
-    })
+    let log = wait_for(
+        &c,
+        &format!("/webhooks/{ok_id}/deliveries"),
+        "the first delivery",
+        |p| {
+            p["items"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|d| d["status"] == "succeeded"))
+        },
+    )
     .await;
     let first = &log["items"][0];
     assert_eq!(first["eventType"], "project.created", "{first}");
     assert_eq!(first["statusCode"], 200);
     assert!(first["latencyMs"].is_u64(), "{first}");
     assert_eq!(first["attemptLog"][0]["responseBody"], "thanks");
-    assert!(first["attemptLog"][0]["responseHeaders"].is_object(), "{first}");
+    assert!(
+        first["attemptLog"][0]["responseHeaders"].is_object(),
+        "{first}"
+    );
     let hit = received(&sinks, "ok");
     assert_eq!(hit.len(), 1, "{hit:?}");
     let body: Value = serde_json::from_str(&hit[0].body).unwrap();
@@ -266,14 +295,21 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
     );
 
     // The flaky sink got three attempts with one message id, the last one good.
-    let flaky_log = wait_for(&c, &format!("/webhooks/{flaky_id}/deliveries"), "the retried delivery", |p| {
-        p["items"][0]["status"] == "succeeded"
-    })
+    let flaky_log = wait_for(
+        &c,
+        &format!("/webhooks/{flaky_id}/deliveries"),
+        "the retried delivery",
+        |p| p["items"][0]["status"] == "succeeded",
+    )
     .await;
     assert_eq!(flaky_log["items"][0]["attempts"], 3, "{flaky_log}");
     let attempts = &flaky_log["items"][0]["attemptLog"];
     assert_eq!(
-        (attempts[0]["statusCode"].as_u64(), attempts[1]["statusCode"].as_u64(), attempts[2]["statusCode"].as_u64()),
+        (
+            attempts[0]["statusCode"].as_u64(),
+            attempts[1]["statusCode"].as_u64(),
+            attempts[2]["statusCode"].as_u64()
+        ),
         (Some(200), Some(500), Some(500)),
         "{flaky_log}"
     );
@@ -285,23 +321,48 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
 
     // The sink that stays down: three attempts, then its endpoint is disabled
     // with an event.
-    let down_now = wait_for(&c, &format!("/webhooks/{down_id}"), "the endpoint disabled", |e| {
-        e["status"] == "disabled"
-    })
+    let down_now = wait_for(
+        &c,
+        &format!("/webhooks/{down_id}"),
+        "the endpoint disabled",
+        |e| e["status"] == "disabled",
+    )
     .await;
-    assert!(down_now["disabledReason"].as_str().unwrap().contains("failed 3 attempts"), "{down_now}");
+    assert!(
+        down_now["disabledReason"]
+            .as_str()
+            .unwrap()
+            .contains("failed 3 attempts"),
+        "{down_now}"
+    );
     let failed = deliveries(&c, &down_id).await;
-    assert_eq!((failed.len(), &failed[0]["status"]), (1, &json!("failed")), "{failed:?}");
-    let events = wait_for(&c, "/events?type=webhooks.endpoint.disabled", "the disabled event", |p| {
-        p["items"].as_array().is_some_and(|i| !i.is_empty())
-    })
+    assert_eq!(
+        (failed.len(), &failed[0]["status"]),
+        (1, &json!("failed")),
+        "{failed:?}"
+    );
+    let events = wait_for(
+        &c,
+        "/events?type=webhooks.endpoint.disabled",
+        "the disabled event",
+        |p| p["items"].as_array().is_some_and(|i| !i.is_empty()),
+    )
     .await;
-    assert_eq!(events["items"][0]["resourceId"], down_id.as_str(), "{events}");
+    assert_eq!(
+        events["items"][0]["resourceId"],
+        down_id.as_str(),
+        "{events}"
+    );
     // The app.* endpoint heard nothing of a project.
     assert!(deliveries(&c, &apps_id).await.is_empty());
 
     // Rotation: a new secret shown once, both signing during the window.
-    let r = c.post(&format!("/webhooks/{ok_id}/rotate-secret"), json!({ "graceSeconds": 3600 })).await;
+    let r = c
+        .post(
+            &format!("/webhooks/{ok_id}/rotate-secret"),
+            json!({ "graceSeconds": 3600 }),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
     let rotated = r.json();
     let new_secret = rotated["secret"].as_str().unwrap().to_owned();
@@ -309,25 +370,41 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
     assert!(rotated["previousSecretExpiresAt"].is_string(), "{rotated}");
     let r = c.post("/projects", json!({ "name": "rotated" })).await;
     assert_eq!(r.status, 201, "{}", r.text());
-    wait_for(&c, &format!("/webhooks/{ok_id}/deliveries"), "the second delivery", |p| {
-        p["items"].as_array().is_some_and(|i| i.len() == 2 && i[0]["status"] == "succeeded")
-    })
+    wait_for(
+        &c,
+        &format!("/webhooks/{ok_id}/deliveries"),
+        "the second delivery",
+        |p| {
+            p["items"]
+                .as_array()
+                .is_some_and(|i| i.len() == 2 && i[0]["status"] == "succeeded")
+        },
+    )
     .await;
     let hit = received(&sinks, "ok");
     assert_eq!(hit[1].signature.split(' ').count(), 2, "{:?}", hit[1]);
-    assert_eq!(verify(&[(&secret, &hit[1]), (&new_secret, &hit[1])]).await, ["ok", "ok"]);
+    assert_eq!(
+        verify(&[(&secret, &hit[1]), (&new_secret, &hit[1])]).await,
+        ["ok", "ok"]
+    );
     // The disabled endpoint got nothing of the second project.
     assert_eq!(deliveries(&c, &down_id).await.len(), 1);
 
     // Replay one delivery: the same message again.
     let first_id = first["id"].as_str().unwrap();
     let r = c
-        .post(&format!("/webhooks/{ok_id}/deliveries/{first_id}/replay"), json!({}))
+        .post(
+            &format!("/webhooks/{ok_id}/deliveries/{first_id}/replay"),
+            json!({}),
+        )
         .await;
     assert_eq!(r.status, 202, "{}", r.text());
-    wait_for(&c, &format!("/webhooks/{ok_id}/deliveries/{first_id}"), "the replay", |d| {
-        d["status"] == "succeeded" && d["attempts"] == 2
-    })
+    wait_for(
+        &c,
+        &format!("/webhooks/{ok_id}/deliveries/{first_id}"),
+        "the replay",
+        |d| d["status"] == "succeeded" && d["attempts"] == 2,
+    )
     .await;
     let hit = received(&sinks, "ok");
     assert_eq!((hit.len(), hit[2].id.as_str()), (3, first_id));
@@ -336,18 +413,38 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
     // delivered once the sink is up and the endpoint enabled.
     let replay_path = format!("/webhooks/{down_id}/replay");
     let r = c.post(&replay_path, json!({ "since": before })).await;
-    assert_eq!((r.status, r.code().as_str()), (409, "conflict"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "conflict"),
+        "{}",
+        r.text()
+    );
     let r = c.post(&replay_path, json!({ "since": "yesterday" })).await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["errors"][0]["field"], "since", "{}", r.text());
     sinks.lock().unwrap().down.clear();
-    let r = c.patch(&format!("/webhooks/{down_id}"), json!({ "enabled": true })).await;
-    assert_eq!((r.status, &r.json()["status"]), (200, &json!("enabled")), "{}", r.text());
+    let r = c
+        .patch(&format!("/webhooks/{down_id}"), json!({ "enabled": true }))
+        .await;
+    assert_eq!(
+        (r.status, &r.json()["status"]),
+        (200, &json!("enabled")),
+        "{}",
+        r.text()
+    );
     let r = c.post(&replay_path, json!({ "since": before })).await;
-    assert_eq!((r.status, &r.json()["replayed"]), (202, &json!(1)), "{}", r.text());
-    let replayed = wait_for(&c, &format!("/webhooks/{down_id}/deliveries"), "the replayed failures", |p| {
-        p["items"][0]["status"] == "succeeded"
-    })
+    assert_eq!(
+        (r.status, &r.json()["replayed"]),
+        (202, &json!(1)),
+        "{}",
+        r.text()
+    );
+    let replayed = wait_for(
+        &c,
+        &format!("/webhooks/{down_id}/deliveries"),
+        "the replayed failures",
+        |p| p["items"][0]["status"] == "succeeded",
+    )
     .await;
     assert_eq!(replayed["items"][0]["attemptLog"][0]["trigger"], "replay");
 
@@ -356,17 +453,45 @@ async fn webhooks_are_signed_retried_disabled_and_replayed() {
         .client()
         .with_token(&mint(&s, json!({ "scopes": ["webhooks:read"] })).await);
     assert_eq!(reader.get("/webhooks").await.status, 200);
-    let r = reader.post("/webhooks", json!({ "url": sink("ok"), "eventTypes": ["*"] })).await;
+    let r = reader
+        .post(
+            "/webhooks",
+            json!({ "url": sink("ok"), "eventTypes": ["*"] }),
+        )
+        .await;
     assert_eq!(r.status, 403, "{}", r.text());
     // The first organisation, on the free plan.
     let stranger = s.client();
-    assert_eq!(stranger.get(&format!("/webhooks/{ok_id}")).await.status, 404);
+    assert_eq!(
+        stranger.get(&format!("/webhooks/{ok_id}")).await.status,
+        404
+    );
     assert_eq!(stranger.get("/webhooks").await.json()["items"], json!([]));
     // The free plan allows two endpoints.
-    let r = stranger.post("/webhooks", json!({ "url": sink("x"), "eventTypes": ["*"] })).await;
+    let r = stranger
+        .post(
+            "/webhooks",
+            json!({ "url": sink("x"), "eventTypes": ["*"] }),
+        )
+        .await;
     assert_eq!(r.status, 201);
-    let r = stranger.post("/webhooks", json!({ "url": sink("x"), "eventTypes": ["*"] })).await;
+    let r = stranger
+        .post(
+            "/webhooks",
+            json!({ "url": sink("x"), "eventTypes": ["*"] }),
+        )
+        .await;
     assert_eq!(r.status, 201);
-    let r = stranger.post("/webhooks", json!({ "url": sink("x"), "eventTypes": ["*"] })).await;
-    assert_eq!((r.status, r.code().as_str()), (409, "plan_limit_reached"), "{}", r.text());
+    let r = stranger
+        .post(
+            "/webhooks",
+            json!({ "url": sink("x"), "eventTypes": ["*"] }),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "plan_limit_reached"),
+        "{}",
+        r.text()
+    );
 }
