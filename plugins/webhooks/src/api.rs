@@ -40,7 +40,12 @@ pub(crate) fn load(bucket: &Bucket, id: &str) -> Result<Endpoint, ApiError> {
 
 /// An endpoint as the API shows it: never a secret.
 pub fn view(e: &Endpoint) -> Value {
-    let previous = e.secrets.get(1).and_then(|s| s.expires_at);
+    let now = clock::now_millis();
+    let previous = e
+        .secrets
+        .get(1)
+        .and_then(|s| s.expires_at)
+        .filter(|at| *at > now);
     json!({
         "id": e.id,
         "url": e.url,
