@@ -68,7 +68,9 @@ const RUN_PACKAGES: &[&str] = &[
 /// `openapi-spec-validator`, which checks the document itself, and
 /// `openapi-python-client`, which generates a client from it; `boto3`,
 /// the AWS SDK that drives the S3 endpoint; psycopg 3 and asyncpg, the
-/// PostgreSQL drivers the databases' pooled URI must serve.
+/// PostgreSQL drivers the databases' pooled URI must serve;
+/// `standardwebhooks`, the Standard Webhooks reference library that
+/// verifies the webhooks plugin's signatures.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
@@ -77,6 +79,7 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("boto3", "boto3"),
     ("psycopg", "psycopg[binary]"),
     ("asyncpg", "asyncpg"),
+    ("standardwebhooks", "standardwebhooks"),
 ];
 
 /// npm packages the test suite uses, installed under `target/npm-clients`

@@ -23,6 +23,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("checks", include_str!("../../../docs/checks.md")),
     ("heartbeats", include_str!("../../../docs/heartbeats.md")),
     ("flags", include_str!("../../../docs/flags.md")),
+    ("webhooks", include_str!("../../../docs/webhooks.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
 ];
 

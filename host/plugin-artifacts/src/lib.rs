@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 7] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 8] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -21,5 +21,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 7] {
         ("queues", builtin::PLATEAU_PLUGIN_QUEUES),
         ("cron", builtin::PLATEAU_PLUGIN_CRON),
         ("workflows", builtin::PLATEAU_PLUGIN_WORKFLOWS),
+        ("webhooks", builtin::PLATEAU_PLUGIN_WEBHOOKS),
     ]
 }

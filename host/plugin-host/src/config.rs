@@ -78,6 +78,11 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &["*"],
     ),
     ("workflows", &[Capability::Scheduler], &[]),
+    (
+        "webhooks",
+        &[Capability::Http, Capability::Scheduler, Capability::Secrets],
+        &["*"],
+    ),
 ];
 
 /// The call deadline of the built-in plugins whose calls wait on long

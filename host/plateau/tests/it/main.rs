@@ -41,6 +41,7 @@ mod registry;
 mod server;
 mod slow_clients;
 mod storage;
+mod webhooks;
 mod workflows;
 
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! Alert emails asked for by other plugins: an event `checks.email.requested`
-//! or `heartbeats.email.requested` whose data is
+//! Alert emails asked for by other plugins: an event `checks.email.requested`,
+//! `heartbeats.email.requested` or `webhooks.email.requested` whose data is
 //! `{"to": ["a@example.com"], "subject": "...", "text": "...", "html": "..."}`
 //! (`html` optional) is queued like `POST /email/send` from the
 //! organisation's alert sender (`alertsFrom`, else its first allowed sender

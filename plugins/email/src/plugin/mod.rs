@@ -14,7 +14,8 @@
 //!
 //! Hooks: `on_job` delivers a queued message (`send:{id}` jobs, see
 //! [`delivery`]); `on_event` queues alerts that other plugins ask for with
-//! `checks.email.requested` and `heartbeats.email.requested` (see
+//! `checks.email.requested`, `heartbeats.email.requested` and
+//! `webhooks.email.requested` (see
 //! [`alerts`]).
 
 pub mod alerts;
@@ -33,7 +34,11 @@ use plateau_sdk::{Capability, Description, Event, Plugin, Router};
 pub struct EmailPlugin;
 
 /// The event types whose data asks for an alert email.
-pub const ALERT_EVENTS: [&str; 2] = ["checks.email.requested", "heartbeats.email.requested"];
+pub const ALERT_EVENTS: [&str; 3] = [
+    "checks.email.requested",
+    "heartbeats.email.requested",
+    "webhooks.email.requested",
+];
 
 impl Plugin for EmailPlugin {
     fn describe() -> Description {

@@ -176,7 +176,11 @@ fn description_declares_scopes_capabilities_subscriptions_and_routes() {
     );
     assert_eq!(
         description.subscriptions,
-        ["checks.email.requested", "heartbeats.email.requested"]
+        [
+            "checks.email.requested",
+            "heartbeats.email.requested",
+            "webhooks.email.requested"
+        ]
     );
     let routes: Vec<String> = description
         .routes
