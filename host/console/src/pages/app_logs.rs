@@ -37,10 +37,7 @@ async fn show(
         .as_ref()
         .map(|a| html::text(&a["name"]))
         .unwrap_or_else(|_| "the app".to_owned());
-    let items = deployments
-        .as_ref()
-        .map(html::items)
-        .unwrap_or_default();
+    let items = deployments.as_ref().map(html::items).unwrap_or_default();
     let wanted = field(&query, "deployment");
     let shown = items
         .iter()

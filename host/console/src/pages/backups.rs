@@ -167,7 +167,10 @@ async fn restore(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
 async fn create_branch(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response {
     let checked = |name: &str| Value::Bool(field(&fields, name) == "true");
     let body = present(&[
-        ("name", Value::String(field(&fields, "branchName").to_owned())),
+        (
+            "name",
+            Value::String(field(&fields, "branchName").to_owned()),
+        ),
         ("fromTimestamp", super::optional(&fields, "fromTimestamp")),
         ("ttlHours", number(&fields, "ttlHours")),
         ("schemaOnly", checked("schemaOnly")),

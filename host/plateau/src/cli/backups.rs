@@ -70,7 +70,14 @@ fn present(pairs: Vec<(&str, Option<Value>)>) -> Value {
 }
 
 const LEDGER: &[&str] = &["id", "kind", "status", "sizeBytes", "startedAt", "endedAt"];
-const BRANCHES: &[&str] = &["name", "id", "status", "production", "protected", "expiresAt"];
+const BRANCHES: &[&str] = &[
+    "name",
+    "id",
+    "status",
+    "production",
+    "protected",
+    "expiresAt",
+];
 
 pub async fn backups(api: &Api, command: BackupCommand) -> Result<(), String> {
     match command {

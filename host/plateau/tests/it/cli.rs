@@ -211,12 +211,18 @@ async fn the_command_line_drives_the_platform() {
     assert_eq!(taken["kind"], "full", "{taken}");
     let ledger = json(&plateau(config, &["db", "backups", "list", "cli-db", "--json"]).await);
     assert!(
-        ledger.as_array().unwrap().iter().any(|b| b["id"] == taken["id"]),
+        ledger
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["id"] == taken["id"]),
         "{ledger}"
     );
     let branches = ok(&plateau(config, &["db", "branches", "list", "cli-db"]).await);
     assert!(
-        branches.lines().any(|l| l.starts_with("cli-db") && l.contains("true")),
+        branches
+            .lines()
+            .any(|l| l.starts_with("cli-db") && l.contains("true")),
         "the production branch: {branches}"
     );
     let e = error(&plateau(config, &["db", "restore", "cli-db", "--to", "yesterday"]).await);
