@@ -80,6 +80,7 @@ async fn show(ctx: Ctx, Path(id): Path<String>) -> Response {
             }
             div class="actions" {
                 a href=(html::text(&a["url"])) { "Open the app" }
+                a href=(format!("{here}/logs")) { "Follow the build and runtime logs" }
                 @if a["status"] == "paused" {
                     (html::button(s, &format!("{here}/resume"), "Resume", "the app"))
                 } @else {

@@ -132,6 +132,7 @@ async fn render(
                 dt { "Version" } dd { (html::text(&d["version"])) }
                 dt { "Replicas" } dd { (html::text(&d["replicas"])) }
             }
+            p { a href=(format!("{here}/backups")) { "Backups, restore and branches" } }
         }))
         (details)
     };

@@ -3,8 +3,10 @@
 
 pub mod account;
 pub mod admin;
+pub mod app_logs;
 pub mod apps;
 pub mod areas;
+pub mod backups;
 pub mod caches;
 pub mod databases;
 pub mod sign;
@@ -28,7 +30,9 @@ pub fn routes() -> Router<Console> {
         .merge(sign::routes())
         .merge(account::routes())
         .merge(apps::routes())
+        .merge(app_logs::routes())
         .merge(databases::routes())
+        .merge(backups::routes())
         .merge(caches::routes())
         .merge(storage::routes())
         .merge(areas::routes())

@@ -9,6 +9,7 @@
 
 mod api;
 mod apps;
+mod backups;
 mod deploy;
 mod output;
 mod plugins;
@@ -44,7 +45,8 @@ pub enum Command {
     Apps(apps::AppsArgs),
     /// Deploy a local directory to an app: pack, upload, follow the build.
     Deploy(deploy::DeployArgs),
-    /// Managed PostgreSQL databases.
+    /// Managed PostgreSQL databases: create, connect, backups, restore,
+    /// branches.
     #[command(name = "db")]
     Db(services::DbArgs),
     /// Managed Redis caches.

@@ -1,6 +1,7 @@
 //! `plateau db ...` and `plateau cache ...`: list, create, show, delete,
 //! and `connect`, which runs the real client (`psql`, `redis-cli`) with
 //! the connection the API gives, a TLS cache's CA certificate included.
+//! A database's backups, restore and branches are in [`super::backups`].
 
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
@@ -9,6 +10,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::apps::resolve;
+use super::backups::{self, BackupCommand, BranchCommand};
 use super::{Api, Global, output};
 
 #[derive(Args)]
@@ -16,7 +18,31 @@ pub struct DbArgs {
     #[command(flatten)]
     global: Global,
     #[command(subcommand)]
-    command: ServiceCommand,
+    command: DbCommand,
+}
+
+/// A database's commands: the ones caches share, and its backups.
+#[derive(Subcommand)]
+enum DbCommand {
+    #[command(flatten)]
+    Common(ServiceCommand),
+    /// The backup ledger, and a backup taken now.
+    #[command(subcommand)]
+    Backups(BackupCommand),
+    /// Restore into a NEW database, to the latest archived WAL or `--to`
+    /// a time.
+    Restore {
+        database: String,
+        /// The new database's name (default `<name>-restore-<time>`).
+        #[arg(long = "as")]
+        new_name: Option<String>,
+        /// The time to restore to (RFC 3339).
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Branches: copies of the database, now or as it was at a time.
+    #[command(subcommand)]
+    Branches(BranchCommand),
 }
 
 #[derive(Args)]
@@ -48,6 +74,7 @@ enum ServiceCommand {
     /// Show one, by id or name.
     Show { name: String },
     /// Print its connection (URI, user, password; a cache's CA).
+    #[command(alias = "uri")]
     Connection { name: String },
     /// Open the real client on it: psql for a database, redis-cli for a
     /// cache; arguments after `--` go to the client.
@@ -61,7 +88,17 @@ enum ServiceCommand {
 }
 
 pub async fn db(args: DbArgs) -> Result<(), String> {
-    run(args.global, args.command, Kind::Database).await
+    let api = || Api::from(&args.global);
+    match args.command {
+        DbCommand::Common(command) => run(args.global, command, Kind::Database).await,
+        DbCommand::Backups(command) => backups::backups(&api()?, command).await,
+        DbCommand::Restore {
+            database,
+            new_name,
+            to,
+        } => backups::restore(&api()?, &database, new_name, to).await,
+        DbCommand::Branches(command) => backups::branches(&api()?, command).await,
+    }
 }
 
 pub async fn cache(args: CacheArgs) -> Result<(), String> {

@@ -1,6 +1,7 @@
 //! The user's command line, run as a user would: `plateau login` stores a
-//! token (mode 0600) that the other commands use; apps, storage (with the
-//! AWS_* settings boto3 reads), queues, completions; `--json` answers and
+//! token (mode 0600) that the other commands use; apps, a database (its
+//! URI, backups, branches, restore), storage (with the AWS_* settings
+//! boto3 reads), queues, completions; `--json` answers and
 //! one-sentence errors with the problem's code; `--url` after the
 //! subcommand. One server on the `pro` plan (apps need it), on SQLite.
 
@@ -193,6 +194,42 @@ async fn the_command_line_drives_the_platform() {
     // A problem of the server's: one sentence ending in its code.
     let e = error(&run(with_flags(&["queues", "create", "not a valid name!"])).await);
     assert!(e.contains("name"), "{e}");
+
+    // A database: its URI, a backup taken now in its ledger, its
+    // branches, and a restore to a time that is not one refused.
+    let db = json(&plateau(config, &["db", "create", "cli-db", "--json"]).await);
+    let db_id = db["id"].as_str().unwrap().to_owned();
+    super::until(
+        &env.client(),
+        &format!("/databases/{db_id}"),
+        "the database to run",
+        |d| d["status"] == "running",
+    )
+    .await;
+    let uri = ok(&plateau(config, &["db", "uri", "cli-db"]).await);
+    assert!(uri.contains("uri: postgres"), "{uri}");
+    let taken = json(&plateau(config, &["db", "backups", "take", "cli-db", "--json"]).await);
+    assert_eq!(taken["kind"], "full", "{taken}");
+    let ledger = json(&plateau(config, &["db", "backups", "list", "cli-db", "--json"]).await);
+    assert!(
+        ledger
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["id"] == taken["id"]),
+        "{ledger}"
+    );
+    let branches = ok(&plateau(config, &["db", "branches", "list", "cli-db"]).await);
+    assert!(
+        branches
+            .lines()
+            .any(|l| l.starts_with("cli-db") && l.contains("true")),
+        "the production branch: {branches}"
+    );
+    let e = error(&plateau(config, &["db", "restore", "cli-db", "--to", "yesterday"]).await);
+    assert!(e.contains("targetTime"), "{e}");
+    let e = error(&plateau(config, &["db", "branches", "delete", "cli-db", "cli-db"]).await);
+    assert!(e.ends_with("(branch_protected)"), "{e}");
 
     // Databases and caches refuse a missing name the same way.
     let e = error(&plateau(config, &["db", "connect", "nowhere"]).await);

@@ -244,6 +244,7 @@ async fn a_person_in_chromium() {
     b.reload_until("running", "the app to run").await;
     b.check("app").await;
     let deploy_secs = step.elapsed().as_secs_f64();
+    let app_page = b.client.current_url().await.unwrap().to_string();
     let open = b
         .client
         .find(Locator::LinkText("Open the app"))
@@ -253,6 +254,16 @@ async fn a_person_in_chromium() {
     b.client.goto(&url).await.unwrap();
     let body = b.client.source().await.unwrap();
     assert!(body.contains("hello from v1"), "{url} showed {body}");
+
+    // Its logs, which the page's script follows by itself.
+    b.visit(&format!("{app_page}/logs"), "app-logs").await;
+    b.until_text("Updated at").await;
+    let text = b.text().await;
+    assert!(
+        text.contains("Stop following") && text.contains("Updated at"),
+        "the logs page follows itself: {text}"
+    );
+    b.check("app-logs-followed").await;
 
     // Create a database and run a query in its console.
     let step = Instant::now();
@@ -267,6 +278,31 @@ async fn a_person_in_chromium() {
     let text = b.until_text("rows").await;
     assert!(text.contains("answer") && text.contains("42"), "{text}");
     b.check("database").await;
+
+    // Its backups: one taken now shows in the ledger.
+    b.client
+        .find(Locator::LinkText("Backups, restore and branches"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.until_text("Take a backup now").await;
+    b.check("database-backups").await;
+    b.click("form:has(#f-incremental) button").await;
+    let text = b.until_text("is asked for").await;
+    let page = b.client.current_url().await.unwrap();
+    let taken = page
+        .query_pairs()
+        .find(|(k, _)| k == "taken")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| panic!("{page}: {text}"));
+    assert!(
+        b.ledger().await.contains(&taken),
+        "backup {taken} is in the ledger: {text}"
+    );
+    b.check("database-backup-taken").await;
+    let backups_page = b.client.current_url().await.unwrap().to_string();
 
     // An access key, a bucket, and a file uploaded to it.
     b.visit(&format!("{base}/console/storage"), "storage").await;
@@ -338,6 +374,8 @@ async fn a_person_in_chromium() {
     // A phone's width.
     b.client.set_window_size(390, 844).await.unwrap();
     b.visit(&format!("{base}/console/apps"), "apps-phone").await;
+    b.visit(&format!("{app_page}/logs"), "app-logs-phone").await;
+    b.visit(&backups_page, "database-backups-phone").await;
     b.client.set_window_size(1280, 900).await.unwrap();
 
     // The operator's pages.
@@ -371,6 +409,17 @@ async fn a_person_in_chromium() {
 }
 
 impl Browser {
+    /// The text of the backup ledger's table shown.
+    async fn ledger(&self) -> String {
+        self.client
+            .find(Locator::Css("[aria-label='Backup ledger'] table"))
+            .await
+            .expect("the ledger's table")
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Waits, without reloading, for the upload form's status to say `want`.
     async fn reload_until_status(&self, want: &str) {
         for _ in 0..1200 {
