@@ -2,7 +2,9 @@
 //! from `POST /databases` to a cluster accepting connections (p50, p99,
 //! over create-and-delete rounds), then pgbench's select-only script
 //! through the pooler (`uri`) and straight to the leader (`writeUri`) in
-//! alternating rounds of the same run, with the pool's share of direct TPS.
+//! alternating rounds of the same run, with the pool's share of direct TPS,
+//! with simple queries and with protocol-level prepared statements
+//! (`-M prepared`, which pgbouncer 1.21+ carries in transaction mode).
 //! A third target in the same rounds is a plain userspace TCP relay to the
 //! leader: the least any process in between costs on this machine, so the
 //! pool's figure can be read against that bound as well as against direct.
@@ -71,10 +73,12 @@ fn pgbench() -> anyhow::Result<String> {
     bail!("pgbench not found: install the postgresql package")
 }
 
-/// Runs pgbench against `uri`; its TPS.
-async fn tps(bench: &str, uri: &str, opts: &Options) -> anyhow::Result<f64> {
+/// Runs pgbench against `uri` with query `mode` (`simple` or
+/// `prepared`: protocol-level prepared statements, which the pooler tracks
+/// per client with `max_prepared_statements`); its TPS.
+async fn tps(bench: &str, uri: &str, mode: &str, opts: &Options) -> anyhow::Result<f64> {
     let out = Command::new(bench)
-        .args(["-S", "-M", "simple", "-n", "-j", "2"])
+        .args(["-S", "-M", mode, "-n", "-j", "2"])
         .args([
             "-c",
             &opts.clients.to_string(),
@@ -147,20 +151,32 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let relay = relay(leader).await?;
     let relayed = relayed_uri(relay.port);
     let (mut d, mut r, mut p) = (0.0, 0.0, 0.0);
+    let (mut dp, mut pp) = (0.0, 0.0);
     for round in 1..=opts.rounds {
-        let direct_tps = tps(&bench, &direct, &opts).await?;
-        let relay_tps = tps(&bench, &relayed, &opts).await?;
-        let pool_tps = tps(&bench, &pooled, &opts).await?;
+        let direct_tps = tps(&bench, &direct, "simple", &opts).await?;
+        let relay_tps = tps(&bench, &relayed, "simple", &opts).await?;
+        let pool_tps = tps(&bench, &pooled, "simple", &opts).await?;
+        let direct_prepared = tps(&bench, &direct, "prepared", &opts).await?;
+        let pool_prepared = tps(&bench, &pooled, "prepared", &opts).await?;
         println!(
-            "round {round}: direct {direct_tps:.0} tps, relay {relay_tps:.0} tps, pool {pool_tps:.0} tps"
+            "round {round}: direct {direct_tps:.0} tps, relay {relay_tps:.0} tps, pool {pool_tps:.0} tps; \
+             -M prepared: direct {direct_prepared:.0} tps, pool {pool_prepared:.0} tps"
         );
         (d, r, p) = (d + direct_tps, r + relay_tps, p + pool_tps);
+        (dp, pp) = (dp + direct_prepared, pp + pool_prepared);
     }
     relay.abort();
     println!(
         "\npool / direct: {:.0}% of direct TPS over {} rounds (target >= 90%)",
         p / d * 100.0,
         opts.rounds
+    );
+    println!(
+        "pool / direct with -M prepared: {:.0}% of direct TPS over {} rounds (direct {:.0}, pool {:.0} tps on average)",
+        pp / dp * 100.0,
+        opts.rounds,
+        dp / opts.rounds as f64,
+        pp / opts.rounds as f64
     );
     println!(
         "bound: a bare TCP relay reaches {:.0}% of direct; the pool reaches {:.0}% of the relay",

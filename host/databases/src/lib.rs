@@ -19,6 +19,7 @@ pub mod inside;
 pub mod install;
 pub mod local;
 pub mod reconciler;
+pub mod rotation;
 pub mod scram;
 pub mod service;
 pub mod spec;

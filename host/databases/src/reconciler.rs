@@ -69,6 +69,9 @@ impl DatabaseService {
         if reader && let Err(e) = self.ensure_reader(d, placement).await {
             tracing::warn!(database = %d.id, error = %e, "making a database's read-only role");
         }
+        if let Err(e) = self.rotate_when_due(d).await {
+            tracing::warn!(database = %d.id, error = %e, "rotating a database's password");
+        }
         if disk {
             self.checked
                 .lock()
@@ -175,6 +178,7 @@ impl Resources for DatabaseService {
         if let Some(d) = databases::get(self.db(), &state.org_id, &state.id).await? {
             self.keep_backups(&d).await?;
         }
+        plateau_store::databases::rotations::remove(self.db(), &state.id).await?;
         let placement = match state.placement.as_str() {
             "" => None,
             json => Some(Placement::from_json(json)?),

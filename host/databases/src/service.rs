@@ -37,6 +37,9 @@ pub struct ServiceConfig {
     pub disk_check_every: Duration,
     /// Time between scheduled base backups of a cluster (`backups`).
     pub backup_every: Duration,
+    /// How long the previous password of a rotation keeps working
+    /// (`rotation`).
+    pub rotation_overlap: Duration,
 }
 
 /// How often the leaders of clusters with replicas are checked.
@@ -195,17 +198,14 @@ impl DatabaseService {
     }
 
     /// A connection as the cluster's owner role (never a superuser), for
-    /// the console and the data API.
+    /// the console and the data API: through the login role the
+    /// connection details name (the owner, or its alias after a rotation,
+    /// whose sessions run as the owner).
     pub async fn as_owner(&self, d: &Database) -> Result<sqlx::PgConnection> {
         let placement = Self::placement(d)?;
-        let credentials = self.credentials(d)?;
+        let (role, password) = self.login(d, &placement).await?;
         self.provider
-            .connect(
-                &placement,
-                &placement.owner,
-                &credentials.owner_password,
-                &placement.database,
-            )
+            .connect(&placement, &role, &password, &placement.database)
             .await
     }
 

@@ -46,6 +46,14 @@ pub struct DatabaseArgs {
     /// archived continuously).
     #[arg(long, env = "PLATEAU_DATABASE_BACKUP_HOURS", default_value_t = 24)]
     pub database_backup_hours: u64,
+    /// Seconds the previous password of a rotated database keeps working
+    /// beside the new one.
+    #[arg(
+        long,
+        env = "PLATEAU_DATABASE_ROTATION_OVERLAP_SECONDS",
+        default_value_t = 3600
+    )]
+    pub database_rotation_overlap_seconds: u64,
 }
 
 pub fn start(
@@ -85,6 +93,7 @@ pub fn start(
             supervise_every: Duration::from_millis(args.database_supervise_ms.max(100)),
             disk_check_every: Duration::from_millis(args.database_disk_check_ms.max(100)),
             backup_every: Duration::from_secs(args.database_backup_hours.max(1) * 3600),
+            rotation_overlap: Duration::from_secs(args.database_rotation_overlap_seconds),
         },
     )))
 }

@@ -485,7 +485,7 @@ pub async fn connection(
     let placement = DatabaseService::placement(&d)?;
     let credentials = service.credentials(&d)?;
     let (username, password) = if caller.scopes.allows("databases:write") {
-        (placement.owner.clone(), credentials.owner_password.clone())
+        service.login(&d, &placement).await?
     } else {
         // The reconciler made the role when it created the cluster (or
         // first observed it, for an older one): a GET never writes.

@@ -7,6 +7,7 @@ mod branches;
 mod clusters;
 mod inside;
 mod members;
+mod rotation;
 
 use std::sync::Arc;
 
@@ -49,6 +50,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(backups::restore))
         .routes(routes!(branches::list, branches::create))
         .routes(routes!(branches::get, branches::update, branches::delete))
+        .routes(routes!(rotation::get, rotation::set))
+        .routes(routes!(rotation::rotate))
+        .routes(routes!(rotation::migrate))
 }
 
 impl From<Error> for ApiError {

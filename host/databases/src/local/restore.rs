@@ -125,6 +125,18 @@ impl LocalProvider {
         ] {
             sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
         }
+        // The source's second login role (password rotation) holds the
+        // source's password: the copy is reached with its own only.
+        let alias = crate::rotation::alias_of(&placement.owner);
+        if sqlx::query("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1")
+            .bind(&alias)
+            .fetch_optional(&mut admin)
+            .await?
+            .is_some()
+        {
+            let sql = format!("ALTER ROLE {} PASSWORD NULL", quote_ident(&alias));
+            sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
+        }
         admin.close().await?;
         let mut stop = supervise::command(user.as_deref(), &bin.join("pg_ctl"));
         stop.arg("-D").arg(&data).args(["-m", "fast", "-w", "stop"]);

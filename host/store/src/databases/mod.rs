@@ -5,6 +5,7 @@
 
 pub mod backups;
 pub mod branches;
+pub mod rotations;
 
 use sqlx::FromRow;
 

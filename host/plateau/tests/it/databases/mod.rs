@@ -13,6 +13,7 @@ mod isolation;
 mod outage;
 mod quota;
 mod restore_kill;
+mod rotation;
 mod secrets;
 mod tls;
 
