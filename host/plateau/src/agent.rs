@@ -2,7 +2,7 @@
 //! while the API process (`plateau serve`) is down or restarting: the
 //! supervisors of this host's caches and databases (adoption after a
 //! restart, restarts of dead processes, failover), the sweep of expired
-//! cache snapshots, and the apps data plane (the edge, the apps' replicas
+//! cache snapshots, apps' volumes, and the apps data plane (the edge, the apps' replicas
 //! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
@@ -50,12 +50,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         caches.snapshots().clone(),
         std::time::Duration::from_secs(60),
     );
+    let timeouts = args.listen_timeouts.timeouts();
+    let apps = crate::apps::plane(&args.apps, &db, secret_key, &data_dir, timeouts).await?;
+    let volumes = crate::apps::volumes(&args.apps, &db, &data_dir, &host_id)?;
+    volumes.with_plane(apps.plane().clone());
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
         .with(databases)
+        .with(Arc::new(volumes))
         .spawn();
-    let timeouts = args.listen_timeouts.timeouts();
-    let apps = crate::apps::plane(&args.apps, &db, secret_key, &data_dir, timeouts).await?;
     dataplane::announce_ready(&data_dir)?;
     tracing::info!(host = %host_id, pid = std::process::id(), "the agent is supervising this host's resources");
     crate::serve::shutdown_signal().await;

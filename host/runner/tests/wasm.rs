@@ -24,6 +24,7 @@ fn spec(digest: &str, bytes: &'static [u8], milli_cpu: u32) -> LaunchSpec {
             digest: digest.into(),
             bytes: Bytes::from_static(bytes),
         },
+        volumes: Vec::new(),
         env: Vec::new(),
         limits: Limits {
             memory_mb: 64,

@@ -130,7 +130,21 @@ impl ImagePusher {
         index: bool,
     ) -> String {
         let config = busybox_httpd_config(version);
-        let config_digest = self.blob(repo, &config).await;
+        self.push_image(repo, tag, &config, layer, index).await
+    }
+
+    /// Pushes an image of `config` and one `layer` as `repo:tag`, behind
+    /// an index naming it for linux/amd64 when `index`; returns the
+    /// reference `host:port/repo:tag`.
+    pub async fn push_image(
+        &self,
+        repo: &str,
+        tag: &str,
+        config: &[u8],
+        layer: &[u8],
+        index: bool,
+    ) -> String {
+        let config_digest = self.blob(repo, config).await;
         let layer_digest = self.blob(repo, layer).await;
         let manifest = json!({
             "schemaVersion": 2,

@@ -8,6 +8,7 @@ pub mod env;
 pub mod logs;
 pub mod settings;
 pub mod upload;
+pub mod volumes;
 mod views;
 
 use plateau_api::AppState;
@@ -36,6 +37,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(logs::list))
         .routes(routes!(upload::create))
         .routes(routes!(upload::put))
+        .routes(routes!(volumes::list, volumes::create))
+        .routes(routes!(volumes::delete))
+        .routes(routes!(volumes::backups, volumes::back_up))
+        .routes(routes!(volumes::restore))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

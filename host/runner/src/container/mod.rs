@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 
 use crate::logs::LogSink;
-use crate::{Artifact, Error, LaunchSpec, Limits, Replicas, Result, Runner};
+use crate::{Artifact, Error, LaunchSpec, Limits, Replicas, Result, Runner, VolumeMount};
 pub use net::SUBNET;
 pub use replicas::ContainerReplicas;
 pub use spec::{ImageConfig, PORT};
@@ -49,6 +49,8 @@ pub struct Template {
     pub env: Vec<(String, String)>,
     pub limits: Limits,
     pub logs: Arc<dyn LogSink>,
+    /// The app's volumes, their roots owned by container root.
+    pub volumes: Vec<VolumeMount>,
     /// `<app>-<deployment>`, shortened; replicas add their number.
     pub name: String,
 }
@@ -152,9 +154,14 @@ impl Runner for ContainerRunner {
         }
         let owner = self.paths.state.clone();
         let app = spec.app_id.clone();
+        let volumes = spec.volumes.clone();
         let (range, rootfs) = tokio::task::spawn_blocking(move || {
             let range = ids::IdRange::for_app(&owner, &app)?;
-            Ok::<_, Error>((range, range.rootfs(&rootfs)?))
+            let rootfs = range.rootfs(&rootfs)?;
+            for v in &volumes {
+                own_volume(&v.source, range.base())?;
+            }
+            Ok::<_, Error>((range, rootfs))
         })
         .await
         .map_err(|e| Error::NotRunnable(e.to_string()))??;
@@ -165,6 +172,7 @@ impl Runner for ContainerRunner {
             env: spec.env,
             limits: spec.limits,
             logs: spec.logs,
+            volumes: spec.volumes,
             name: short(&spec.deployment_id),
         };
         let replicas = ContainerReplicas::start(
@@ -176,6 +184,15 @@ impl Runner for ContainerRunner {
         .await?;
         Ok(Arc::new(replicas))
     }
+}
+
+/// Gives a volume's root to the app's container root (`uid_base`), so the
+/// app can write there; what it writes keeps the app's host ids, which
+/// its range keeps across restarts (runc 1.1 has no idmapped mounts).
+fn own_volume(root: &std::path::Path, uid_base: u32) -> Result<()> {
+    std::os::unix::fs::chown(root, Some(uid_base), Some(uid_base)).map_err(|e| {
+        Error::NotRunnable(format!("cannot give the volume {} to the app: {e}", root.display()))
+    })
 }
 
 /// The tail of an id (ids end in their random part), for names.

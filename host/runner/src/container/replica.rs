@@ -67,6 +67,7 @@ impl Replica {
             hostname: &self.id,
             cgroup: &format!("/plateau/{}", self.id),
             uid_base: template.uid_base,
+            volumes: &template.volumes,
         }
         .config_json()?;
         std::fs::write(bundle.join("config.json"), config).map_err(|e| io("config.json", e))?;

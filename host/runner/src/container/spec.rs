@@ -10,7 +10,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{Error, Limits, Result};
+use crate::{Error, Limits, Result, VolumeMount};
 
 /// The port a replica listens on (each has its own network namespace)
 /// unless the app sets one; it is in the replica's `PORT`.
@@ -136,6 +136,8 @@ pub struct Runtime<'a> {
     pub cgroup: &'a str,
     /// The first host uid of the app's range, container uid 0 (`ids::IdRange::base`).
     pub uid_base: u32,
+    /// The app's volumes, bind-mounted read-write.
+    pub volumes: &'a [VolumeMount],
 }
 
 impl Runtime<'_> {
@@ -170,7 +172,7 @@ impl Runtime<'_> {
             },
             "root": { "path": self.rootfs, "readonly": true },
             "hostname": self.hostname,
-            "mounts": mounts(),
+            "mounts": mounts(self.volumes),
             "linux": {
                 "cgroupsPath": self.cgroup,
                 "resources": {
@@ -201,8 +203,8 @@ impl Runtime<'_> {
     }
 }
 
-fn mounts() -> Value {
-    json!([
+fn mounts(volumes: &[VolumeMount]) -> Value {
+    let mut mounts = json!([
         { "destination": "/proc", "type": "proc", "source": "proc" },
         { "destination": "/dev", "type": "tmpfs", "source": "tmpfs",
           "options": ["nosuid", "strictatime", "mode=755", "size=65536k"] },
@@ -216,7 +218,13 @@ fn mounts() -> Value {
           "options": ["rbind", "nosuid", "noexec", "nodev", "ro"] },
         { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
           "options": ["nosuid", "nodev", "mode=1777", format!("size={TMP_MB}m")] },
-    ])
+    ]);
+    let list = mounts.as_array_mut().expect("an array");
+    for v in volumes {
+        list.push(json!({ "destination": v.path, "type": "bind",
+            "source": v.source, "options": ["rbind", "rw", "nosuid", "nodev"] }));
+    }
+    mounts
 }
 
 #[cfg(test)]
@@ -260,6 +268,10 @@ mod tests {
             hostname: "h",
             cgroup: "/plateau/h",
             uid_base: 1 << 30,
+            volumes: &[VolumeMount {
+                source: "/v/mnt".into(),
+                path: "/data".into(),
+            }],
         };
         let config: Value = serde_json::from_slice(&runtime.config_json().unwrap()).unwrap();
         let linux = &config["linux"];
@@ -298,6 +310,10 @@ mod tests {
             assert!(!allowed.contains(&denied), "{denied} is allowed");
         }
         assert_eq!(config["process"]["noNewPrivileges"], true);
+        let volume = config["mounts"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(volume["destination"], "/data");
+        assert_eq!(volume["source"], "/v/mnt");
+        assert_eq!(volume["type"], "bind");
         assert_eq!(config["process"]["capabilities"]["bounding"], json!([]));
     }
 }

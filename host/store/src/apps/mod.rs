@@ -7,6 +7,7 @@ pub mod deployments;
 pub mod env;
 pub mod logs;
 pub mod uploads;
+pub mod volumes;
 
 use sqlx::FromRow;
 
