@@ -136,6 +136,8 @@ pub struct Runtime<'a> {
     pub cgroup: &'a str,
     /// The first host uid of the app's range, container uid 0 (`ids::IdRange::base`).
     pub uid_base: u32,
+    /// The host's file mounted read-only as `/etc/resolv.conf`.
+    pub resolv_conf: &'a str,
     /// The app's volumes, bind-mounted read-write.
     pub volumes: &'a [VolumeMount],
 }
@@ -172,7 +174,7 @@ impl Runtime<'_> {
             },
             "root": { "path": self.rootfs, "readonly": true },
             "hostname": self.hostname,
-            "mounts": mounts(self.volumes),
+            "mounts": mounts(self.resolv_conf, self.volumes),
             "linux": {
                 "cgroupsPath": self.cgroup,
                 "resources": {
@@ -203,8 +205,10 @@ impl Runtime<'_> {
     }
 }
 
-fn mounts(volumes: &[VolumeMount]) -> Value {
+fn mounts(resolv_conf: &str, volumes: &[VolumeMount]) -> Value {
     let mut mounts = json!([
+        { "destination": "/etc/resolv.conf", "type": "bind", "source": resolv_conf,
+          "options": ["rbind", "ro", "nosuid", "nodev", "noexec"] },
         { "destination": "/proc", "type": "proc", "source": "proc" },
         { "destination": "/dev", "type": "tmpfs", "source": "tmpfs",
           "options": ["nosuid", "strictatime", "mode=755", "size=65536k"] },
@@ -268,6 +272,7 @@ mod tests {
             hostname: "h",
             cgroup: "/plateau/h",
             uid_base: 1 << 30,
+            resolv_conf: "/r/resolv.conf",
             volumes: &[VolumeMount {
                 source: "/v/mnt".into(),
                 path: "/data".into(),
