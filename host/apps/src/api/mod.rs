@@ -8,8 +8,8 @@ pub mod env;
 pub mod logs;
 pub mod settings;
 pub mod upload;
-pub mod volumes;
 mod views;
+pub mod volumes;
 
 use plateau_api::AppState;
 use plateau_api::auth::Caller;

@@ -24,7 +24,9 @@ use crate::{Apps, Volumes};
 /// The largest volume, in GB.
 pub const MAX_SIZE_GB: i64 = 1000;
 /// Directories a volume may not hide.
-const RESERVED: &[&str] = &["/proc", "/dev", "/sys", "/tmp", "/etc", "/bin", "/lib", "/usr"];
+const RESERVED: &[&str] = &[
+    "/proc", "/dev", "/sys", "/tmp", "/etc", "/bin", "/lib", "/usr",
+];
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -133,7 +135,10 @@ fn check_mount_path(path: &str) -> Result<(), ApiError> {
     if !path.starts_with('/') || path.len() > 255 || path.ends_with('/') {
         return bad("an absolute path of at most 255 characters, without a trailing slash");
     }
-    if path.split('/').skip(1).any(|p| p.is_empty() || p == "." || p == "..")
+    if path
+        .split('/')
+        .skip(1)
+        .any(|p| p.is_empty() || p == "." || p == "..")
         || !path
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
@@ -149,8 +154,16 @@ fn check_mount_path(path: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Whether one mount path is the other or under it: a volume mounted
+/// inside another would have its mount point made in the other's files.
+fn overlaps(a: &str, b: &str) -> bool {
+    let under = |x: &str, y: &str| x.strip_prefix(y).is_some_and(|rest| rest.starts_with('/'));
+    a == b || under(a, b) || under(b, a)
+}
+
 /// Records volume `v` (in `creating`) for the app; 409 beyond the plan's
-/// storage or for a name or path the app has already.
+/// storage or for a name the app has already, 400 for a mount path
+/// overlapping one of its volumes'.
 async fn record(apps: &Apps, caller: &Caller, v: Volume, kind: &str) -> Result<Volume, ApiError> {
     let mut tx = apps.db().begin().await?;
     let app = load_live_in(&mut tx, caller, &v.app_id).await?;
@@ -161,17 +174,22 @@ async fn record(apps: &Apps, caller: &Caller, v: Volume, kind: &str) -> Result<V
                 format!("the app has a volume named {}", v.name),
             ));
         }
-        if other.mount_path == v.mount_path {
-            return Err(ApiError::conflict(
-                "volume_exists",
-                format!("the app has a volume at {}", v.mount_path),
+        if overlaps(&other.mount_path, &v.mount_path) {
+            return Err(ApiError::invalid(
+                "mountPath",
+                format!(
+                    "volume {} is mounted at {}; a mount path may not be, contain or be inside another's",
+                    other.name, other.mount_path
+                ),
             ));
         }
     }
     let e = NewEvent::audited(&app.org_id, kind, "resources", "create", &caller.actor())
         .resource("volume", &v.id)
-        .data(json!({ "appId": app.id, "name": v.name, "sizeGb": v.size_gb,
-                      "mountPath": v.mount_path, "sourceBackupId": v.source_backup_id }));
+        .data(
+            json!({ "appId": app.id, "name": v.name, "sizeGb": v.size_gb,
+                      "mountPath": v.mount_path, "sourceBackupId": v.source_backup_id }),
+        );
     match db::insert(&mut tx, &v, &e).await {
         Ok(()) => {}
         Err(Refused::Quota { storage_gb, used }) => {
@@ -290,9 +308,15 @@ pub async fn delete(
 ) -> Result<(StatusCode, Json<VolumeView>), ApiError> {
     let mut v = load_volume(&apps, &caller, &id, &vol_id).await?;
     let now = time::now_ms();
-    let e = NewEvent::audited(&v.org_id, "app.volume.deleted", "resources", "delete", &caller.actor())
-        .resource("volume", &v.id)
-        .data(json!({ "appId": v.app_id, "name": v.name }));
+    let e = NewEvent::audited(
+        &v.org_id,
+        "app.volume.deleted",
+        "resources",
+        "delete",
+        &caller.actor(),
+    )
+    .resource("volume", &v.id)
+    .data(json!({ "appId": v.app_id, "name": v.name }));
     let mut tx = apps.db().begin().await?;
     db::request_delete(&mut tx, &v, &e, now).await?;
     tx.commit_last().await?;
@@ -351,9 +375,15 @@ pub async fn back_up(
         size_bytes: stored.size_bytes,
         created_at: time::now_ms(),
     };
-    let e = NewEvent::audited(&v.org_id, "app.volume.backed_up", "resources", "create", &caller.actor())
-        .resource("volume", &v.id)
-        .data(json!({ "appId": v.app_id, "backupId": b.id, "sizeBytes": b.size_bytes }));
+    let e = NewEvent::audited(
+        &v.org_id,
+        "app.volume.backed_up",
+        "resources",
+        "create",
+        &caller.actor(),
+    )
+    .resource("volume", &v.id)
+    .data(json!({ "appId": v.app_id, "backupId": b.id, "sizeBytes": b.size_bytes }));
     let mut tx = apps.db().begin().await?;
     match db::insert_backup(&mut tx, &b, &e).await {
         Ok(()) => tx.commit_last().await?,
@@ -392,9 +422,18 @@ pub async fn restore(
         .await?
         .filter(|b| b.app_id == app.id && b.volume_id == vol_id)
         .ok_or_else(|| {
-            ApiError::not_found(format!("backup {backup_id} of volume {vol_id} does not exist"))
+            ApiError::not_found(format!(
+                "backup {backup_id} of volume {vol_id} does not exist"
+            ))
         })?;
-    let tail: String = b.id.chars().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String =
+        b.id.chars()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
     let tail = tail.to_ascii_lowercase();
     let name = input
         .name

@@ -41,7 +41,14 @@ impl Disk {
         }
         self.start_partial(size_gb)?;
         run(Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1"])
+            .args([
+                "-q",
+                "-F",
+                "-m",
+                "0",
+                "-E",
+                "lazy_itable_init=1,lazy_journal_init=1",
+            ])
             .arg(&self.partial))?;
         self.finish_partial()
     }

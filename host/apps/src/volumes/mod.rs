@@ -194,8 +194,8 @@ pub async fn mounted(db: &Db, app_id: &str) -> Result<Vec<(String, VolumeMount)>
         if v.placement.is_empty() || v.status == "deleting" {
             continue;
         }
-        let p: Placement = serde_json::from_str(&v.placement)
-            .map_err(|e| format!("volume {}: {e}", v.id))?;
+        let p: Placement =
+            serde_json::from_str(&v.placement).map_err(|e| format!("volume {}: {e}", v.id))?;
         if !disk::is_mounted(&p.mount) {
             return Err(format!(
                 "volume {} ({}) is not mounted on this host yet",
@@ -263,7 +263,9 @@ impl Resources for Volumes {
         if let Some(plane) = self.inner.plane.get()
             && plane.uses_volume(&state.id)
         {
-            return Err("replicas still use the volume; they are being relaunched without it".into());
+            return Err(
+                "replicas still use the volume; they are being relaunched without it".into(),
+            );
         }
         let d = self.disk(&state.id);
         blocking(move || d.remove()).await?;

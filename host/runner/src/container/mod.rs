@@ -169,11 +169,12 @@ impl Runner for ContainerRunner {
         let owner = self.paths.state.clone();
         let app = spec.app_id.clone();
         let volumes = spec.volumes.clone();
+        let user = config.ids()?;
         let (range, rootfs) = tokio::task::spawn_blocking(move || {
             let range = ids::IdRange::for_app(&owner, &app)?;
             let rootfs = range.rootfs(&rootfs)?;
             for v in &volumes {
-                own_volume(&v.source, range.base())?;
+                own_volume(&v.source, range.base(), user)?;
             }
             Ok::<_, Error>((range, rootfs))
         })
@@ -200,12 +201,23 @@ impl Runner for ContainerRunner {
     }
 }
 
-/// Gives a volume's root to the app's container root (`uid_base`), so the
-/// app can write there; what it writes keeps the app's host ids, which
-/// its range keeps across restarts (runc 1.1 has no idmapped mounts).
-fn own_volume(root: &std::path::Path, uid_base: u32) -> Result<()> {
-    std::os::unix::fs::chown(root, Some(uid_base), Some(uid_base)).map_err(|e| {
-        Error::NotRunnable(format!("cannot give the volume {} to the app: {e}", root.display()))
+/// Gives a volume's root directory to the user the image runs as (its
+/// `User`, container root by default), mapped into the app's host range,
+/// so the app can write there; what it writes keeps the app's host ids,
+/// which its range keeps across restarts (runc 1.1 has no idmapped
+/// mounts). Only the root changes hands, never what the app made: `root`
+/// is the mount point of the volume's filesystem, which the app cannot
+/// replace with a link.
+fn own_volume(root: &std::path::Path, uid_base: u32, (uid, gid): (u32, u32)) -> Result<()> {
+    let (uid, gid) = (
+        uid_base + uid.min(ids::SIZE - 1),
+        uid_base + gid.min(ids::SIZE - 1),
+    );
+    std::os::unix::fs::chown(root, Some(uid), Some(gid)).map_err(|e| {
+        Error::NotRunnable(format!(
+            "cannot give the volume {} to the app: {e}",
+            root.display()
+        ))
     })
 }
 

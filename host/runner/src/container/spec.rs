@@ -108,7 +108,7 @@ impl ImageConfig {
     }
 
     /// The numeric user and group; root when the image names none.
-    fn ids(&self) -> Result<(u32, u32)> {
+    pub(crate) fn ids(&self) -> Result<(u32, u32)> {
         if self.user.is_empty() {
             return Ok((0, 0));
         }

@@ -54,7 +54,10 @@ const BACKUP_COLUMNS: &str = "id, org_id, app_id, volume_id, volume_name, mount_
 #[derive(Debug)]
 pub enum Refused {
     /// The organisation's storage would pass its plan's `storage_gb`.
-    Quota { storage_gb: i64, used: i64 },
+    Quota {
+        storage_gb: i64,
+        used: i64,
+    },
     Store(crate::Error),
 }
 
@@ -134,20 +137,25 @@ pub async fn insert(tx: &mut Tx, v: &Volume, event: &NewEvent) -> Result<(), Ref
 /// The app's volumes, oldest first (those being deleted too).
 pub async fn list(db: &Db, app_id: &str) -> Result<Vec<Volume>> {
     let sql = format!("SELECT {COLUMNS} FROM app_volumes WHERE app_id = $1 ORDER BY id");
-    Ok(sqlx::query_as(&sql).bind(app_id).fetch_all(db.pool()).await?)
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .fetch_all(db.pool())
+        .await?)
 }
 
 /// [`list`] inside a write transaction.
 pub async fn list_in(tx: &mut Tx, app_id: &str) -> Result<Vec<Volume>> {
     let sql = format!("SELECT {COLUMNS} FROM app_volumes WHERE app_id = $1 ORDER BY id");
-    Ok(sqlx::query_as(&sql).bind(app_id).fetch_all(tx.conn()).await?)
+    Ok(sqlx::query_as(&sql)
+        .bind(app_id)
+        .fetch_all(tx.conn())
+        .await?)
 }
 
 /// Volume `id` of the organisation's app `app_id`.
 pub async fn get(db: &Db, org_id: &str, app_id: &str, id: &str) -> Result<Option<Volume>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM app_volumes WHERE org_id = $1 AND app_id = $2 AND id = $3"
-    );
+    let sql =
+        format!("SELECT {COLUMNS} FROM app_volumes WHERE org_id = $1 AND app_id = $2 AND id = $3");
     Ok(sqlx::query_as(&sql)
         .bind(org_id)
         .bind(app_id)
@@ -159,7 +167,10 @@ pub async fn get(db: &Db, org_id: &str, app_id: &str, id: &str) -> Result<Option
 /// Volume `id`, for the host's own work (never for a caller).
 pub async fn get_any(db: &Db, id: &str) -> Result<Option<Volume>> {
     let sql = format!("SELECT {COLUMNS} FROM app_volumes WHERE id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db.pool()).await?)
+    Ok(sqlx::query_as(&sql)
+        .bind(id)
+        .fetch_optional(db.pool())
+        .await?)
 }
 
 /// Asks for volume `id` to be deleted (a new generation in `deleting`),

@@ -13,6 +13,7 @@ mod sandbox;
 mod settings;
 mod tenants;
 mod uploads;
+mod volumes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
