@@ -1,5 +1,5 @@
 -- Volumes of apps and their backups (issue 31) (sqlite).
--- Keep in step with ../postgres/0017_app_volumes.sql.
+-- Keep in step with ../postgres/0018_app_volumes.sql.
 
 -- A volume is a managed resource of the kernel (desired state): the API
 -- writes the row (`creating`, or `deleting` with a new generation) and
