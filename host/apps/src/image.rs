@@ -116,30 +116,8 @@ async fn own(
     registry: &dyn RegistryAccess,
     images: Option<&Path>,
 ) -> Result<Resolved, String> {
+    let (client, auth, target) = own_client(reference, who, registry);
     let local = registry.local_address();
-    let target = match (reference.tag(), reference.digest()) {
-        (_, Some(digest)) => Reference::with_digest(
-            local.clone(),
-            reference.repository().to_owned(),
-            digest.to_owned(),
-        ),
-        (tag, None) => Reference::with_tag(
-            local.clone(),
-            reference.repository().to_owned(),
-            tag.unwrap_or("latest").to_owned(),
-        ),
-    };
-    let client = Client::new(ClientConfig {
-        protocol: ClientProtocol::HttpsExcept(vec![local.clone()]),
-        connect_timeout: Some(Duration::from_secs(10)),
-        read_timeout: Some(Duration::from_secs(60)),
-        ..ClientConfig::default()
-    });
-    let auth = RegistryAuth::Bearer(registry.pull_bearer(
-        &who.org_id,
-        &who.token_id,
-        who.user_id.as_deref(),
-    ));
     let absent = |e: oci_client::errors::OciDistributionError| {
         format!(
             "the registry has no {} for this organisation ({e})",
@@ -222,4 +200,108 @@ async fn own(
 
 fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// A client of this host's registry over loopback, a bearer of the
+/// organisation, and `reference` retargeted there.
+fn own_client(
+    reference: &Reference,
+    who: &PullAs,
+    registry: &dyn RegistryAccess,
+) -> (Client, RegistryAuth, Reference) {
+    let local = registry.local_address();
+    let target = match (reference.tag(), reference.digest()) {
+        (_, Some(digest)) => Reference::with_digest(
+            local.clone(),
+            reference.repository().to_owned(),
+            digest.to_owned(),
+        ),
+        (tag, None) => Reference::with_tag(
+            local.clone(),
+            reference.repository().to_owned(),
+            tag.unwrap_or("latest").to_owned(),
+        ),
+    };
+    let client = Client::new(ClientConfig {
+        protocol: ClientProtocol::HttpsExcept(vec![local.clone()]),
+        connect_timeout: Some(Duration::from_secs(10)),
+        read_timeout: Some(Duration::from_secs(60)),
+        ..ClientConfig::default()
+    });
+    let auth = RegistryAuth::Bearer(registry.pull_bearer(
+        &who.org_id,
+        &who.token_id,
+        who.user_id.as_deref(),
+    ));
+    (client, auth, target)
+}
+
+/// Why a reference cannot be deployed, known before a deployment starts.
+#[derive(Debug)]
+pub enum Unavailable {
+    /// The registry has no such manifest, or not for this organisation,
+    /// or the reference names a registry apps may not pull from.
+    Absent(String),
+    /// The registry did not answer; the deployment may still work later.
+    Unreachable(String),
+}
+
+/// Whether `image` names a manifest the organisation can pull, asked
+/// with a HEAD of the manifest (nothing is downloaded).
+pub async fn check_exists(
+    image: &str,
+    who: &PullAs,
+    registry: &dyn RegistryAccess,
+    allowed: &[String],
+) -> Result<(), Unavailable> {
+    let reference = parse_reference(image).map_err(Unavailable::Absent)?;
+    let (client, auth, target) = if registry.is_own(reference.registry()) {
+        own_client(&reference, who, registry)
+    } else if allowed.iter().any(|r| r == reference.registry()) {
+        let client = Client::new(ClientConfig {
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(20)),
+            ..ClientConfig::default()
+        });
+        (client, RegistryAuth::Anonymous, reference.clone())
+    } else {
+        return Err(Unavailable::Absent(format!(
+            "apps pull from this platform's registry or from registries the operator allows; {} is neither",
+            reference.registry()
+        )));
+    };
+    use oci_client::errors::{OciDistributionError as E, OciErrorCode as C};
+    match client.fetch_manifest_digest(&target, &auth).await {
+        Ok(_) => Ok(()),
+        Err(
+            E::ImageManifestNotFoundError(_)
+            | E::UnauthorizedError { .. }
+            | E::AuthenticationFailure(_),
+        ) => Err(absent(&reference)),
+        Err(E::RegistryError { envelope, .. })
+            if envelope.errors.iter().any(|e| {
+                matches!(
+                    e.code,
+                    C::ManifestUnknown | C::NameUnknown | C::NotFound | C::Denied | C::Unauthorized
+                )
+            }) =>
+        {
+            Err(absent(&reference))
+        }
+        Err(E::ServerError {
+            code: 401 | 403 | 404,
+            ..
+        }) => Err(absent(&reference)),
+        Err(e) => Err(Unavailable::Unreachable(format!(
+            "the registry of {} did not answer: {e}",
+            reference.whole()
+        ))),
+    }
+}
+
+fn absent(reference: &Reference) -> Unavailable {
+    Unavailable::Absent(format!(
+        "{} does not exist, or this organisation cannot pull it",
+        reference.whole()
+    ))
 }

@@ -162,6 +162,13 @@ impl Plane {
             return Ok(());
         }
         apps::set_live(&mut tx, &app.id, &d.id, now).await?;
+        // The app's image is the one live: set when a deployment of an
+        // image goes live (a rollback's too), not when it is asked for.
+        if d.source_type == "image"
+            && let Some(image) = &d.image
+        {
+            apps::set_image(&mut tx, &app.id, image, now).await?;
+        }
         let e = event(app, "app.deployment.live", "deploy", &Actor::system()).data(json!({
             "deploymentId": d.id,
             "cause": d.cause,

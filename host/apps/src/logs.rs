@@ -69,11 +69,12 @@ struct DeploymentLogs {
 }
 
 impl LogSink for DeploymentLogs {
-    fn line(&self, stream: Stream, line: String) {
+    fn line(&self, replica: Option<&str>, stream: Stream, line: String) {
         self.buffer.push(LogLine {
             id: new_id("log"),
             app_id: self.app_id.clone(),
             deployment: self.deployment_id.clone(),
+            replica: replica.map(str::to_owned),
             stream: stream.as_str().to_owned(),
             line,
             created_at: time::now_ms(),

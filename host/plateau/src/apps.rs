@@ -73,8 +73,9 @@ pub struct AppsArgs {
     /// `Dockerfile`) with this host's toolchain and crate cache, offline.
     /// Cargo, build scripts and procedural macros run in the builds'
     /// sandbox (their own user, PID, network and mount namespaces, no
-    /// capabilities, seccomp), like a Dockerfile's `RUN` steps.
-    #[arg(long, env = "PLATEAU_APPS_CARGO_BUILDS")]
+    /// capabilities, seccomp), like a Dockerfile's `RUN` steps. On by
+    /// default; `false` refuses crates (a Dockerfile is then needed).
+    #[arg(long, env = "PLATEAU_APPS_CARGO_BUILDS", default_value_t = true, action = clap::ArgAction::Set)]
     pub apps_cargo_builds: bool,
     /// Where apps' volume backups are stored: a directory, `file:///dir`
     /// or `s3://bucket[/prefix]` (AWS_* variables); default:

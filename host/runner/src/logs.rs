@@ -17,9 +17,11 @@ impl Stream {
     }
 }
 
-/// Receives the lines replicas print. Must not block.
+/// Receives the lines replicas print, with the replica that printed
+/// each (none for Wasm apps, which run an instance per request). Must
+/// not block.
 pub trait LogSink: Send + Sync {
-    fn line(&self, stream: Stream, line: String);
+    fn line(&self, replica: Option<&str>, stream: Stream, line: String);
 }
 
 /// The longest line kept; the rest of a longer line is cut.
@@ -28,13 +30,15 @@ pub const MAX_LINE: usize = 8 * 1024;
 /// Cuts bytes into lines for a sink; what is left at the end is flushed
 /// as a last line.
 pub struct LineWriter {
+    replica: Option<String>,
     stream: Stream,
     pending: Vec<u8>,
 }
 
 impl LineWriter {
-    pub fn new(stream: Stream) -> Self {
+    pub fn new(replica: Option<String>, stream: Stream) -> Self {
         LineWriter {
+            replica,
             stream,
             pending: Vec::new(),
         }
@@ -62,7 +66,7 @@ impl LineWriter {
             line.pop();
         }
         self.pending.clear();
-        sink.line(self.stream, line);
+        sink.line(self.replica.as_deref(), self.stream, line);
     }
 }
 
@@ -76,7 +80,7 @@ mod tests {
     struct Lines(Mutex<Vec<(Stream, String)>>);
 
     impl LogSink for Lines {
-        fn line(&self, stream: Stream, line: String) {
+        fn line(&self, _: Option<&str>, stream: Stream, line: String) {
             self.0.lock().unwrap().push((stream, line));
         }
     }
@@ -84,7 +88,7 @@ mod tests {
     #[test]
     fn cuts_lines_across_writes() {
         let sink = Lines::default();
-        let mut w = LineWriter::new(Stream::Stderr);
+        let mut w = LineWriter::new(None, Stream::Stderr);
         w.write(b"hel", &sink);
         w.write(b"lo\r\nwor", &sink);
         w.write(b"ld\n\nlast", &sink);

@@ -22,7 +22,7 @@ const WANT: &str = "hello from busybox on 8080 ro CapEff: 0000000000000000 NoNew
 struct Lines(Mutex<Vec<(Stream, String)>>);
 
 impl LogSink for Lines {
-    fn line(&self, stream: Stream, line: String) {
+    fn line(&self, _: Option<&str>, stream: Stream, line: String) {
         self.0.lock().unwrap().push((stream, line));
     }
 }

@@ -45,7 +45,7 @@ impl Drop for Cleanup {
 }
 
 impl LogSink for Quiet {
-    fn line(&self, _: Stream, _: String) {}
+    fn line(&self, _: Option<&str>, _: Stream, _: String) {}
 }
 
 /// A rootfs of busybox, `/bin/sh` and the CGI script `/www/cgi-bin/run`.

@@ -17,7 +17,7 @@ use plateau_runner::{
 struct Discard;
 
 impl LogSink for Discard {
-    fn line(&self, _stream: Stream, _line: String) {}
+    fn line(&self, _: Option<&str>, _stream: Stream, _line: String) {}
 }
 
 fn spec(digest: &str, bytes: &'static [u8], milli_cpu: u32) -> LaunchSpec {

@@ -91,7 +91,9 @@ pub async fn list(
     request_body = CreateApp,
     responses((status = 201, description = "the new app", body = AppView),
               (status = 409, description = "the plan's number of apps is reached", body = plateau_api::error::Problem),
-              (status = 422, description = "a git URL the operator does not allow", body = plateau_api::error::Problem)))]
+              (status = 400, description = "an image the registry does not have for the organisation, or an invalid field", body = plateau_api::error::Problem),
+              (status = 422, description = "a git URL the operator does not allow", body = plateau_api::error::Problem),
+              (status = 502, description = "the image's registry did not answer", body = plateau_api::error::Problem)))]
 pub async fn create(
     Extension(apps): Extension<Apps>,
     caller: Caller,
@@ -137,6 +139,11 @@ pub async fn create(
         super::deploy::check_git(&apps, repo, branch.as_deref().unwrap_or("main"))?;
     }
     let project_id = project(&apps, &caller, input.project_id.as_deref()).await?;
+    if let Some(image) = input.image.as_deref().map(str::trim)
+        && source_type == "image"
+    {
+        super::check_image(&apps, &caller, image).await?;
+    }
     let limits = db::plan_limits(apps.db(), &caller.plan).await?;
     let now = time::now_ms();
     let id = new_id("app");

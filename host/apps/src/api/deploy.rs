@@ -23,7 +23,8 @@ use crate::{AppStatus, Apps};
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Deploy {
-    /// An OCI reference; default: the app's image. It becomes the app's image.
+    /// An OCI reference; default: the app's image. It becomes the app's
+    /// image once the deployment is live.
     pub image: Option<String>,
     /// A git repository URL (one the operator allows) to build; it
     /// becomes the app's repository. Not with `image`.
@@ -89,13 +90,24 @@ pub async fn list(
     request_body = Deploy,
     responses((status = 201, description = "the pending deployment", body = DeploymentView),
               (status = 409, description = "the upload has no archive yet, or was deployed already", body = plateau_api::error::Problem),
-              (status = 422, description = "a git URL the operator does not allow, an upload app without an uploadId, or an invalid field", body = plateau_api::error::Problem)))]
+              (status = 400, description = "an image the registry does not have for the organisation, or an invalid field", body = plateau_api::error::Problem),
+              (status = 422, description = "a git URL the operator does not allow, or an upload app without an uploadId", body = plateau_api::error::Problem),
+              (status = 502, description = "the image's registry did not answer", body = plateau_api::error::Problem)))]
 pub async fn create(
     Extension(apps): Extension<Apps>,
     caller: Caller,
     Path(id): Path<String>,
     Body(input): Body<Deploy>,
 ) -> Result<(StatusCode, Json<DeploymentView>), ApiError> {
+    if let Some(image) = input.image.as_deref().map(str::trim)
+        && input.repo.is_none()
+        && input.upload_id.is_none()
+    {
+        crate::image::parse_reference(image).map_err(|m| ApiError::invalid("image", m))?;
+        // Asked before the transaction: it waits on the registry.
+        load(apps.db(), &caller, &id).await?;
+        super::check_image(&apps, &caller, image).await?;
+    }
     let now = time::now_ms();
     let mut tx = apps.db().begin().await?;
     let mut app = load_live_in(&mut tx, &caller, &id).await?;
@@ -126,7 +138,6 @@ pub async fn create(
         if let Err(message) = crate::image::parse_reference(image) {
             return Err(ApiError::invalid("image", message));
         }
-        db::set_image(&mut tx, &app.id, image, now).await?;
         app.image = Some(image.to_owned());
         app.source_type = "image".to_owned();
     }

@@ -5,6 +5,7 @@
 pub mod apps;
 pub mod deploy;
 pub mod env;
+pub mod github;
 pub mod logs;
 pub mod settings;
 pub mod upload;
@@ -41,6 +42,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(volumes::delete))
         .routes(routes!(volumes::backups, volumes::back_up))
         .routes(routes!(volumes::restore))
+        .routes(routes!(github::get, github::put))
+        .routes(routes!(github::push))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {
@@ -93,5 +96,31 @@ pub(crate) fn pull_as(caller: &Caller) -> crate::image::PullAs {
         org_id: caller.org_id.clone(),
         token_id: caller.token_id.clone(),
         user_id: Some(caller.user_id.clone()),
+    }
+}
+
+/// Refuses a deployment of `image` that cannot work: a reference the
+/// registry does not have for the organisation (422 naming `image`), or
+/// a registry that does not answer (502), before anything is stored.
+pub(crate) async fn check_image(
+    apps: &crate::Apps,
+    caller: &Caller,
+    image: &str,
+) -> Result<(), ApiError> {
+    use crate::image::{Unavailable, check_exists};
+    match check_exists(
+        image,
+        &pull_as(caller),
+        &*apps.inner.registry,
+        &apps.config().allowed_registries,
+    )
+    .await
+    {
+        Ok(()) => Ok(()),
+        Err(Unavailable::Absent(message)) => Err(ApiError::invalid("image", message)),
+        Err(Unavailable::Unreachable(detail)) => Err(ApiError::BadGateway {
+            code: "registry_unreachable",
+            detail,
+        }),
     }
 }

@@ -108,6 +108,30 @@ impl Api {
         answer(response).await
     }
 
+    /// Opens the server-sent events at `path`, resuming after the event
+    /// `last` when given; a problem answer is its sentence.
+    pub async fn events(
+        &self,
+        path: &str,
+        last: Option<&str>,
+    ) -> Result<reqwest::Response, String> {
+        let mut req = self
+            .http
+            .get(self.endpoint(path))
+            .bearer_auth(&self.token)
+            .header("accept", "text/event-stream");
+        if let Some(last) = last {
+            req = req.header("last-event-id", last);
+        }
+        let response = req.send().await.map_err(|e| self.unreachable(&e))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let body = response.bytes().await.unwrap_or_default();
+        Err(problem_sentence(status, &body))
+    }
+
     fn unreachable(&self, e: &reqwest::Error) -> String {
         let why = if e.is_connect() {
             "nothing answers there; is the server running?"

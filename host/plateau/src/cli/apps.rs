@@ -2,10 +2,10 @@
 //! repository, logs (with `--follow`), env, scale, rollback, open, delete.
 //! An app is named by its id or its name.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use super::output::{self, items};
@@ -233,45 +233,71 @@ pub async fn run(args: AppsArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Prints runtime logs, then with `follow` the new ones every second.
+/// Prints runtime logs; with `follow`, then the new ones as the server
+/// streams them (server-sent events), reconnecting after the last line
+/// printed when the stream breaks.
 async fn logs(api: &Api, id: &str, follow: bool, limit: u32) -> Result<(), String> {
-    let mut since: Option<String> = None;
-    // Lines at `since` itself come again (the bound is inclusive).
-    let mut printed_at_since: HashSet<String> = HashSet::new();
-    loop {
-        let path = match &since {
-            Some(s) => format!("/apps/{id}/logs?limit=1000&since={s}"),
-            None => format!("/apps/{id}/logs?limit={limit}"),
-        };
-        let page = api.get(&path).await?;
-        if api.json && !follow {
-            // One answer, as the API gave it; `--follow` prints a JSON
-            // line per log line instead.
+    if !follow {
+        let page = api.get(&format!("/apps/{id}/logs?limit={limit}")).await?;
+        if api.json {
             println!("{page:#}");
-            return Ok(());
+        } else {
+            items(&page).iter().for_each(print_line);
         }
-        for line in items(&page) {
-            let at = line["at"].as_str().unwrap_or_default().to_owned();
-            let key = format!("{at} {} {}", line["stream"], line["line"]);
-            if since.as_deref() == Some(at.as_str()) && printed_at_since.contains(&key) {
-                continue;
-            }
-            if since.as_deref() != Some(at.as_str()) {
-                printed_at_since.clear();
-                since = Some(at.clone());
-            }
-            printed_at_since.insert(key);
-            if api.json {
-                println!("{line}");
-            } else {
-                println!("{at} {}", line["line"].as_str().unwrap_or_default());
+        return Ok(());
+    }
+    let path = format!("/apps/{id}/logs?follow=true&limit={limit}");
+    let mut last: Option<String> = None;
+    let mut broken = 0;
+    loop {
+        let response = api.events(&path, last.as_deref()).await?;
+        let mut body = response.bytes_stream();
+        let mut pending = String::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            broken = 0;
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = pending.find("\n\n") {
+                let event: String = pending.drain(..end + 2).collect();
+                let Some(line) = event_data(&event) else {
+                    continue;
+                };
+                last = line["id"].as_str().map(str::to_owned).or(last);
+                if api.json {
+                    println!("{line}");
+                } else {
+                    print_line(&line);
+                }
             }
         }
-        if !follow {
-            return Ok(());
+        // The server ends the stream when the app is deleted: the next
+        // request says so. A broken connection is tried again, a few times.
+        broken += 1;
+        if broken > 5 {
+            return Err("the log stream keeps breaking (unreachable)".to_owned());
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The JSON `data` of one server-sent event; none for a comment.
+fn event_data(event: &str) -> Option<Value> {
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    if data.is_empty() {
+        return None;
+    }
+    serde_json::from_str(&data.join("\n")).ok()
+}
+
+fn print_line(line: &Value) {
+    println!(
+        "{} {}",
+        line["at"].as_str().unwrap_or_default(),
+        line["line"].as_str().unwrap_or_default()
+    );
 }
 
 /// Prints a deployment's build log as it grows until it is live or

@@ -118,6 +118,7 @@ async fn the_command_line_drives_the_platform() {
     assert_eq!(opened["url"], app["url"]);
     let logs = json(&plateau(config, &["apps", "logs", "cli-hello", "--json"]).await);
     assert!(logs["items"].is_array(), "{logs}");
+    follow_logs(config, &env, &app).await;
     let e = error(&plateau(config, &["apps", "show", "no-such-app"]).await);
     assert!(e.ends_with("(not_found)"), "{e}");
 
@@ -223,4 +224,45 @@ async fn the_command_line_drives_the_platform() {
         .await,
     );
     assert!(e.ends_with("(no_dockerfile)"), "{e}");
+}
+
+/// `apps logs --follow` prints a line the app prints after it started.
+async fn follow_logs(config: &std::path::Path, env: &Apps, app: &Value) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_plateau"))
+        .args(["apps", "logs", "cli-hello", "--follow", "--limit", "1"])
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("PLATEAU_URL")
+        .env_remove("PLATEAU_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("plateau runs");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let slug = app["url"]
+        .as_str()
+        .unwrap()
+        .split('.')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://");
+    let edge = super::apps::Edge::new(&env.server, slug);
+    let found = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            // The app prints a line per request; ask until one is followed.
+            assert_eq!(edge.get("/cli-followed").await.unwrap().0, 200);
+            let next =
+                tokio::time::timeout(std::time::Duration::from_secs(2), lines.next_line()).await;
+            if let Ok(Ok(Some(line))) = next
+                && line.ends_with("v1 served /cli-followed")
+            {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the followed line is printed");
+    assert!(found.contains('T'), "{found}");
+    child.kill().await.unwrap();
 }

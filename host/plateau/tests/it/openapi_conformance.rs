@@ -32,6 +32,9 @@ const MAX_EXAMPLES: &str = "10";
 /// - `POST /connect/grants` skips it too: `projectId` must name a project
 ///   of the organisation, which no schema can say, and the server refuses
 ///   another with 400 naming the field.
+/// - `PUT /apps/{id}/github` skips `positive_data_acceptance`: which git
+///   URLs are allowed is the operator's setting (`PLATEAU_APPS_GIT_ALLOW`,
+///   422 otherwise), which a schema cannot say.
 /// - `GET /flags/evaluators` skips `allow_header_conformance`: the plugin
 ///   dispatcher sends `PUT` and `DELETE /flags/evaluators` to the routes of
 ///   `/flags/{key}` (a literal beats a parameter only among routes of the
@@ -63,6 +66,11 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-path = "/connect/grants"
 include-method = "POST"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/apps/{{id}}/github"
+include-method = "PUT"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]

@@ -90,11 +90,11 @@ impl Replica {
         let stdout = child
             .stdout
             .take()
-            .map(|s| pump(s, Stream::Stdout, template.logs.clone()));
+            .map(|s| pump(s, &self.id, Stream::Stdout, template.logs.clone()));
         let stderr = child
             .stderr
             .take()
-            .map(|s| pump(s, Stream::Stderr, template.logs.clone()));
+            .map(|s| pump(s, &self.id, Stream::Stderr, template.logs.clone()));
         let started = Instant::now();
         loop {
             if tokio::net::TcpStream::connect(self.addr).await.is_ok() {
@@ -153,15 +153,16 @@ impl Drop for Replica {
     }
 }
 
-/// Sends a stream's lines to the sink; returns the last 2 KiB it read
-/// (what a container said before it died).
+/// Sends a stream's lines to the sink, named after `replica`; returns
+/// the last 2 KiB it read (what a container said before it died).
 fn pump(
     mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    replica: &str,
     stream: Stream,
     sink: Arc<dyn LogSink>,
 ) -> tokio::task::JoinHandle<String> {
+    let mut lines = LineWriter::new(Some(replica.to_owned()), stream);
     tokio::spawn(async move {
-        let mut lines = LineWriter::new(stream);
         let mut tail: Vec<u8> = Vec::new();
         let mut buf = vec![0u8; 8192];
         while let Ok(n) = from.read(&mut buf).await {

@@ -27,7 +27,7 @@ pub type Output = GuestOutput<Lines>;
 pub fn new(stream: Stream, sink: Arc<dyn LogSink>) -> Output {
     GuestOutput::new(
         Lines {
-            lines: LineWriter::new(stream),
+            lines: LineWriter::new(None, stream),
             sink,
         },
         MAX_BYTES_PER_REQUEST,

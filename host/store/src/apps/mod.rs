@@ -5,6 +5,7 @@
 pub mod components;
 pub mod deployments;
 pub mod env;
+pub mod git_links;
 pub mod logs;
 pub mod uploads;
 pub mod volumes;

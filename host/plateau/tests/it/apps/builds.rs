@@ -195,6 +195,7 @@ async fn git_dockerfile_builds(backend: Backend) {
     let fixed = finished(&env, &app_id, &id(&r.json())).await;
     assert_eq!(fixed["status"], "live", "{fixed}");
     edge.until_body("fixed\n").await;
+    push_deploys(&env, &app_id, &url, &repo, &edge).await;
 
     // Git URLs the operator does not allow are refused before anything
     // runs.
@@ -234,4 +235,112 @@ async fn git_dockerfile_builds(backend: Backend) {
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Sends a push webhook for `branch` as GitHub does, signed with `secret`.
+async fn push_hook(
+    env: &Apps,
+    hook: &str,
+    secret: &str,
+    delivery: &str,
+    event: &str,
+    branch: &str,
+) -> (u16, Value) {
+    use hmac::{Hmac, Mac};
+    let body =
+        json!({ "ref": format!("refs/heads/{branch}"), "after": "0123abc", "deleted": false })
+            .to_string();
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body.as_bytes());
+    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let r = reqwest::Client::new()
+        .post(hook)
+        .header("content-type", "application/json")
+        .header("x-github-event", event)
+        .header("x-github-delivery", delivery)
+        .header("x-hub-signature-256", signature)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let _ = env;
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A linked app deploys what is pushed to its branch, once per delivery;
+/// unsigned or wrongly signed deliveries are refused.
+async fn push_deploys(env: &Apps, app_id: &str, url: &str, repo: &Path, edge: &Edge) {
+    let c = env.client();
+    let r = c
+        .put(
+            &format!("/apps/{app_id}/github"),
+            json!({ "repo": url, "branch": "fixed" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let link = r.json();
+    let secret = link["secret"].as_str().unwrap().to_owned();
+    let hook = link["webhookUrl"].as_str().unwrap().to_owned();
+    assert!(
+        hook.ends_with(&format!("/apps/{app_id}/github/push")),
+        "{hook}"
+    );
+    let shown = c.get(&format!("/apps/{app_id}/github")).await.json();
+    assert_eq!(
+        (
+            shown["linked"].as_bool(),
+            shown["branch"].as_str(),
+            shown.get("secret")
+        ),
+        (Some(true), Some("fixed"), None),
+        "{shown}"
+    );
+    let deployments =
+        || async { c.get(&format!("/apps/{app_id}/deployments")).await.json()["total"].clone() };
+    let before = deployments().await;
+    // Unsigned, or signed with another secret: refused, nothing deploys.
+    let unsigned = reqwest::Client::new()
+        .post(&hook)
+        .header("x-github-event", "push")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 401);
+    let (status, _) = push_hook(env, &hook, "whsec_wrong", "d-0", "push", "fixed").await;
+    assert_eq!(status, 401);
+    let (status, pong) = push_hook(env, &hook, &secret, "d-ping", "ping", "fixed").await;
+    assert_eq!((status, pong["status"].as_str()), (200, Some("pong")));
+    let (status, other) = push_hook(env, &hook, &secret, "d-1", "push", "main").await;
+    assert_eq!(
+        (status, other["status"].as_str()),
+        (200, Some("ignored")),
+        "{other}"
+    );
+    assert_eq!(deployments().await, before);
+    // A push to the linked branch deploys it.
+    commit(
+        repo,
+        "mkdir -p /www && echo pushed > /www/index.html",
+        "pushed",
+    );
+    let (status, started) = push_hook(env, &hook, &secret, "d-2", "push", "fixed").await;
+    assert_eq!(
+        (status, started["status"].as_str()),
+        (202, Some("deploying")),
+        "{started}"
+    );
+    let pushed = finished(env, app_id, started["deploymentId"].as_str().unwrap()).await;
+    assert_eq!(pushed["status"], "live", "{pushed}");
+    edge.until_body("pushed\n").await;
+    // The same delivery again is acknowledged and ignored.
+    let (status, again) = push_hook(env, &hook, &secret, "d-2", "push", "fixed").await;
+    assert_eq!((status, again["status"].as_str()), (200, Some("duplicate")));
+    let events = c.get("/events?type=app.git.linked").await.json();
+    assert_eq!(
+        events["items"].as_array().map(Vec::len),
+        Some(1),
+        "{events}"
+    );
 }

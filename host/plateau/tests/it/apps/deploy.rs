@@ -87,6 +87,7 @@ async fn lifecycle(backend: Backend) {
     let detail = c.get(&format!("/apps/{app_id}")).await.json();
     assert_eq!(detail["status"], "running");
     assert_eq!(detail["liveDeploymentId"], back["id"]);
+    assert_eq!(detail["image"], env.v1.as_str(), "the image live again");
 
     // A cron job reaches the app at its url through the edge, although
     // the server exempts no loopback address from the egress guard.
@@ -209,6 +210,29 @@ async fn lifecycle(backend: Backend) {
     );
     let bad = c.get(&format!("/apps/{app_id}/logs?since=yesterday")).await;
     assert_eq!(bad.status, 400, "{}", bad.text());
+    // An image that does not exist is refused when asked, not later.
+    let missing = env.v1.replace("hello:v1", "hello:v9");
+    let r = c
+        .post(
+            &format!("/apps/{app_id}/deployments"),
+            json!({ "image": missing }),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.json()["errors"][0]["field"].as_str()),
+        (400, Some("image")),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains(&missing), "{}", r.text());
+    let bad = c.get(&format!("/apps/{app_id}/logs?follow=yes")).await;
+    assert_eq!(
+        (bad.status, bad.json()["errors"][0]["field"].as_str()),
+        (400, Some("follow")),
+        "{}",
+        bad.text()
+    );
+    follow_logs(&env, &app_id, &slug).await;
 
     // Every step is in the timeline.
     let events = c.get("/events?limit=200").await.json();
@@ -229,4 +253,75 @@ async fn lifecycle(backend: Backend) {
     env.server.restart().await;
     let edge = Edge::new(&env.server, &slug);
     edge.until_body("hello from v1").await;
+}
+
+/// `follow=true` streams the lines printed after it began as server-sent
+/// events; a reconnect with `Last-Event-ID` resumes after that line.
+async fn follow_logs(env: &Apps, app_id: &str, slug: &str) {
+    use futures::StreamExt as _;
+    let url = format!(
+        "{}/api/v1/apps/{app_id}/logs?follow=true&limit=1",
+        env.server.url
+    );
+    let open = |last: Option<String>| {
+        let mut request = reqwest::Client::new().get(&url).bearer_auth(&env.token);
+        if let Some(last) = last {
+            request = request.header("last-event-id", last);
+        }
+        request.send()
+    };
+    let answer = open(None).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        answer.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut body = answer.bytes_stream();
+    let edge = Edge::new(&env.server, slug);
+    assert_eq!(edge.get("/followed").await.unwrap().0, 200);
+    let mut seen = String::new();
+    let event = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let chunk = body.next().await.expect("the stream ended").unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(event) = seen
+                .split("\n\n")
+                .find(|e| e.contains("v1 served /followed"))
+            {
+                return event.to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no followed line in {seen:?}"));
+    let id = event
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("an event id")
+        .to_owned();
+    let data: serde_json::Value = serde_json::from_str(
+        event
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .expect("event data"),
+    )
+    .unwrap();
+    assert_eq!(
+        (data["id"].as_str(), data["replica"].is_null()),
+        (Some(id.as_str()), true)
+    );
+    drop(body);
+    // Resumed after that line: the stderr line printed with it comes, and
+    // the line itself does not again.
+    let mut body = open(Some(id)).await.unwrap().bytes_stream();
+    let mut resumed = String::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !resumed.contains("v1 stderr /followed") {
+            let chunk = body.next().await.expect("the stream ended").unwrap();
+            resumed.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no resumed line in {resumed:?}"));
+    assert!(!resumed.contains("v1 served /followed"), "{resumed}");
 }

@@ -125,6 +125,8 @@ async fn linux_image_lifecycle(backend: Backend) {
                 && lines.iter().any(|x| {
                     x["stream"] == "stderr" && x["line"].as_str().unwrap().contains("response:200")
                 })
+                // Each line names the replica (the container's host name).
+                && lines.iter().all(|x| x["replica"].as_str().is_some_and(|r| r.contains('-')))
         },
     )
     .await;

@@ -100,8 +100,12 @@ pub(super) async fn upload_and_deploy(env: &Apps, app: &str, body: Vec<u8>) -> V
 }
 
 async fn uploaded_dockerfile_builds(backend: Backend) {
-    let env =
-        Apps::start_with(ServerOptions::new(backend).env("PLATEAU_APPS_UPLOAD_MAX_MB", "8")).await;
+    let env = Apps::start_with(
+        ServerOptions::new(backend)
+            .env("PLATEAU_APPS_UPLOAD_MAX_MB", "8")
+            .env("PLATEAU_APPS_CARGO_BUILDS", "false"),
+    )
+    .await;
     let c = env.client();
     let r = c
         .post(
@@ -214,7 +218,7 @@ async fn uploaded_dockerfile_builds(backend: Backend) {
     assert_eq!(r.status, 422, "{}", r.text());
     assert_eq!(r.json()["code"], "upload_required");
 
-    // A Rust crate is built only where the operator allows it.
+    // A Rust crate is not built where the operator turned crate builds off.
     let refused = upload_and_deploy(&env, &app_id, super::crates::krate()).await;
     assert_eq!(refused["status"], "failed", "{refused}");
     assert!(
