@@ -122,6 +122,7 @@ const FIXTURES: &[Package] = &[
             "hello-app",
             "hello-app-v2",
             "broken-app",
+            "volume-app",
             "echo-command",
             "spin-app",
         ]),

@@ -35,7 +35,7 @@ impl Plane {
         &self,
         app: &App,
         d: &Deployment,
-    ) -> Result<Arc<dyn Replicas>, String> {
+    ) -> Result<Launched, String> {
         let digest = d
             .component
             .as_deref()
@@ -58,6 +58,10 @@ impl Plane {
                 crate::env::open(self.sealer(), &app.id, &var.name, &var.sealed)?,
             ));
         }
+        let (volumes, mounts) = crate::volumes::mounted(self.db(), &app.id)
+            .await?
+            .into_iter()
+            .unzip();
         let spec = LaunchSpec {
             app_id: app.id.clone(),
             deployment_id: d.id.clone(),
@@ -65,6 +69,7 @@ impl Plane {
             env: opened,
             limits: limits(app),
             logs: self.logs().sink(&app.id, &d.id),
+            volumes: mounts,
         };
         let handle = runner.launch(spec).await.map_err(|e| e.to_string())?;
         health_check(
@@ -73,7 +78,7 @@ impl Plane {
             &app.health_check_path,
         )
         .await?;
-        Ok(handle)
+        Ok(Launched { handle, volumes })
     }
 
     /// What a stored digest runs and on which runtime: a Wasm component
@@ -119,11 +124,11 @@ impl Plane {
         if app.live_deployment_id.is_none() {
             self.mark_loading(&app.slug);
         }
-        let handle = match self.launch_healthy(&app, d).await {
-            Ok(handle) => handle,
+        let launched = match self.launch_healthy(&app, d).await {
+            Ok(launched) => launched,
             Err(reason) => return fail(self.db(), &app, d, &reason).await,
         };
-        self.promote(&app, d, handle).await
+        self.promote(&app, d, launched).await
     }
 
     /// Records `d` live (unless the app went meanwhile), then serves it.
@@ -131,8 +136,9 @@ impl Plane {
         &self,
         app: &App,
         d: &Deployment,
-        handle: Arc<dyn Replicas>,
+        launched: Launched,
     ) -> plateau_store::Result<()> {
+        let handle = launched.handle.clone();
         let now = time::now_ms();
         let mut tx = self.db().begin().await?;
         let Some(current) = apps::get_in(&mut tx, &app.org_id, &app.id).await? else {
@@ -149,7 +155,7 @@ impl Plane {
             // Another host promoted it: serve it here too; or it failed.
             let now_live = deployments::get(self.db(), &app.id, &d.id).await?;
             if now_live.is_some_and(|d| d.status == "live") {
-                self.install(&current, &d.id, handle);
+                self.install(&current, &d.id, launched);
             } else {
                 handle.stop();
             }
@@ -175,9 +181,16 @@ impl Plane {
         let mut live = current;
         live.live_deployment_id = Some(d.id.clone());
         live.status = AppStatus::Running.as_str().to_owned();
-        self.install(&live, &d.id, handle);
+        self.install(&live, &d.id, launched);
         Ok(())
     }
+}
+
+/// A deployment's replicas, healthy, and the volumes they mount.
+pub(crate) struct Launched {
+    pub handle: Arc<dyn Replicas>,
+    /// Ids of the app's volumes the replicas mount.
+    pub volumes: Vec<String>,
 }
 
 /// Why a deployment of `app` may not go live: deleted or paused.

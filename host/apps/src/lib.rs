@@ -38,6 +38,7 @@ pub mod rules;
 pub mod status;
 pub mod supervisor;
 pub mod upload;
+pub mod volumes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,6 +51,7 @@ pub use config::AppsConfig;
 pub use image::RegistryAccess;
 pub use status::AppStatus;
 pub use supervisor::Plane;
+pub use volumes::Volumes;
 
 use crate::control::AgentLink;
 

@@ -18,6 +18,7 @@ use plateau_store::Db;
 use plateau_store::apps::deployments::{self, Deployment};
 use plateau_store::apps::{self, App};
 
+use crate::launch::Launched;
 use crate::logs::LogBuffer;
 use crate::{AppStatus, Containers};
 
@@ -30,6 +31,8 @@ pub struct Local {
     pub milli_cpu: i64,
     pub replicas: i64,
     pub handle: Arc<dyn Replicas>,
+    /// Ids of the volumes its replicas mount.
+    pub volumes: Vec<String>,
 }
 
 const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
@@ -244,6 +247,7 @@ impl Plane {
             && &local.deployment_id == live
             && local.memory_mb == app.memory_mb
             && local.milli_cpu == app.milli_cpu
+            && self.same_volumes(&app.id, &local.volumes).await
         {
             if local.replicas != app.replicas {
                 local.handle.set_replicas(app.replicas.max(1) as u32);
@@ -268,9 +272,9 @@ impl Plane {
             apps::observed(self.db(), &app.id, from, to, now).await?;
         }
         match self.launch_healthy(app, &d).await {
-            Ok(handle) => {
+            Ok(launched) => {
                 self.forget_failure(&app.id);
-                self.install(app, live, handle);
+                self.install(app, live, launched);
                 self.observe_running(app).await?;
             }
             Err(reason) => {
@@ -301,7 +305,8 @@ impl Plane {
 
     /// Sends the app's traffic to `handle`, atomically; the replicas it
     /// replaces drain with the requests they hold.
-    pub(crate) fn install(&self, app: &App, deployment_id: &str, handle: Arc<dyn Replicas>) {
+    pub(crate) fn install(&self, app: &App, deployment_id: &str, launched: Launched) {
+        let Launched { handle, volumes } = launched;
         self.inner
             .edge
             .set(&app.slug, Target::Serving(handle.clone()));
@@ -315,6 +320,7 @@ impl Plane {
                 milli_cpu: app.milli_cpu,
                 replicas: app.replicas,
                 handle,
+                volumes,
             },
         );
     }
@@ -342,6 +348,23 @@ impl Plane {
     pub fn running(&self, app_id: &str) -> Option<Local> {
         let local = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
         local.get(app_id).cloned()
+    }
+
+    /// Whether the replicas running here mount `volumes` and no other
+    /// of the app's volumes is ready: a volume attached (placed and
+    /// mounted) or detached (being deleted) relaunches them. While a
+    /// placed volume is not mounted yet, the replicas stay as they are.
+    async fn same_volumes(&self, app_id: &str, volumes: &[String]) -> bool {
+        match crate::volumes::mounted(self.db(), app_id).await {
+            Ok(now) => now.iter().map(|(id, _)| id).eq(volumes.iter()),
+            Err(_) => true,
+        }
+    }
+
+    /// Whether replicas running here mount volume `id`.
+    pub fn uses_volume(&self, id: &str) -> bool {
+        let local = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
+        local.values().any(|l| l.volumes.iter().any(|v| v == id))
     }
 
     fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {

@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use plateau_apps::build::local::LocalBuilder;
 use plateau_apps::control::{self, AgentLink};
-use plateau_apps::{Apps, AppsConfig, Containers, Plane, RegistryAccess};
+use plateau_apps::{Apps, AppsConfig, Containers, Plane, RegistryAccess, Volumes};
 use plateau_edge::Edge;
 use plateau_registry::Registry;
 use plateau_registry::auth::{Access, issue_bearer};
@@ -77,6 +77,33 @@ pub struct AppsArgs {
     /// default; `false` refuses crates (a Dockerfile is then needed).
     #[arg(long, env = "PLATEAU_APPS_CARGO_BUILDS", default_value_t = true, action = clap::ArgAction::Set)]
     pub apps_cargo_builds: bool,
+    /// Where apps' volume backups are stored: a directory, `file:///dir`
+    /// or `s3://bucket[/prefix]` (AWS_* variables); default:
+    /// `volume-backups` in the data directory.
+    #[arg(long, env = "PLATEAU_APPS_VOLUME_BACKUP_STORE")]
+    pub apps_volume_backup_store: Option<String>,
+}
+
+/// The volumes of this host's apps (`<data dir>/apps/volumes`), their
+/// backups in `PLATEAU_APPS_VOLUME_BACKUP_STORE`; both processes build it.
+pub fn volumes(
+    args: &AppsArgs,
+    db: &Db,
+    data_dir: &Path,
+    host_id: &str,
+) -> anyhow::Result<Volumes> {
+    let store = match &args.apps_volume_backup_store {
+        Some(spec) => plateau_object_store::open(spec),
+        None => plateau_object_store::local(&data_dir.join("volume-backups")),
+    }
+    .context("opening the volume backup store (PLATEAU_APPS_VOLUME_BACKUP_STORE)")?;
+    Ok(Volumes::new(
+        db.clone(),
+        plateau_apps::volumes::root(data_dir),
+        store,
+        crate::host::locks(data_dir, "volumes")?,
+        host_id,
+    ))
 }
 
 pub struct Running {
@@ -276,6 +303,10 @@ async fn bind_edge(listen: SocketAddr, data_dir: &Path) -> anyhow::Result<tokio:
 }
 
 impl PlaneRunning {
+    pub fn plane(&self) -> &Plane {
+        &self.plane
+    }
+
     /// Stops the plane's tasks and writes the buffered log lines; the
     /// replicas stop with the process.
     pub async fn stop(self) {

@@ -161,6 +161,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &host_id,
         &args.haproxy,
     )?;
+    let volumes = crate::apps::volumes(&args.apps, &db, &args.store.data_dir, &host_id)?;
     // The data plane: supervision and failover go on in the agent while
     // this process is down.
     let agent = crate::dataplane::Agent::ensure(&args.store.data_dir).await?;
@@ -219,6 +220,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(caches.clone()))
         .layer(axum::Extension(databases.clone()))
         .layer(axum::Extension(apps.apps.clone()))
+        .layer(axum::Extension(volumes))
         .layer(axum::Extension(storage.clone()));
     // The web console calls the API in-process, through this same router.
     let console = plateau_console::router(api.clone(), sealer);

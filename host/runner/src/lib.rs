@@ -69,6 +69,18 @@ pub struct LaunchSpec {
     pub limits: Limits,
     /// Where the replicas' stdout and stderr go.
     pub logs: Arc<dyn LogSink>,
+    /// The app's volumes, mounted on this host.
+    pub volumes: Vec<VolumeMount>,
+}
+
+/// A volume a replica sees: a directory of this host (the root of a
+/// mounted filesystem) at `path` inside the replica: bind-mounted in a
+/// Linux replica, preopened for a Wasm one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeMount {
+    pub source: std::path::PathBuf,
+    /// Absolute, as the app set `mountPath`.
+    pub path: String,
 }
 
 #[derive(Debug, thiserror::Error)]

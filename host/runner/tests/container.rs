@@ -136,6 +136,7 @@ async fn a_busybox_container_serves_and_goes_away() {
             rootfs: rootfs(dir.path()),
             config,
         },
+        volumes: Vec::new(),
         env: vec![("GREETING".into(), "hello from busybox".into())],
         limits: Limits {
             memory_mb: 64,

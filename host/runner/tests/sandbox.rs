@@ -86,6 +86,7 @@ fn spec(app: &str, rootfs: &Path) -> LaunchSpec {
             rootfs: rootfs.to_owned(),
             config,
         },
+        volumes: Vec::new(),
         env: vec![],
         limits: Limits {
             memory_mb: 64,

@@ -16,6 +16,8 @@ use crate::{Db, Result, Tx};
 pub enum Table {
     Caches,
     Databases,
+    /// Apps' volumes (`app_volumes`).
+    Volumes,
 }
 
 impl Table {
@@ -23,6 +25,7 @@ impl Table {
         match self {
             Table::Caches => "caches",
             Table::Databases => "databases",
+            Table::Volumes => "app_volumes",
         }
     }
 }

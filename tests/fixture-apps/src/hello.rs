@@ -17,6 +17,11 @@ pub fn answer(version: &str, status: u16, request: IncomingRequest, out: Respons
     if let Ok(greeting) = std::env::var("GREETING") {
         text.push_str(&format!(", {greeting}"));
     }
+    respond(status, &text, out);
+}
+
+/// Answers with `status` and `text` (plain text).
+pub fn respond(status: u16, text: &str, out: ResponseOutparam) {
     let headers = Fields::new();
     let _ = headers.set("content-type", &[b"text/plain".to_vec()]);
     let response = OutgoingResponse::new(headers);

@@ -25,6 +25,12 @@ pub fn busybox_layer() -> Vec<u8> {
 /// [`busybox_layer`] with `files` besides (path in the image, bytes;
 /// executable).
 pub fn busybox_layer_with(files: &[(&str, &[u8])]) -> Vec<u8> {
+    busybox_layer_with_links(files, &[])
+}
+
+/// [`busybox_layer_with`] and symbolic `links` (path in the image,
+/// target as written).
+pub fn busybox_layer_with_links(files: &[(&str, &[u8])], links: &[(&str, &str)]) -> Vec<u8> {
     let busybox = std::fs::read(BUSYBOX)
         .unwrap_or_else(|e| panic!("{BUSYBOX}: {e}; install the busybox-static package"));
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -47,6 +53,12 @@ pub fn busybox_layer_with(files: &[(&str, &[u8])]) -> Vec<u8> {
     l.set_entry_type(tar::EntryType::Symlink);
     l.set_size(0);
     b.append_link(&mut l, "bin/sh", "busybox").unwrap();
+    for (path, target) in links {
+        let mut l = tar::Header::new_gnu();
+        l.set_entry_type(tar::EntryType::Symlink);
+        l.set_size(0);
+        b.append_link(&mut l, path, target).unwrap();
+    }
     let mut gz = b.into_inner().unwrap();
     gz.flush().unwrap();
     gz.finish().unwrap()
@@ -130,7 +142,21 @@ impl ImagePusher {
         index: bool,
     ) -> String {
         let config = busybox_httpd_config(version);
-        let config_digest = self.blob(repo, &config).await;
+        self.push_image(repo, tag, &config, layer, index).await
+    }
+
+    /// Pushes an image of `config` and one `layer` as `repo:tag`, behind
+    /// an index naming it for linux/amd64 when `index`; returns the
+    /// reference `host:port/repo:tag`.
+    pub async fn push_image(
+        &self,
+        repo: &str,
+        tag: &str,
+        config: &[u8],
+        layer: &[u8],
+        index: bool,
+    ) -> String {
+        let config_digest = self.blob(repo, config).await;
         let layer_digest = self.blob(repo, layer).await;
         let manifest = json!({
             "schemaVersion": 2,

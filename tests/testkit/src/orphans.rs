@@ -1,7 +1,7 @@
 //! The processes a server starts under its data directory (its agent, cache and
 //! database servers, containers, apps' runc containers) outlive `plateau
 //! serve` by design: a restarted host adopts them. A test's server takes them down with it, so
-//! a test that forgets a resource leaves nothing running.
+//! a test that forgets a resource leaves nothing running, nor mounted.
 
 use std::path::Path;
 
@@ -36,6 +36,25 @@ pub fn kill_under(dir: &Path) {
             .arg("-KILL")
             .args(&pids)
             .status();
+    }
+    unmount_under(dir);
+}
+
+/// Unmounts the filesystems mounted under `dir` (apps' volumes, whose
+/// loop devices are few), deepest first; lazily, as a killed replica may
+/// still hold one for a moment.
+fn unmount_under(dir: &Path) {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| Path::new(p).starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in points {
+        let _ = std::process::Command::new("umount")
+            .args(["--lazy", p])
+            .output();
     }
 }
 

@@ -11,6 +11,7 @@ pub mod rules;
 pub mod settings;
 pub mod upload;
 mod views;
+pub mod volumes;
 
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
@@ -38,6 +39,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(logs::list))
         .routes(routes!(upload::create))
         .routes(routes!(upload::put))
+        .routes(routes!(volumes::list, volumes::create))
+        .routes(routes!(volumes::delete))
+        .routes(routes!(volumes::backups, volumes::back_up))
+        .routes(routes!(volumes::restore))
         .routes(routes!(github::get, github::put))
         .routes(routes!(github::push))
         .routes(routes!(rules::list, rules::create))

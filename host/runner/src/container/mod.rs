@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 
 use crate::logs::LogSink;
-use crate::{Artifact, Error, LaunchSpec, Limits, Replicas, Result, Runner};
+use crate::{Artifact, Error, LaunchSpec, Limits, Replicas, Result, Runner, VolumeMount};
 pub use egress::Egress;
 pub use net::SUBNET;
 pub use replicas::ContainerReplicas;
@@ -57,6 +57,8 @@ pub struct Template {
     pub env: Vec<(String, String)>,
     pub limits: Limits,
     pub logs: Arc<dyn LogSink>,
+    /// The app's volumes, their roots owned by container root.
+    pub volumes: Vec<VolumeMount>,
     /// `<app>-<deployment>`, shortened; replicas add their number.
     pub name: String,
 }
@@ -166,9 +168,15 @@ impl Runner for ContainerRunner {
         }
         let owner = self.paths.state.clone();
         let app = spec.app_id.clone();
+        let volumes = spec.volumes.clone();
+        let user = config.ids()?;
         let (range, rootfs) = tokio::task::spawn_blocking(move || {
             let range = ids::IdRange::for_app(&owner, &app)?;
-            Ok::<_, Error>((range, range.rootfs(&rootfs)?))
+            let rootfs = range.rootfs(&rootfs)?;
+            for v in &volumes {
+                own_volume(&v.source, range.base(), user)?;
+            }
+            Ok::<_, Error>((range, rootfs))
         })
         .await
         .map_err(|e| Error::NotRunnable(e.to_string()))??;
@@ -179,6 +187,7 @@ impl Runner for ContainerRunner {
             env: spec.env,
             limits: spec.limits,
             logs: spec.logs,
+            volumes: spec.volumes,
             name: short(&spec.deployment_id),
         };
         let replicas = ContainerReplicas::start(
@@ -190,6 +199,26 @@ impl Runner for ContainerRunner {
         .await?;
         Ok(Arc::new(replicas))
     }
+}
+
+/// Gives a volume's root directory to the user the image runs as (its
+/// `User`, container root by default), mapped into the app's host range,
+/// so the app can write there; what it writes keeps the app's host ids,
+/// which its range keeps across restarts (runc 1.1 has no idmapped
+/// mounts). Only the root changes hands, never what the app made: `root`
+/// is the mount point of the volume's filesystem, which the app cannot
+/// replace with a link.
+fn own_volume(root: &std::path::Path, uid_base: u32, (uid, gid): (u32, u32)) -> Result<()> {
+    let (uid, gid) = (
+        uid_base + uid.min(ids::SIZE - 1),
+        uid_base + gid.min(ids::SIZE - 1),
+    );
+    std::os::unix::fs::chown(root, Some(uid), Some(gid)).map_err(|e| {
+        Error::NotRunnable(format!(
+            "cannot give the volume {} to the app: {e}",
+            root.display()
+        ))
+    })
 }
 
 /// The tail of an id (ids end in their random part), for names.

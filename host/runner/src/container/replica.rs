@@ -69,6 +69,7 @@ impl Replica {
             cgroup: &format!("/plateau/{}", self.id),
             uid_base: template.uid_base,
             resolv_conf: path_str(&self.paths.resolv_conf)?,
+            volumes: &template.volumes,
         }
         .config_json()?;
         std::fs::write(bundle.join("config.json"), config).map_err(|e| io("config.json", e))?;

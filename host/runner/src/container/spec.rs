@@ -10,7 +10,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{Error, Limits, Result};
+use crate::{Error, Limits, Result, VolumeMount};
 
 /// The port a replica listens on (each has its own network namespace)
 /// unless the app sets one; it is in the replica's `PORT`.
@@ -108,7 +108,7 @@ impl ImageConfig {
     }
 
     /// The numeric user and group; root when the image names none.
-    fn ids(&self) -> Result<(u32, u32)> {
+    pub(crate) fn ids(&self) -> Result<(u32, u32)> {
         if self.user.is_empty() {
             return Ok((0, 0));
         }
@@ -138,6 +138,8 @@ pub struct Runtime<'a> {
     pub uid_base: u32,
     /// The host's file mounted read-only as `/etc/resolv.conf`.
     pub resolv_conf: &'a str,
+    /// The app's volumes, bind-mounted read-write.
+    pub volumes: &'a [VolumeMount],
 }
 
 impl Runtime<'_> {
@@ -172,7 +174,7 @@ impl Runtime<'_> {
             },
             "root": { "path": self.rootfs, "readonly": true },
             "hostname": self.hostname,
-            "mounts": mounts(self.resolv_conf),
+            "mounts": mounts(self.resolv_conf, self.volumes),
             "linux": {
                 "cgroupsPath": self.cgroup,
                 "resources": {
@@ -203,8 +205,8 @@ impl Runtime<'_> {
     }
 }
 
-fn mounts(resolv_conf: &str) -> Value {
-    json!([
+fn mounts(resolv_conf: &str, volumes: &[VolumeMount]) -> Value {
+    let mut mounts = json!([
         { "destination": "/etc/resolv.conf", "type": "bind", "source": resolv_conf,
           "options": ["rbind", "ro", "nosuid", "nodev", "noexec"] },
         { "destination": "/proc", "type": "proc", "source": "proc" },
@@ -220,7 +222,13 @@ fn mounts(resolv_conf: &str) -> Value {
           "options": ["rbind", "nosuid", "noexec", "nodev", "ro"] },
         { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
           "options": ["nosuid", "nodev", "mode=1777", format!("size={TMP_MB}m")] },
-    ])
+    ]);
+    let list = mounts.as_array_mut().expect("an array");
+    for v in volumes {
+        list.push(json!({ "destination": v.path, "type": "bind",
+            "source": v.source, "options": ["rbind", "rw", "nosuid", "nodev"] }));
+    }
+    mounts
 }
 
 #[cfg(test)]
@@ -265,6 +273,10 @@ mod tests {
             cgroup: "/plateau/h",
             uid_base: 1 << 30,
             resolv_conf: "/r/resolv.conf",
+            volumes: &[VolumeMount {
+                source: "/v/mnt".into(),
+                path: "/data".into(),
+            }],
         };
         let config: Value = serde_json::from_slice(&runtime.config_json().unwrap()).unwrap();
         let linux = &config["linux"];
@@ -303,6 +315,10 @@ mod tests {
             assert!(!allowed.contains(&denied), "{denied} is allowed");
         }
         assert_eq!(config["process"]["noNewPrivileges"], true);
+        let volume = config["mounts"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(volume["destination"], "/data");
+        assert_eq!(volume["source"], "/v/mnt");
+        assert_eq!(volume["type"], "bind");
         assert_eq!(config["process"]["capabilities"]["bounding"], json!([]));
     }
 }

@@ -18,12 +18,13 @@ use super::output;
 use super::state::RequestState;
 use super::{CPU_PER_CORE, EPOCH_TICK, REQUEST_DEADLINE};
 use crate::logs::{LogSink, Stream};
-use crate::{Body, BoxError, Error, LaunchSpec, Limits, Replicas, Result};
+use crate::{Body, BoxError, Error, LaunchSpec, Limits, Replicas, Result, VolumeMount};
 
 pub struct WasmReplicas {
     engine: Engine,
     pre: ProxyPre<RequestState>,
     env: Vec<(String, String)>,
+    volumes: Vec<VolumeMount>,
     limits: Limits,
     logs: Arc<dyn LogSink>,
     /// The pool's slots, shared by every app of the runner.
@@ -47,6 +48,7 @@ impl WasmReplicas {
             slots,
             permits: ArcSwap::from_pointee(Semaphore::new(spec.limits.replicas.max(1) as usize)),
             env: spec.env,
+            volumes: spec.volumes,
             limits: spec.limits,
             logs: spec.logs,
             stopped: AtomicBool::new(false),
@@ -82,10 +84,11 @@ impl Replicas for WasmReplicas {
         let stderr = output::new(Stream::Stderr, self.logs.clone());
         let state = RequestState::new(
             &self.env,
+            &self.volumes,
             self.limits.memory_mb,
             stdout.clone(),
             stderr.clone(),
-        );
+        )?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s.limiter());
         // Called at the first check of the guest after each tick it runs

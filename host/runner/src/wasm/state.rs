@@ -3,10 +3,11 @@
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use super::output::Output;
+use crate::{Error, Result, VolumeMount};
 
 pub struct RequestState {
     table: ResourceTable,
@@ -19,13 +20,25 @@ pub struct RequestState {
 }
 
 impl RequestState {
-    pub fn new(env: &[(String, String)], memory_mb: u32, stdout: Output, stderr: Output) -> Self {
+    /// A request's state; fails when a volume's directory cannot be opened.
+    pub fn new(
+        env: &[(String, String)],
+        volumes: &[VolumeMount],
+        memory_mb: u32,
+        stdout: Output,
+        stderr: Output,
+    ) -> Result<Self> {
         let mut builder = WasiCtx::builder();
         builder.stdout(stdout).stderr(stderr);
         for (k, v) in env {
             builder.env(k, v);
         }
-        RequestState {
+        for v in volumes {
+            builder
+                .preopened_dir(&v.source, &v.path, FsPerms::ReadWrite)
+                .map_err(|e| Error::Failed(format!("opening the volume at {}: {e}", v.path)))?;
+        }
+        Ok(RequestState {
             table: ResourceTable::new(),
             wasi: builder.build(),
             http: WasiHttpCtx::new(),
@@ -36,7 +49,7 @@ impl RequestState {
                 .trap_on_grow_failure(true)
                 .build(),
             out_of_cpu: false,
-        }
+        })
     }
 
     pub fn limiter(&mut self) -> &mut dyn ResourceLimiter {

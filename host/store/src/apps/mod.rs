@@ -9,6 +9,7 @@ pub mod git_links;
 pub mod logs;
 pub mod rules;
 pub mod uploads;
+pub mod volumes;
 
 use sqlx::FromRow;
 

@@ -14,6 +14,7 @@ mod sandbox;
 mod settings;
 mod tenants;
 mod uploads;
+mod volumes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

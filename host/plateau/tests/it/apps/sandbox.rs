@@ -15,7 +15,7 @@ use serde_json::json;
 use super::{Apps, Edge, slug};
 
 /// Runs the request's decoded query string as a shell command.
-const CGI: &str = "#!/bin/sh\necho 'Content-Type: text/plain'\necho\neval \"$(httpd -d \"$QUERY_STRING\")\" 2>&1\n";
+pub(super) const CGI: &str = "#!/bin/sh\necho 'Content-Type: text/plain'\necho\neval \"$(httpd -d \"$QUERY_STRING\")\" 2>&1\n";
 /// The replica's own address and its host end's (`.2` and `.1`).
 const ADDRESSES: &str = "a=$(ip -4 -o addr | sed -n 's/.* inet \\(10\\.231\\.[0-9.]*\\)\\/30.*/\\1/p'); h=${a%.*}.$((${a##*.}-1))";
 
@@ -51,7 +51,7 @@ async fn push(registry: &ImagePusher, base: &str, repo: &str) -> String {
 }
 
 /// Runs `command` in the app's replica through the edge; what it printed.
-async fn run(edge: &Edge, command: &str) -> String {
+pub(super) async fn run(edge: &Edge, command: &str) -> String {
     let query: String = command
         .bytes()
         .map(|b| match b {
