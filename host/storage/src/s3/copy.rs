@@ -57,6 +57,13 @@ pub(super) async fn copy(
             input.metadata.clone(),
         )
     });
+    // Tags are the source's unless the tagging directive replaces them.
+    if input.tagging_directive.as_ref().is_some_and(|d| d.as_str() == TaggingDirective::REPLACE) {
+        let tags = super::tagging::from_header(input.tagging.as_deref())?;
+        headers.get_or_insert_with(|| source.headers.clone()).tags = tags;
+    } else if let Some(h) = headers.as_mut() {
+        h.tags = source.headers.tags.clone();
+    }
     let source_customer = encryption::customer(
         input.copy_source_sse_customer_algorithm.as_deref(),
         input.copy_source_sse_customer_key.as_deref(),

@@ -48,6 +48,7 @@ pub(super) async fn create(
             "full-object checksums of multipart uploads are not supported; use COMPOSITE",
         ));
     }
+    let tags = super::tagging::from_header(input.tagging.as_deref())?;
     let mut headers = headers_of(
         input.content_type,
         input.content_encoding,
@@ -59,6 +60,7 @@ pub(super) async fn create(
     );
     headers.sse = plan.map(|p| p.sealed);
     headers.checksum_algorithm = algorithm;
+    headers.tags = tags;
     let upload = front
         .storage
         .provider()

@@ -132,6 +132,7 @@ pub(super) async fn get(
         e_tag: Some(etag(&info)),
         last_modified: Some(last_modified(&info)),
         parts_count: input.part_number.and_then(|_| parts_count(&info)),
+        tag_count: super::tagging::count(&h.tags),
         content_type: input
             .response_content_type
             .clone()
