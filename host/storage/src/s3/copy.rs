@@ -58,7 +58,11 @@ pub(super) async fn copy(
         )
     });
     // Tags are the source's unless the tagging directive replaces them.
-    if input.tagging_directive.as_ref().is_some_and(|d| d.as_str() == TaggingDirective::REPLACE) {
+    if input
+        .tagging_directive
+        .as_ref()
+        .is_some_and(|d| d.as_str() == TaggingDirective::REPLACE)
+    {
         let tags = super::tagging::from_header(input.tagging.as_deref())?;
         headers.get_or_insert_with(|| source.headers.clone()).tags = tags;
     } else if let Some(h) = headers.as_mut() {

@@ -33,10 +33,14 @@ fn check(pairs: Vec<(String, String)>, max: usize) -> S3Result<Tags> {
     let mut tags = Tags::new();
     for (k, v) in pairs {
         if k.is_empty() || k.chars().count() > 128 {
-            return Err(invalid(format!("the tag key \"{k}\" must have 1 to 128 characters")));
+            return Err(invalid(format!(
+                "the tag key \"{k}\" must have 1 to 128 characters"
+            )));
         }
         if v.chars().count() > 256 {
-            return Err(invalid(format!("the value of the tag \"{k}\" is longer than 256 characters")));
+            return Err(invalid(format!(
+                "the value of the tag \"{k}\" is longer than 256 characters"
+            )));
         }
         if tags.insert(k.clone(), v).is_some() {
             return Err(invalid(format!("the tag key \"{k}\" is given twice")));
@@ -49,7 +53,12 @@ fn from_set(tagging: &Tagging, max: usize) -> S3Result<Tags> {
     let pairs = tagging
         .tag_set
         .iter()
-        .map(|t| (t.key.clone().unwrap_or_default(), t.value.clone().unwrap_or_default()))
+        .map(|t| {
+            (
+                t.key.clone().unwrap_or_default(),
+                t.value.clone().unwrap_or_default(),
+            )
+        })
         .collect();
     check(pairs, max)
 }
@@ -85,7 +94,9 @@ fn decode(s: &str) -> S3Result<String> {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' => {
-                let hex = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = s
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 out.push(hex.ok_or_else(|| invalid("x-amz-tagging: malformed percent-encoding"))?);
                 i += 2;
             }
@@ -101,7 +112,12 @@ pub(super) fn count(tags: &Tags) -> Option<i32> {
     (!tags.is_empty()).then(|| i32::try_from(tags.len()).unwrap_or(i32::MAX))
 }
 
-async fn set_object_tags(front: &Front, bucket: &crate::provider::Bucket, key: &str, tags: Tags) -> S3Result<()> {
+async fn set_object_tags(
+    front: &Front,
+    bucket: &crate::provider::Bucket,
+    key: &str,
+    tags: Tags,
+) -> S3Result<()> {
     front
         .storage
         .provider()
@@ -155,7 +171,8 @@ pub(super) async fn put_bucket(
 ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let tags = from_set(&req.input.tagging, MAX_BUCKET_TAGS)?;
-    let json = serde_json::to_string(&tags).map_err(|e| internal(Error::Internal(e.to_string())))?;
+    let json =
+        serde_json::to_string(&tags).map_err(|e| internal(Error::Internal(e.to_string())))?;
     front
         .storage
         .provider()
@@ -180,8 +197,12 @@ pub(super) async fn get_bucket(
         .map_err(internal)?;
     let tags: Tags = found
         .and_then(|json| serde_json::from_str(&json).ok())
-        .ok_or_else(|| S3Error::with_message(S3ErrorCode::NoSuchTagSet, "the tag set does not exist"))?;
-    Ok(S3Response::new(GetBucketTaggingOutput { tag_set: to_set(&tags) }))
+        .ok_or_else(|| {
+            S3Error::with_message(S3ErrorCode::NoSuchTagSet, "the tag set does not exist")
+        })?;
+    Ok(S3Response::new(GetBucketTaggingOutput {
+        tag_set: to_set(&tags),
+    }))
 }
 
 pub(super) async fn delete_bucket(
@@ -210,6 +231,14 @@ mod tests {
         assert_eq!(tags.get("b c").map(String::as_str), Some("x y"));
         assert_eq!(tags.get("empty").map(String::as_str), Some(""));
         assert!(from_header(Some("a=1&a=2")).is_err());
-        assert!(from_header(Some(&(0..11).map(|i| format!("k{i}=v")).collect::<Vec<_>>().join("&"))).is_err());
+        assert!(
+            from_header(Some(
+                &(0..11)
+                    .map(|i| format!("k{i}=v"))
+                    .collect::<Vec<_>>()
+                    .join("&")
+            ))
+            .is_err()
+        );
     }
 }

@@ -5,12 +5,13 @@ use crate::{Db, Result, Tx};
 
 /// The bucket's configuration of `kind`, if one is set.
 pub async fn get(db: &Db, bucket_id: &str, kind: &str) -> Result<Option<String>> {
-    let row: Option<(String,)> =
-        sqlx::query_as("SELECT body FROM storage_bucket_settings WHERE bucket_id = $1 AND kind = $2")
-            .bind(bucket_id)
-            .bind(kind)
-            .fetch_optional(db.pool())
-            .await?;
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT body FROM storage_bucket_settings WHERE bucket_id = $1 AND kind = $2",
+    )
+    .bind(bucket_id)
+    .bind(kind)
+    .fetch_optional(db.pool())
+    .await?;
     Ok(row.map(|(body,)| body))
 }
 
@@ -32,11 +33,12 @@ pub async fn put(db: &Db, bucket_id: &str, kind: &str, body: &str, now: i64) -> 
 
 /// Removes the bucket's configuration of `kind`; false when there was none.
 pub async fn delete(db: &Db, bucket_id: &str, kind: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM storage_bucket_settings WHERE bucket_id = $1 AND kind = $2")
-        .bind(bucket_id)
-        .bind(kind)
-        .execute(db.pool())
-        .await?;
+    let done =
+        sqlx::query("DELETE FROM storage_bucket_settings WHERE bucket_id = $1 AND kind = $2")
+            .bind(bucket_id)
+            .bind(kind)
+            .execute(db.pool())
+            .await?;
     Ok(done.rows_affected() > 0)
 }
 
