@@ -17,6 +17,7 @@ mod multipart;
 mod objects;
 mod ops;
 
+mod part_copy;
 mod read;
 mod tagging;
 mod verify;

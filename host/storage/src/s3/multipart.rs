@@ -86,7 +86,7 @@ pub(super) async fn create(
 }
 
 /// The upload, checked against the key the request names.
-async fn upload_of(
+pub(super) async fn upload_of(
     front: &Front,
     bucket: &Stored,
     upload_id: &str,

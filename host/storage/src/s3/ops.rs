@@ -4,7 +4,7 @@
 use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
-use super::{Front, copy, cors, list, multipart, objects, read, tagging};
+use super::{Front, copy, cors, list, multipart, objects, part_copy, read, tagging};
 
 #[async_trait::async_trait]
 impl S3 for Front {
@@ -201,5 +201,9 @@ impl S3 for Front {
         req: S3Request<DeleteBucketTaggingInput>,
     ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
         tagging::delete_bucket(self, req).await
+    }
+
+    async fn upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        part_copy::upload_part_copy(self, req).await
     }
 }
