@@ -7,6 +7,7 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
+mod acl;
 mod copy;
 mod cors;
 mod date;
@@ -52,6 +53,7 @@ pub fn service(storage: Storage) -> Service {
     builder.set_auth(Auth {
         storage: storage.clone(),
     });
+    builder.set_access(Access);
     builder.set_host(Host {
         domain: domain.clone(),
     });
@@ -245,26 +247,82 @@ impl Front {
         name: &str,
         write: bool,
     ) -> S3Result<(Principal, Bucket)> {
-        let principal = self.principal(req).await?;
+        self.access(req, name, write, None).await
+    }
+
+    /// The bucket `name`, to read the object `key`: as [`Front::bucket`],
+    /// and also when the object is public-read.
+    async fn object_reader<T>(
+        &self,
+        req: &S3Request<T>,
+        name: &str,
+        key: &str,
+    ) -> S3Result<(Principal, Bucket)> {
+        self.access(req, name, false, Some(key)).await
+    }
+
+    /// A key reaches its organisation's buckets as far as its limits let
+    /// it; anyone (no signature, or another organisation's key) reads a
+    /// public-read bucket or object ([`acl`]) and writes nothing.
+    async fn access<T>(
+        &self,
+        req: &S3Request<T>,
+        name: &str,
+        write: bool,
+        key: Option<&str>,
+    ) -> S3Result<(Principal, Bucket)> {
+        let principal = match &req.credentials {
+            Some(_) => Some(self.principal(req).await?),
+            None => None,
+        };
         let found = self
             .storage
             .provider()
             .bucket_by_name(name)
             .await
             .map_err(internal)?;
-        match found {
-            Some(b) if b.org_id == principal.org_id => {
-                if principal.may(&b.id, write) {
-                    Ok((principal, b))
+        match (found, principal) {
+            (Some(b), Some(p)) if b.org_id == p.org_id => {
+                if p.may(&b.id, write) {
+                    Ok((p, b))
                 } else {
                     Err(denied())
                 }
             }
-            None if name.starts_with(&names::org_prefix(&principal.org_id)) => Err(
+            (None, Some(p)) if name.starts_with(&names::org_prefix(&p.org_id)) => Err(
                 S3Error::with_message(S3ErrorCode::NoSuchBucket, "the bucket does not exist"),
             ),
+            (Some(b), p) if !write && self.public(&b, key).await? => {
+                Ok((p.unwrap_or_else(|| Principal::anonymous(&b.org_id)), b))
+            }
             _ => Err(denied()),
         }
+    }
+
+    /// Whether the bucket, or the object `key` in it, is public-read.
+    async fn public(&self, bucket: &Bucket, key: Option<&str>) -> S3Result<bool> {
+        if acl::of_bucket(self, bucket).await?.as_deref() == Some(acl::PUBLIC_READ) {
+            return Ok(true);
+        }
+        let Some(key) = key else {
+            return Ok(false);
+        };
+        match self.storage.provider().head_object(bucket, key).await {
+            Ok(info) => Ok(info.headers.acl.as_deref() == Some(acl::PUBLIC_READ)),
+            Err(Error::NoSuchKey) => Ok(false),
+            Err(e) => Err(internal(e)),
+        }
+    }
+}
+
+/// Requests reach [`Front`] signed or not: it decides, per operation,
+/// what an unsigned request may read (public-read buckets and objects).
+struct Access;
+
+#[async_trait::async_trait]
+impl s3s::access::S3Access for Access {
+    async fn check(&self, _cx: &mut s3s::access::S3AccessContext<'_>) -> S3Result<()> {
+        Ok(())
     }
 }
 

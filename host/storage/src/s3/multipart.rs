@@ -49,6 +49,15 @@ pub(super) async fn create(
         ));
     }
     let tags = super::tagging::from_header(input.tagging.as_deref())?;
+    let acl = super::objects::object_acl(
+        &input.acl,
+        [
+            &input.grant_full_control,
+            &input.grant_read,
+            &input.grant_read_acp,
+            &input.grant_write_acp,
+        ],
+    )?;
     let mut headers = headers_of(
         input.content_type,
         input.content_encoding,
@@ -61,6 +70,7 @@ pub(super) async fn create(
     headers.sse = plan.map(|p| p.sealed);
     headers.checksum_algorithm = algorithm;
     headers.tags = tags;
+    headers.acl = acl;
     let upload = front
         .storage
         .provider()

@@ -177,6 +177,17 @@ pub(super) fn condition(
     })
 }
 
+/// The canned ACL of a write (`x-amz-acl`; grants are refused).
+pub(super) fn object_acl(
+    acl: &Option<ObjectCannedACL>,
+    grants: [&Option<String>; 4],
+) -> S3Result<Option<String>> {
+    super::acl::canned(
+        acl.as_ref().map(ObjectCannedACL::as_str),
+        &grants.map(Option::as_ref),
+    )
+}
+
 pub(super) fn headers_of(
     content_type: Option<String>,
     content_encoding: Option<String>,
@@ -334,6 +345,15 @@ pub(super) async fn put_object(
         req.input.if_none_match.as_ref(),
     )?;
     let tags = super::tagging::from_header(req.input.tagging.as_deref())?;
+    let acl = object_acl(
+        &req.input.acl,
+        [
+            &req.input.grant_full_control,
+            &req.input.grant_read,
+            &req.input.grant_read_acp,
+            &req.input.grant_write_acp,
+        ],
+    )?;
     let mut req = req;
     let data = req.input.body.take();
     let (mut upload, failure) = body(
@@ -354,6 +374,7 @@ pub(super) async fn put_object(
         input.metadata,
     );
     headers.tags = tags;
+    headers.acl = acl;
     if let Some(plan) = plan {
         headers.sse = Some(plan.sealed.clone());
         plan.encrypt(&mut upload, 0);

@@ -4,7 +4,7 @@
 use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
-use super::{Front, copy, cors, list, multipart, objects, part_copy, read, tagging};
+use super::{Front, acl, copy, cors, list, multipart, objects, part_copy, read, tagging};
 
 #[async_trait::async_trait]
 impl S3 for Front {
@@ -203,7 +203,38 @@ impl S3 for Front {
         tagging::delete_bucket(self, req).await
     }
 
-    async fn upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> S3Result<S3Response<UploadPartCopyOutput>> {
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
         part_copy::upload_part_copy(self, req).await
+    }
+
+    async fn put_bucket_acl(
+        &self,
+        req: S3Request<PutBucketAclInput>,
+    ) -> S3Result<S3Response<PutBucketAclOutput>> {
+        acl::put_bucket(self, req).await
+    }
+
+    async fn get_bucket_acl(
+        &self,
+        req: S3Request<GetBucketAclInput>,
+    ) -> S3Result<S3Response<GetBucketAclOutput>> {
+        acl::get_bucket(self, req).await
+    }
+
+    async fn put_object_acl(
+        &self,
+        req: S3Request<PutObjectAclInput>,
+    ) -> S3Result<S3Response<PutObjectAclOutput>> {
+        acl::put_object(self, req).await
+    }
+
+    async fn get_object_acl(
+        &self,
+        req: S3Request<GetObjectAclInput>,
+    ) -> S3Result<S3Response<GetObjectAclOutput>> {
+        acl::get_object(self, req).await
     }
 }

@@ -82,8 +82,11 @@ pub(super) async fn upload_part_copy(
         input.sse_customer_key.as_deref(),
         input.sse_customer_key_md5.as_deref(),
     )?;
-    let target_key =
-        encryption::key_of(&front.storage, found.headers.sse.as_ref(), customer.as_ref())?;
+    let target_key = encryption::key_of(
+        &front.storage,
+        found.headers.sse.as_ref(),
+        customer.as_ref(),
+    )?;
     let start = range.start;
     let length = range.end - range.start;
     let (info, stream) = opened.read(Some(range)).map_err(s3_error)?;
@@ -128,8 +131,14 @@ mod tests {
         assert_eq!(parse_range("bytes=0-9", 10).unwrap(), 0..10);
         assert_eq!(parse_range("bytes=3-3", 10).unwrap(), 3..4);
         for improper in ["0-2", "bytes=-2", "bytes=2-", "bytes=5-1"] {
-            assert_eq!(parse_range(improper, 10).unwrap_err().code().as_str(), "InvalidArgument");
+            assert_eq!(
+                parse_range(improper, 10).unwrap_err().code().as_str(),
+                "InvalidArgument"
+            );
         }
-        assert_eq!(parse_range("bytes=0-10", 10).unwrap_err().code().as_str(), "InvalidRange");
+        assert_eq!(
+            parse_range("bytes=0-10", 10).unwrap_err().code().as_str(),
+            "InvalidRange"
+        );
     }
 }

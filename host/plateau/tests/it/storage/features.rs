@@ -1,7 +1,8 @@
 //! The S3 features browsers and tools rely on beyond objects (issue 37),
 //! driven by boto3 and by plain HTTP as a browser sends it: CORS (a real
 //! preflight and the headers of the actual request), object and bucket
-//! tagging.
+//! tagging, UploadPartCopy, and the canned ACLs private and public-read
+//! (read without a signature, and by another organisation's key).
 
 use plateau_testkit::Backend;
 use serde_json::json;
@@ -9,9 +10,13 @@ use serde_json::json;
 use super::S3;
 
 #[tokio::test]
-async fn cors_and_tagging() {
+async fn cors_tagging_part_copy_acl() {
     let s3 = S3::start(Backend::Sqlite).await;
-    let out = s3.boto(&s3.key, SCRIPT);
+    let other = crate::create_org(&s3.server, "Other", "pro").await;
+    let other_key = super::create_key(&s3.server, &other, json!({ "name": "other" })).await;
+    let mut script = SCRIPT.replace("OTHER_AKID", &other_key.access_key_id);
+    script = script.replace("OTHER_SECRET", &other_key.secret);
+    let out = s3.boto(&s3.key, &script);
     eprintln!("{out:#}");
 
     // CORS: none set, then set, read back, acted on, deleted.
@@ -73,6 +78,40 @@ async fn cors_and_tagging() {
     assert_eq!(out["bucket_none"], "NoSuchTagSet");
     assert_eq!(out["bucket_tags"], json!({ "cost-center": "42" }));
     assert_eq!(out["bucket_deleted"], "NoSuchTagSet");
+
+    // UploadPartCopy: a 5 MiB range and a whole small object make one object.
+    assert_eq!(out["part_copy_ok"], true);
+    assert_eq!(out["part_copy_improper"], "InvalidArgument");
+    assert_eq!(out["part_copy_past_end"], "InvalidRange");
+
+    // ACLs: private by default, public-read read by anyone, never written.
+    assert_eq!(
+        out["acl_default"],
+        json!([["CanonicalUser", "FULL_CONTROL"]])
+    );
+    assert_eq!(out["anon_private"], 403);
+    assert_eq!(out["other_private"], "AccessDenied");
+    assert_eq!(out["anon_object_public"], json!([200, "public object"]));
+    assert_eq!(out["anon_object_private_sibling"], 403);
+    assert_eq!(
+        out["object_acl"],
+        json!([["CanonicalUser", "FULL_CONTROL"], ["Group", "READ"]])
+    );
+    assert_eq!(
+        out["bucket_acl"],
+        json!([["CanonicalUser", "FULL_CONTROL"], ["Group", "READ"]])
+    );
+    assert_eq!(out["anon_bucket_public"], json!([200, "secret"]));
+    assert_eq!(out["anon_list"], json!(["page.html", "private.txt", "public.txt"]));
+    assert_eq!(out["other_reads_public"], "secret");
+    assert_eq!(out["anon_put"], 403);
+    assert_eq!(out["other_put"], "AccessDenied");
+    assert_eq!(out["anon_delete"], 403);
+    assert_eq!(out["still_there"], "OK");
+    assert_eq!(out["public_read_write"], "NotImplemented");
+    assert_eq!(out["grant_header"], "NotImplemented");
+    assert_eq!(out["object_rw"], "NotImplemented");
+    assert_eq!(out["back_to_private"], 403);
 }
 
 const SCRIPT: &str = r#"
@@ -147,5 +186,53 @@ s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": [{"Key": "cost-center", "Valu
 out["bucket_tags"] = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=B)["TagSet"]}
 s3.delete_bucket_tagging(Bucket=B)
 out["bucket_deleted"] = code(lambda: s3.get_bucket_tagging(Bucket=B))
+
+big = bytes(range(256)) * (4 * 8192)  # 8 MiB
+s3.put_object(Bucket=B, Key="big.bin", Body=big)
+up = s3.create_multipart_upload(Bucket=B, Key="joined.bin")
+uid = up["UploadId"]
+src = {"Bucket": B, "Key": "big.bin"}
+p1 = s3.upload_part_copy(Bucket=B, Key="joined.bin", UploadId=uid, PartNumber=1, CopySource=src,
+                         CopySourceRange="bytes=1024-5243903")["CopyPartResult"]["ETag"]
+p2 = s3.upload_part_copy(Bucket=B, Key="joined.bin", UploadId=uid, PartNumber=2,
+                         CopySource={"Bucket": B, "Key": "t.txt"})["CopyPartResult"]["ETag"]
+out["part_copy_improper"] = code(lambda: s3.upload_part_copy(Bucket=B, Key="joined.bin", UploadId=uid,
+    PartNumber=3, CopySource=src, CopySourceRange="0-10"))
+out["part_copy_past_end"] = code(lambda: s3.upload_part_copy(Bucket=B, Key="joined.bin", UploadId=uid,
+    PartNumber=3, CopySource=src, CopySourceRange=f"bytes=0-{len(big)}"))
+s3.complete_multipart_upload(Bucket=B, Key="joined.bin", UploadId=uid,
+    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p1}, {"PartNumber": 2, "ETag": p2}]})
+out["part_copy_ok"] = s3.get_object(Bucket=B, Key="joined.bin")["Body"].read() == big[1024:5243904] + b"x"
+
+def grants(r):
+    return [[g["Grantee"]["Type"], g["Permission"]] for g in r["Grants"]]
+def anon(method, key, body=None):
+    r = http.request(method, URL + "/" + key, body=body)
+    return r.status, r.data.decode(errors="replace")
+other = client("path", akid="OTHER_AKID", secret="OTHER_SECRET")
+s3.put_object(Bucket=B, Key="private.txt", Body=b"secret")
+s3.put_object(Bucket=B, Key="public.txt", Body=b"public object", ACL="public-read")
+out["acl_default"] = grants(s3.get_bucket_acl(Bucket=B))
+out["anon_private"] = anon("GET", "private.txt")[0]
+out["other_private"] = code(lambda: other.get_object(Bucket=B, Key="private.txt"))
+out["anon_object_public"] = list(anon("GET", "public.txt"))
+out["anon_object_private_sibling"] = anon("HEAD", "private.txt")[0]
+out["object_acl"] = grants(s3.get_object_acl(Bucket=B, Key="public.txt"))
+s3.put_bucket_acl(Bucket=B, ACL="public-read")
+out["bucket_acl"] = grants(s3.get_bucket_acl(Bucket=B))
+out["anon_bucket_public"] = list(anon("GET", "private.txt"))
+unsigned = boto3.client("s3", endpoint_url=os.environ["DIRECT"], region_name="ap-south-1",
+    config=Config(signature_version=botocore.UNSIGNED, s3={"addressing_style": "path"}))
+out["anon_list"] = [o["Key"] for o in unsigned.list_objects_v2(Bucket=B, Prefix="p")["Contents"]]
+out["other_reads_public"] = other.get_object(Bucket=B, Key="private.txt")["Body"].read().decode()
+out["anon_put"] = anon("PUT", "new.txt", b"x")[0]
+out["other_put"] = code(lambda: other.put_object(Bucket=B, Key="new.txt", Body=b"x"))
+out["anon_delete"] = anon("DELETE", "private.txt")[0]
+out["still_there"] = code(lambda: s3.head_object(Bucket=B, Key="private.txt"))
+out["public_read_write"] = code(lambda: s3.put_bucket_acl(Bucket=B, ACL="public-read-write"))
+out["grant_header"] = code(lambda: s3.put_bucket_acl(Bucket=B, GrantRead="id=someone"))
+out["object_rw"] = code(lambda: s3.put_object(Bucket=B, Key="rw.txt", Body=b"x", ACL="public-read-write"))
+s3.put_bucket_acl(Bucket=B, ACL="private")
+out["back_to_private"] = anon("GET", "private.txt")[0]
 print(json.dumps(out))
 "#;
