@@ -8,6 +8,7 @@
 //! namespace (`plt-<org>-`).
 
 mod acl;
+mod attributes;
 mod copy;
 mod cors;
 mod date;

@@ -4,7 +4,9 @@
 use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
-use super::{Front, acl, copy, cors, list, multipart, objects, part_copy, read, tagging};
+use super::{
+    Front, acl, attributes, copy, cors, list, multipart, objects, part_copy, read, tagging,
+};
 
 #[async_trait::async_trait]
 impl S3 for Front {
@@ -236,5 +238,12 @@ impl S3 for Front {
         req: S3Request<GetObjectAclInput>,
     ) -> S3Result<S3Response<GetObjectAclOutput>> {
         acl::get_object(self, req).await
+    }
+
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        attributes::get(self, req).await
     }
 }

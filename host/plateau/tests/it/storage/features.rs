@@ -1,7 +1,7 @@
 //! The S3 features browsers and tools rely on beyond objects (issue 37),
 //! driven by boto3 and by plain HTTP as a browser sends it: CORS (a real
 //! preflight and the headers of the actual request), object and bucket
-//! tagging, UploadPartCopy, and the canned ACLs private and public-read
+//! tagging, UploadPartCopy, GetObjectAttributes, and the canned ACLs private and public-read
 //! (read without a signature, and by another organisation's key).
 
 use plateau_testkit::Backend;
@@ -83,6 +83,10 @@ async fn cors_tagging_part_copy_acl() {
     assert_eq!(out["part_copy_ok"], true);
     assert_eq!(out["part_copy_improper"], "InvalidArgument");
     assert_eq!(out["part_copy_past_end"], "InvalidRange");
+    assert_eq!(
+        out["attributes"],
+        json!([5_242_881, 2, [[1, 5_242_880], [2, 1]], true])
+    );
 
     // ACLs: private by default, public-read read by anyone, never written.
     assert_eq!(
@@ -102,7 +106,10 @@ async fn cors_tagging_part_copy_acl() {
         json!([["CanonicalUser", "FULL_CONTROL"], ["Group", "READ"]])
     );
     assert_eq!(out["anon_bucket_public"], json!([200, "secret"]));
-    assert_eq!(out["anon_list"], json!(["page.html", "private.txt", "public.txt"]));
+    assert_eq!(
+        out["anon_list"],
+        json!(["page.html", "private.txt", "public.txt"])
+    );
     assert_eq!(out["other_reads_public"], "secret");
     assert_eq!(out["anon_put"], 403);
     assert_eq!(out["other_put"], "AccessDenied");
@@ -203,6 +210,9 @@ out["part_copy_past_end"] = code(lambda: s3.upload_part_copy(Bucket=B, Key="join
 s3.complete_multipart_upload(Bucket=B, Key="joined.bin", UploadId=uid,
     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p1}, {"PartNumber": 2, "ETag": p2}]})
 out["part_copy_ok"] = s3.get_object(Bucket=B, Key="joined.bin")["Body"].read() == big[1024:5243904] + b"x"
+a = s3.get_object_attributes(Bucket=B, Key="joined.bin", ObjectAttributes=["ObjectSize", "ObjectParts", "ETag"])
+out["attributes"] = [a["ObjectSize"], a["ObjectParts"]["TotalPartsCount"],
+                     [[p["PartNumber"], p["Size"]] for p in a["ObjectParts"]["Parts"]], a["ETag"].endswith("-2")]
 
 def grants(r):
     return [[g["Grantee"]["Type"], g["Permission"]] for g in r["Grants"]]
