@@ -30,7 +30,14 @@ pub(super) async fn get(
         input.sse_customer_key_md5.as_deref(),
     )?;
     encryption::key_of(&front.storage, info.headers.sse.as_ref(), customer.as_ref())?;
-    let wants = |a: &str| input.object_attributes.iter().any(|x| x.as_str() == a);
+    // One header of comma-separated names, or several headers.
+    let wants = |a: &str| {
+        input
+            .object_attributes
+            .iter()
+            .flat_map(|x| x.as_str().split(','))
+            .any(|x| x.trim() == a)
+    };
     if input.object_attributes.is_empty() {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidArgument,

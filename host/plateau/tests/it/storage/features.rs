@@ -212,7 +212,7 @@ s3.complete_multipart_upload(Bucket=B, Key="joined.bin", UploadId=uid,
 out["part_copy_ok"] = s3.get_object(Bucket=B, Key="joined.bin")["Body"].read() == big[1024:5243904] + b"x"
 a = s3.get_object_attributes(Bucket=B, Key="joined.bin", ObjectAttributes=["ObjectSize", "ObjectParts", "ETag"])
 out["attributes"] = [a["ObjectSize"], a["ObjectParts"]["TotalPartsCount"],
-                     [[p["PartNumber"], p["Size"]] for p in a["ObjectParts"]["Parts"]], a["ETag"].endswith("-2")]
+                     [[p["PartNumber"], p["Size"]] for p in a["ObjectParts"]["Parts"]], a["ETag"].strip('"').endswith("-2")]
 
 def grants(r):
     return [[g["Grantee"]["Type"], g["Permission"]] for g in r["Grants"]]
