@@ -7,6 +7,7 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
+mod absent;
 mod acl;
 mod attributes;
 mod copy;

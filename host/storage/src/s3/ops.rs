@@ -5,7 +5,7 @@ use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
 use super::{
-    Front, acl, attributes, copy, cors, list, multipart, objects, part_copy, read, tagging,
+    Front, absent, acl, attributes, copy, cors, list, multipart, objects, part_copy, read, tagging,
 };
 
 #[async_trait::async_trait]
@@ -245,5 +245,19 @@ impl S3 for Front {
         req: S3Request<GetObjectAttributesInput>,
     ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
         attributes::get(self, req).await
+    }
+
+    async fn get_bucket_versioning(
+        &self,
+        req: S3Request<GetBucketVersioningInput>,
+    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
+        absent::versioning(self, req).await
+    }
+
+    async fn get_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<GetBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
+        absent::lifecycle(self, req).await
     }
 }
