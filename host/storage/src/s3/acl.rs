@@ -34,9 +34,24 @@ pub(super) fn canned(acl: Option<&str>, grants: &[Option<&String>]) -> S3Result<
     match acl {
         None | Some("private") => Ok(None),
         Some(PUBLIC_READ) => Ok(Some(PUBLIC_READ.to_owned())),
-        Some(other) => Err(unsupported(&format!("x-amz-acl {other}"))),
+        Some(other) if KNOWN.contains(&other) => Err(unsupported(&format!("x-amz-acl {other}"))),
+        Some(other) => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            format!("x-amz-acl: {other} is not a canned ACL"),
+        )),
     }
 }
+
+/// S3's canned ACLs: the others than private and public-read are refused
+/// as not implemented, a name outside them as invalid.
+const KNOWN: [&str; 6] = [
+    "public-read-write",
+    "authenticated-read",
+    "aws-exec-read",
+    "bucket-owner-read",
+    "bucket-owner-full-control",
+    "log-delivery-write",
+];
 
 /// The canned ACL an access control policy amounts to: the owner's full
 /// control, and READ for everyone or not.
@@ -192,4 +207,30 @@ pub(super) async fn get_object(
         owner: Some(owner),
         ..Default::default()
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canned;
+
+    #[test]
+    fn only_private_and_public_read_are_taken() {
+        assert_eq!(canned(None, &[]).unwrap(), None);
+        assert_eq!(canned(Some("private"), &[]).unwrap(), None);
+        assert_eq!(
+            canned(Some("public-read"), &[]).unwrap().as_deref(),
+            Some("public-read")
+        );
+        let code = |acl| {
+            canned(Some(acl), &[])
+                .unwrap_err()
+                .code()
+                .as_str()
+                .to_owned()
+        };
+        assert_eq!(code("public-read-write"), "NotImplemented");
+        assert_eq!(code("public-ready"), "InvalidArgument");
+        let grant = "id=x".to_owned();
+        assert!(canned(Some("private"), &[Some(&grant)]).is_err());
+    }
 }
