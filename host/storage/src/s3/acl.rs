@@ -53,16 +53,18 @@ const KNOWN: [&str; 6] = [
     "log-delivery-write",
 ];
 
-/// The canned ACL an access control policy amounts to: the owner's full
-/// control, and READ for everyone or not.
-fn from_policy(policy: &AccessControlPolicy) -> S3Result<Option<String>> {
+/// The canned ACL an access control policy amounts to: the owner's
+/// (`owner_id`) full control, and READ for everyone or not; a grant to
+/// anyone else is refused.
+fn from_policy(policy: &AccessControlPolicy, owner_id: &str) -> S3Result<Option<String>> {
     let mut public = false;
     for grant in policy.grants.iter().flatten() {
         let permission = grant.permission.as_ref().map(Permission::as_str);
         let grantee = grant.grantee.as_ref();
         let kind = grantee.map(|g| g.type_.as_str());
         match (kind, permission) {
-            (Some(Type::CANONICAL_USER), Some(Permission::FULL_CONTROL)) => {}
+            (Some(Type::CANONICAL_USER), Some(Permission::FULL_CONTROL))
+                if grantee.and_then(|g| g.id.as_deref()) == Some(owner_id) => {}
             (Some(Type::GROUP), Some(Permission::READ))
                 if grantee.and_then(|g| g.uri.as_deref()) == Some(ALL_USERS) =>
             {
@@ -137,7 +139,7 @@ pub(super) async fn put_bucket(
         &grants.map(Option::as_ref),
     )?;
     if let Some(policy) = &i.access_control_policy {
-        acl = from_policy(policy)?;
+        acl = from_policy(policy, &bucket.org_id)?;
     }
     let provider = front.storage.provider();
     let json = acl.map(|a| serde_json::Value::from(a).to_string());
@@ -179,7 +181,7 @@ pub(super) async fn put_object(
         &grants.map(Option::as_ref),
     )?;
     if let Some(policy) = &i.access_control_policy {
-        acl = from_policy(policy)?;
+        acl = from_policy(policy, &bucket.org_id)?;
     }
     front
         .storage
@@ -211,7 +213,38 @@ pub(super) async fn get_object(
 
 #[cfg(test)]
 mod tests {
-    use super::canned;
+    use super::{canned, from_policy};
+    use s3s::dto::*;
+
+    fn grant(id: &str) -> Grant {
+        Grant {
+            grantee: Some(Grantee {
+                id: Some(id.to_owned()),
+                type_: Type::from_static(Type::CANONICAL_USER),
+                display_name: None,
+                email_address: None,
+                uri: None,
+            }),
+            permission: Some(Permission::from_static(Permission::FULL_CONTROL)),
+        }
+    }
+
+    #[test]
+    fn a_policy_granting_another_is_refused() {
+        let own = AccessControlPolicy {
+            grants: Some(vec![grant("org_a")]),
+            owner: None,
+        };
+        assert_eq!(from_policy(&own, "org_a").unwrap(), None);
+        let other = AccessControlPolicy {
+            grants: Some(vec![grant("org_a"), grant("org_b")]),
+            owner: None,
+        };
+        assert_eq!(
+            from_policy(&other, "org_a").unwrap_err().code().as_str(),
+            "NotImplemented"
+        );
+    }
 
     #[test]
     fn only_private_and_public_read_are_taken() {
