@@ -8,7 +8,8 @@ make them: the suite's bucket helpers are replaced, nothing else is.
   starts with the configured bucket prefix.
 - A CreateBucket the suite then sends for a name the helper made is
   answered on the client side (the server would say
-  BucketAlreadyOwnedByYou); any other CreateBucket reaches the server.
+  BucketAlreadyOwnedByYou), its canned ACL, if any, set with
+  PutBucketAcl; any other CreateBucket reaches the server.
 - Teardown deletes the objects, uploads and buckets under the prefix.
 
 Environment: PLATEAU_API (http://127.0.0.1:<port>), PLATEAU_TOKENS
@@ -52,6 +53,9 @@ _call = botocore.client.BaseClient._make_api_call
 
 def _make_api_call(self, operation, params):
     if operation == "CreateBucket" and params.get("Bucket") in _made:
+        # The canned ACL a create asks for is set as PutBucketAcl sets it.
+        if params.get("ACL"):
+            _call(self, "PutBucketAcl", {"Bucket": params["Bucket"], "ACL": params["ACL"]})
         _made.discard(params["Bucket"])
         return {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}}, "Location": "/" + params["Bucket"]}
     return _call(self, operation, params)

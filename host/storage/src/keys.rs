@@ -52,6 +52,19 @@ impl std::fmt::Debug for Principal {
 }
 
 impl Principal {
+    /// Whoever sends an unsigned request, reading a public bucket of
+    /// `org_id`: no key, no writes, no bucket of its own.
+    pub fn anonymous(org_id: &str) -> Principal {
+        Principal {
+            key_id: String::new(),
+            access_key_id: String::new(),
+            org_id: org_id.to_owned(),
+            read_only: true,
+            buckets: Some(Vec::new()),
+            secret: String::new(),
+        }
+    }
+
     /// Whether the key may act on `bucket_id`, writing or not.
     pub fn may(&self, bucket_id: &str, write: bool) -> bool {
         if write && self.read_only {

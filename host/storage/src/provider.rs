@@ -54,6 +54,12 @@ pub struct ObjectHeaders {
     /// answers with the object.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upload_id: Option<String>,
+    /// The object's tags (`x-amz-tagging`, PutObjectTagging).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// The object's canned ACL when not `private` (`public-read`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acl: Option<String>,
     /// A multipart object's part numbers, one per segment.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<i64>,
@@ -70,6 +76,9 @@ impl ObjectHeaders {
         }
     }
 }
+
+/// A change to an object's headers ([`Provider::change_headers`]).
+pub type HeaderChange = std::sync::Arc<dyn Fn(&mut ObjectHeaders) + Send + Sync>;
 
 /// What a write requires of the object it replaces (`If-Match`,
 /// `If-None-Match: *`), checked when it commits.
@@ -249,6 +258,25 @@ pub trait Provider: Send + Sync + 'static {
         actor: &Actor,
     ) -> Result<ObjectInfo>;
     async fn list_objects(&self, bucket: &Bucket, query: &ListQuery) -> Result<Listing>;
+    /// Changes the headers of an object in place (its tags, its ACL),
+    /// never those of an object that replaced it meanwhile.
+    async fn change_headers(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        change: HeaderChange,
+    ) -> Result<ObjectInfo>;
+
+    /// The bucket's configuration of `kind` (`cors`, `tagging`, `acl`), JSON.
+    async fn bucket_setting(&self, bucket: &Bucket, kind: &str) -> Result<Option<String>>;
+    /// Sets, or with None removes, the bucket's configuration of `kind`;
+    /// false when there was none to remove.
+    async fn set_bucket_setting(
+        &self,
+        bucket: &Bucket,
+        kind: &str,
+        body: Option<&str>,
+    ) -> Result<bool>;
 
     async fn create_upload(
         &self,

@@ -10,6 +10,7 @@ mod conditions;
 mod group;
 mod list;
 mod multipart;
+mod settings;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -457,6 +458,23 @@ impl Provider for LocalProvider {
 
     async fn list_objects(&self, bucket: &Bucket, query: &ListQuery) -> Result<Listing> {
         list::list(&self.db, bucket, query).await
+    }
+
+    async fn change_headers(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        change: HeaderChange,
+    ) -> Result<ObjectInfo> {
+        settings::change_headers(self, bucket, key, change).await
+    }
+
+    async fn bucket_setting(&self, bucket: &Bucket, kind: &str) -> Result<Option<String>> {
+        Ok(storage::settings::get(&self.db, &bucket.id, kind).await?)
+    }
+
+    async fn set_bucket_setting(&self, b: &Bucket, kind: &str, body: Option<&str>) -> Result<bool> {
+        settings::set(self, b, kind, body).await
     }
 
     async fn create_upload(

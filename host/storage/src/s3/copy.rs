@@ -57,6 +57,32 @@ pub(super) async fn copy(
             input.metadata.clone(),
         )
     });
+    // Tags are the source's unless the tagging directive replaces them.
+    if input
+        .tagging_directive
+        .as_ref()
+        .is_some_and(|d| d.as_str() == TaggingDirective::REPLACE)
+    {
+        let tags = super::tagging::from_header(input.tagging.as_deref())?;
+        headers.get_or_insert_with(|| source.headers.clone()).tags = tags;
+    } else if let Some(h) = headers.as_mut() {
+        h.tags = source.headers.tags.clone();
+    }
+    // A copy is private unless it asks otherwise, as in S3.
+    let acl = super::objects::object_acl(
+        &input.acl,
+        [
+            &input.grant_full_control,
+            &input.grant_read,
+            &input.grant_read_acp,
+            &input.grant_write_acp,
+        ],
+    )?;
+    if acl != source.headers.acl {
+        headers.get_or_insert_with(|| source.headers.clone()).acl = acl;
+    } else if let Some(h) = headers.as_mut() {
+        h.acl = acl;
+    }
     let source_customer = encryption::customer(
         input.copy_source_sse_customer_algorithm.as_deref(),
         input.copy_source_sse_customer_key.as_deref(),

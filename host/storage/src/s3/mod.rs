@@ -7,14 +7,22 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
+mod absent;
+mod acl;
+mod attributes;
 mod copy;
+mod cors;
 mod date;
 mod encryption;
 mod form;
 mod list;
 mod multipart;
 mod objects;
+mod ops;
+
+mod part_copy;
 mod read;
+mod tagging;
 mod verify;
 
 use std::future::Future;
@@ -30,35 +38,53 @@ use crate::keys::Principal;
 use crate::provider::Bucket;
 use crate::{Storage, names};
 
-/// The s3s service over `storage`.
-pub fn service(storage: Storage) -> S3Service {
+/// The endpoint: the s3s service over `storage`, and what answers before it.
+#[derive(Clone)]
+pub struct Service {
+    inner: S3Service,
+    storage: Storage,
+    domain: String,
+}
+
+/// The endpoint over `storage`.
+pub fn service(storage: Storage) -> Service {
     let domain = storage.config().domain.to_ascii_lowercase();
     let mut builder = S3ServiceBuilder::new(Front {
         storage: storage.clone(),
     });
-    builder.set_auth(Auth { storage });
-    builder.set_host(Host { domain });
-    builder.build()
+    builder.set_auth(Auth {
+        storage: storage.clone(),
+    });
+    builder.set_access(Access);
+    builder.set_host(Host {
+        domain: domain.clone(),
+    });
+    Service {
+        inner: builder.build(),
+        storage,
+        domain,
+    }
 }
 
 /// Serves `service` on `listener` (HTTP/1.1) with the host's `timeouts`
 /// for slow clients until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    service: S3Service,
+    service: Service,
     timeouts: plateau_listen::Timeouts,
     shutdown: impl Future<Output = ()>,
 ) {
     let make = move |_| Entry {
-        inner: service.clone(),
+        service: service.clone(),
     };
     plateau_listen::serve(listener, timeouts, make, shutdown).await;
 }
 
-/// What a request goes through before `s3s`: [`date`] and [`form`].
+/// What a request goes through before `s3s`: [`date`], [`form`], and
+/// [`cors`] (a preflight is answered here; CORS headers are added after).
 #[derive(Clone)]
 struct Entry {
-    inner: S3Service,
+    service: Service,
 }
 
 impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
@@ -74,17 +100,50 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
     }
 
     fn call(&mut self, req: http::Request<plateau_listen::Body>) -> Self::Future {
-        let mut inner = self.inner.clone();
+        let service = self.service.clone();
         Box::pin(async move {
-            if let Some(refused) = date::check_v2(&req) {
-                return Ok(refused);
+            let bucket = bucket_of(&service.domain, &req);
+            if req.method() == http::Method::OPTIONS {
+                return Ok(
+                    cors::preflight(&service.storage, bucket.as_deref(), req.headers()).await,
+                );
             }
-            match form::prepare(date::with_amz_date(req)).await {
-                Ok(req) => tower::Service::call(&mut inner, req).await,
-                Err(refused) => Ok(refused),
+            let cors = cors::Cors::of(
+                &service.storage,
+                bucket.as_deref(),
+                req.headers(),
+                req.method(),
+            )
+            .await;
+            let mut response = if let Some(refused) = date::check_v2(&req) {
+                refused
+            } else {
+                match form::prepare(date::with_amz_date(req)).await {
+                    Ok(req) => tower::Service::call(&mut service.inner.clone(), req).await?,
+                    Err(refused) => refused,
+                }
+            };
+            if let Some(cors) = cors {
+                cors.apply(&mut response);
             }
+            Ok(response)
         })
     }
+}
+
+/// The bucket a request names: the host's first label under `domain`,
+/// else the path's first segment.
+fn bucket_of<B>(domain: &str, req: &http::Request<B>) -> Option<String> {
+    let host = req.headers().get(http::header::HOST)?.to_str().ok()?;
+    let host = host
+        .rsplit_once(':')
+        .map_or(host, |(h, _)| h)
+        .to_ascii_lowercase();
+    if let Some(b) = host.strip_suffix(domain).and_then(|b| b.strip_suffix('.')) {
+        return (!b.is_empty()).then(|| b.to_owned());
+    }
+    let first = req.uri().path().trim_start_matches('/').split('/').next()?;
+    (!first.is_empty()).then(|| first.to_owned())
 }
 
 /// Virtual-host style under the storage domain; any other host (an
@@ -190,26 +249,82 @@ impl Front {
         name: &str,
         write: bool,
     ) -> S3Result<(Principal, Bucket)> {
-        let principal = self.principal(req).await?;
+        self.access(req, name, write, None).await
+    }
+
+    /// The bucket `name`, to read the object `key`: as [`Front::bucket`],
+    /// and also when the object is public-read.
+    async fn object_reader<T>(
+        &self,
+        req: &S3Request<T>,
+        name: &str,
+        key: &str,
+    ) -> S3Result<(Principal, Bucket)> {
+        self.access(req, name, false, Some(key)).await
+    }
+
+    /// A key reaches its organisation's buckets as far as its limits let
+    /// it; anyone (no signature, or another organisation's key) reads a
+    /// public-read bucket or object ([`acl`]) and writes nothing.
+    async fn access<T>(
+        &self,
+        req: &S3Request<T>,
+        name: &str,
+        write: bool,
+        key: Option<&str>,
+    ) -> S3Result<(Principal, Bucket)> {
+        let principal = match &req.credentials {
+            Some(_) => Some(self.principal(req).await?),
+            None => None,
+        };
         let found = self
             .storage
             .provider()
             .bucket_by_name(name)
             .await
             .map_err(internal)?;
-        match found {
-            Some(b) if b.org_id == principal.org_id => {
-                if principal.may(&b.id, write) {
-                    Ok((principal, b))
+        match (found, principal) {
+            (Some(b), Some(p)) if b.org_id == p.org_id => {
+                if p.may(&b.id, write) {
+                    Ok((p, b))
                 } else {
                     Err(denied())
                 }
             }
-            None if name.starts_with(&names::org_prefix(&principal.org_id)) => Err(
+            (None, Some(p)) if name.starts_with(&names::org_prefix(&p.org_id)) => Err(
                 S3Error::with_message(S3ErrorCode::NoSuchBucket, "the bucket does not exist"),
             ),
+            (Some(b), p) if !write && self.public(&b, key).await? => {
+                Ok((p.unwrap_or_else(|| Principal::anonymous(&b.org_id)), b))
+            }
             _ => Err(denied()),
         }
+    }
+
+    /// Whether the bucket, or the object `key` in it, is public-read.
+    async fn public(&self, bucket: &Bucket, key: Option<&str>) -> S3Result<bool> {
+        if acl::of_bucket(self, bucket).await?.as_deref() == Some(acl::PUBLIC_READ) {
+            return Ok(true);
+        }
+        let Some(key) = key else {
+            return Ok(false);
+        };
+        match self.storage.provider().head_object(bucket, key).await {
+            Ok(info) => Ok(info.headers.acl.as_deref() == Some(acl::PUBLIC_READ)),
+            Err(Error::NoSuchKey) => Ok(false),
+            Err(e) => Err(internal(e)),
+        }
+    }
+}
+
+/// Requests reach [`Front`] signed or not: it decides, per operation,
+/// what an unsigned request may read (public-read buckets and objects).
+struct Access;
+
+#[async_trait::async_trait]
+impl s3s::access::S3Access for Access {
+    async fn check(&self, _cx: &mut s3s::access::S3AccessContext<'_>) -> S3Result<()> {
+        Ok(())
     }
 }
 

@@ -48,6 +48,16 @@ pub(super) async fn create(
             "full-object checksums of multipart uploads are not supported; use COMPOSITE",
         ));
     }
+    let tags = super::tagging::from_header(input.tagging.as_deref())?;
+    let acl = super::objects::object_acl(
+        &input.acl,
+        [
+            &input.grant_full_control,
+            &input.grant_read,
+            &input.grant_read_acp,
+            &input.grant_write_acp,
+        ],
+    )?;
     let mut headers = headers_of(
         input.content_type,
         input.content_encoding,
@@ -59,6 +69,8 @@ pub(super) async fn create(
     );
     headers.sse = plan.map(|p| p.sealed);
     headers.checksum_algorithm = algorithm;
+    headers.tags = tags;
+    headers.acl = acl;
     let upload = front
         .storage
         .provider()
@@ -84,7 +96,7 @@ pub(super) async fn create(
 }
 
 /// The upload, checked against the key the request names.
-async fn upload_of(
+pub(super) async fn upload_of(
     front: &Front,
     bucket: &Stored,
     upload_id: &str,

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use futures::StreamExt;
 use s3s::dto::*;
-use s3s::{S3, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::encryption;
 use super::verify::{self, Expected};
@@ -177,6 +177,17 @@ pub(super) fn condition(
     })
 }
 
+/// The canned ACL of a write (`x-amz-acl`; grants are refused).
+pub(super) fn object_acl(
+    acl: &Option<ObjectCannedACL>,
+    grants: [&Option<String>; 4],
+) -> S3Result<Option<String>> {
+    super::acl::canned(
+        acl.as_ref().map(ObjectCannedACL::as_str),
+        &grants.map(Option::as_ref),
+    )
+}
+
 pub(super) fn headers_of(
     content_type: Option<String>,
     content_encoding: Option<String>,
@@ -212,322 +223,256 @@ pub(super) fn metadata(h: &ObjectHeaders) -> Option<Metadata> {
     (!h.metadata.is_empty()).then(|| h.metadata.clone().into_iter().collect())
 }
 
-#[async_trait::async_trait]
-impl S3 for Front {
-    async fn list_buckets(
-        &self,
-        req: S3Request<ListBucketsInput>,
-    ) -> S3Result<S3Response<ListBucketsOutput>> {
-        let principal = self.principal(&req).await?;
-        let buckets = self
-            .storage
-            .provider()
-            .buckets(&principal.org_id)
-            .await
-            .map_err(s3_error)?
-            .into_iter()
-            .filter(|b| principal.may(&b.id, false))
-            .map(|b| Bucket {
-                creation_date: Some(timestamp(b.created_at)),
-                name: Some(b.bucket),
-                bucket_region: None,
-            })
-            .collect();
-        Ok(S3Response::new(ListBucketsOutput {
-            buckets: Some(buckets),
-            owner: Some(Owner {
-                display_name: None,
-                id: Some(principal.org_id.clone()),
-            }),
-            ..Default::default()
-        }))
-    }
+pub(super) async fn list_buckets(
+    front: &Front,
+    req: S3Request<ListBucketsInput>,
+) -> S3Result<S3Response<ListBucketsOutput>> {
+    let principal = front.principal(&req).await?;
+    let buckets = front
+        .storage
+        .provider()
+        .buckets(&principal.org_id)
+        .await
+        .map_err(s3_error)?
+        .into_iter()
+        .filter(|b| principal.may(&b.id, false))
+        .map(|b| Bucket {
+            creation_date: Some(timestamp(b.created_at)),
+            name: Some(b.bucket),
+            bucket_region: None,
+        })
+        .collect();
+    Ok(S3Response::new(ListBucketsOutput {
+        buckets: Some(buckets),
+        owner: Some(Owner {
+            display_name: None,
+            id: Some(principal.org_id.clone()),
+        }),
+        ..Default::default()
+    }))
+}
 
-    async fn head_bucket(
-        &self,
-        req: S3Request<HeadBucketInput>,
-    ) -> S3Result<S3Response<HeadBucketOutput>> {
-        self.bucket(&req, &req.input.bucket, false).await?;
-        Ok(S3Response::new(HeadBucketOutput::default()))
-    }
+pub(super) async fn head_bucket(
+    front: &Front,
+    req: S3Request<HeadBucketInput>,
+) -> S3Result<S3Response<HeadBucketOutput>> {
+    front.bucket(&req, &req.input.bucket, false).await?;
+    Ok(S3Response::new(HeadBucketOutput::default()))
+}
 
-    async fn get_bucket_location(
-        &self,
-        req: S3Request<GetBucketLocationInput>,
-    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-        self.bucket(&req, &req.input.bucket, false).await?;
-        Ok(S3Response::new(GetBucketLocationOutput::default()))
-    }
+pub(super) async fn get_bucket_location(
+    front: &Front,
+    req: S3Request<GetBucketLocationInput>,
+) -> S3Result<S3Response<GetBucketLocationOutput>> {
+    front.bucket(&req, &req.input.bucket, false).await?;
+    Ok(S3Response::new(GetBucketLocationOutput::default()))
+}
 
-    /// A bucket is made over the API (it belongs to a project, counts
-    /// against the plan and is audited); over S3, a bucket the caller's
-    /// organisation already owns answers BucketAlreadyOwnedByYou, which
-    /// tools that create before they write (rclone, Terraform) accept.
-    async fn create_bucket(
-        &self,
-        req: S3Request<CreateBucketInput>,
-    ) -> S3Result<S3Response<CreateBucketOutput>> {
-        let principal = self.principal(&req).await?;
-        let found = self
-            .storage
-            .provider()
-            .bucket_by_name(&req.input.bucket)
-            .await
-            .map_err(s3_error)?;
-        match found {
-            Some(b) if b.org_id == principal.org_id && principal.may(&b.id, false) => {
-                Err(S3Error::with_message(
-                    S3ErrorCode::BucketAlreadyOwnedByYou,
-                    "your previous request to create the named bucket succeeded and you already own it",
-                ))
-            }
-            // Another organisation's name is not said to exist.
-            _ => Err(S3Error::with_message(
-                S3ErrorCode::AccessDenied,
-                "buckets are created over the API: POST /api/v1/storage/buckets",
-            )),
+/// A bucket is made over the API (it belongs to a project, counts
+/// against the plan and is audited); over S3, a bucket the caller's
+/// organisation already owns answers BucketAlreadyOwnedByYou, which
+/// tools that create before they write (rclone, Terraform) accept.
+pub(super) async fn create_bucket(
+    front: &Front,
+    req: S3Request<CreateBucketInput>,
+) -> S3Result<S3Response<CreateBucketOutput>> {
+    let principal = front.principal(&req).await?;
+    let found = front
+        .storage
+        .provider()
+        .bucket_by_name(&req.input.bucket)
+        .await
+        .map_err(s3_error)?;
+    match found {
+        Some(b) if b.org_id == principal.org_id && principal.may(&b.id, false) => {
+            Err(S3Error::with_message(
+                S3ErrorCode::BucketAlreadyOwnedByYou,
+                "your previous request to create the named bucket succeeded and you already own it",
+            ))
         }
+        // Another organisation's name is not said to exist.
+        _ => Err(S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            "buckets are created over the API: POST /api/v1/storage/buckets",
+        )),
     }
+}
 
-    /// An empty bucket may be deleted by a key that may write it, as the
-    /// API's DELETE would (its event names the key).
-    async fn delete_bucket(
-        &self,
-        req: S3Request<DeleteBucketInput>,
-    ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
-        self.storage
-            .provider()
-            .delete_bucket(&bucket, &actor(&principal))
-            .await
-            .map_err(s3_error)?;
-        let mut out = S3Response::new(DeleteBucketOutput::default());
-        out.status = Some(http::StatusCode::NO_CONTENT);
-        Ok(out)
+/// An empty bucket may be deleted by a key that may write it, as the
+/// API's DELETE would (its event names the key).
+pub(super) async fn delete_bucket(
+    front: &Front,
+    req: S3Request<DeleteBucketInput>,
+) -> S3Result<S3Response<DeleteBucketOutput>> {
+    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    front
+        .storage
+        .provider()
+        .delete_bucket(&bucket, &actor(&principal))
+        .await
+        .map_err(s3_error)?;
+    let mut out = S3Response::new(DeleteBucketOutput::default());
+    out.status = Some(http::StatusCode::NO_CONTENT);
+    Ok(out)
+}
+
+pub(super) async fn put_object(
+    front: &Front,
+    req: S3Request<PutObjectInput>,
+) -> S3Result<S3Response<PutObjectOutput>> {
+    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let input = req.input.clone_headers();
+    let customer = encryption::customer(
+        req.input.sse_customer_algorithm.as_deref(),
+        req.input.sse_customer_key.as_deref(),
+        req.input.sse_customer_key_md5.as_deref(),
+    )?;
+    let plan = encryption::plan(
+        &front.storage,
+        req.input.server_side_encryption.as_ref(),
+        customer.as_ref(),
+    )?;
+    let checksums = Checksum {
+        checksum_crc32: input.checksum_crc32.clone(),
+        checksum_crc32c: input.checksum_crc32c.clone(),
+        checksum_crc64nvme: input.checksum_crc64nvme.clone(),
+        checksum_sha1: input.checksum_sha1.clone(),
+        checksum_sha256: input.checksum_sha256.clone(),
+        checksum_type: None,
+    };
+    let condition = condition(
+        req.input.if_match.as_ref(),
+        req.input.if_none_match.as_ref(),
+    )?;
+    let tags = super::tagging::from_header(req.input.tagging.as_deref())?;
+    let acl = object_acl(
+        &req.input.acl,
+        [
+            &req.input.grant_full_control,
+            &req.input.grant_read,
+            &req.input.grant_read_acp,
+            &req.input.grant_write_acp,
+        ],
+    )?;
+    let mut req = req;
+    let data = req.input.body.take();
+    let (mut upload, failure) = body(
+        &req,
+        data,
+        input.content_md5.clone(),
+        checksums,
+        input.content_length,
+    )?;
+    upload.condition = condition;
+    let mut headers = headers_of(
+        input.content_type,
+        input.content_encoding,
+        input.content_disposition,
+        input.content_language,
+        input.cache_control,
+        input.expires,
+        input.metadata,
+    );
+    headers.tags = tags;
+    headers.acl = acl;
+    if let Some(plan) = plan {
+        headers.sse = Some(plan.sealed.clone());
+        plan.encrypt(&mut upload, 0);
     }
+    let info = front
+        .storage
+        .provider()
+        .put_object(&bucket, &req.input.key, upload, headers, &actor(&principal))
+        .await
+        .map_err(|e| write_error(e, &failure))?;
+    let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
+    let c = &info.headers.checksums;
+    Ok(S3Response::new(PutObjectOutput {
+        e_tag: Some(etag(&info)),
+        checksum_crc32: c.get("crc32").cloned(),
+        checksum_crc32c: c.get("crc32c").cloned(),
+        checksum_crc64nvme: c.get("crc64nvme").cloned(),
+        checksum_sha1: c.get("sha1").cloned(),
+        checksum_sha256: c.get("sha256").cloned(),
+        server_side_encryption: described.method,
+        sse_customer_algorithm: described.algorithm,
+        sse_customer_key_md5: described.key_md5,
+        ..Default::default()
+    }))
+}
 
-    async fn put_object(
-        &self,
-        req: S3Request<PutObjectInput>,
-    ) -> S3Result<S3Response<PutObjectOutput>> {
-        let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
-        let input = req.input.clone_headers();
-        let customer = encryption::customer(
-            req.input.sse_customer_algorithm.as_deref(),
-            req.input.sse_customer_key.as_deref(),
-            req.input.sse_customer_key_md5.as_deref(),
-        )?;
-        let plan = encryption::plan(
-            &self.storage,
-            req.input.server_side_encryption.as_ref(),
-            customer.as_ref(),
-        )?;
-        let checksums = Checksum {
-            checksum_crc32: input.checksum_crc32.clone(),
-            checksum_crc32c: input.checksum_crc32c.clone(),
-            checksum_crc64nvme: input.checksum_crc64nvme.clone(),
-            checksum_sha1: input.checksum_sha1.clone(),
-            checksum_sha256: input.checksum_sha256.clone(),
-            checksum_type: None,
-        };
-        let condition = condition(
-            req.input.if_match.as_ref(),
-            req.input.if_none_match.as_ref(),
-        )?;
-        let mut req = req;
-        let data = req.input.body.take();
-        let (mut upload, failure) = body(
-            &req,
-            data,
-            input.content_md5.clone(),
-            checksums,
-            input.content_length,
-        )?;
-        upload.condition = condition;
-        let mut headers = headers_of(
-            input.content_type,
-            input.content_encoding,
-            input.content_disposition,
-            input.content_language,
-            input.cache_control,
-            input.expires,
-            input.metadata,
-        );
-        if let Some(plan) = plan {
-            headers.sse = Some(plan.sealed.clone());
-            plan.encrypt(&mut upload, 0);
-        }
-        let info = self
+pub(super) async fn delete_object(
+    front: &Front,
+    req: S3Request<DeleteObjectInput>,
+) -> S3Result<S3Response<DeleteObjectOutput>> {
+    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let input = &req.input;
+    if input.if_match.is_some()
+        || input.if_match_last_modified_time.is_some()
+        || input.if_match_size.is_some()
+    {
+        // Refused rather than ignored: the delete would not be conditional.
+        return Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "conditional DeleteObject (If-Match) is not supported",
+        ));
+    }
+    front
+        .storage
+        .provider()
+        .delete_object(&bucket, &req.input.key, &actor(&principal))
+        .await
+        .map_err(s3_error)?;
+    let mut out = S3Response::new(DeleteObjectOutput::default());
+    out.status = Some(http::StatusCode::NO_CONTENT);
+    Ok(out)
+}
+
+pub(super) async fn delete_objects(
+    front: &Front,
+    req: S3Request<DeleteObjectsInput>,
+) -> S3Result<S3Response<DeleteObjectsOutput>> {
+    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    if req.input.delete.objects.len() > 1000 {
+        return Err(S3Error::with_message(
+            S3ErrorCode::MalformedXML,
+            "at most 1000 keys may be deleted at once",
+        ));
+    }
+    let quiet = req.input.delete.quiet.unwrap_or(false);
+    let mut deleted = Vec::new();
+    let mut errors = Vec::new();
+    for object in &req.input.delete.objects {
+        match front
             .storage
             .provider()
-            .put_object(&bucket, &req.input.key, upload, headers, &actor(&principal))
+            .delete_object(&bucket, &object.key, &actor(&principal))
             .await
-            .map_err(|e| write_error(e, &failure))?;
-        let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
-        let c = &info.headers.checksums;
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(etag(&info)),
-            checksum_crc32: c.get("crc32").cloned(),
-            checksum_crc32c: c.get("crc32c").cloned(),
-            checksum_crc64nvme: c.get("crc64nvme").cloned(),
-            checksum_sha1: c.get("sha1").cloned(),
-            checksum_sha256: c.get("sha256").cloned(),
-            server_side_encryption: described.method,
-            sse_customer_algorithm: described.algorithm,
-            sse_customer_key_md5: described.key_md5,
-            ..Default::default()
-        }))
-    }
-
-    async fn get_object(
-        &self,
-        req: S3Request<GetObjectInput>,
-    ) -> S3Result<S3Response<GetObjectOutput>> {
-        super::read::get(self, req).await
-    }
-
-    async fn head_object(
-        &self,
-        req: S3Request<HeadObjectInput>,
-    ) -> S3Result<S3Response<HeadObjectOutput>> {
-        super::read::head(self, req).await
-    }
-
-    async fn delete_object(
-        &self,
-        req: S3Request<DeleteObjectInput>,
-    ) -> S3Result<S3Response<DeleteObjectOutput>> {
-        let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
-        let input = &req.input;
-        if input.if_match.is_some()
-            || input.if_match_last_modified_time.is_some()
-            || input.if_match_size.is_some()
         {
-            // Refused rather than ignored: the delete would not be conditional.
-            return Err(S3Error::with_message(
-                S3ErrorCode::NotImplemented,
-                "conditional DeleteObject (If-Match) is not supported",
-            ));
-        }
-        self.storage
-            .provider()
-            .delete_object(&bucket, &req.input.key, &actor(&principal))
-            .await
-            .map_err(s3_error)?;
-        let mut out = S3Response::new(DeleteObjectOutput::default());
-        out.status = Some(http::StatusCode::NO_CONTENT);
-        Ok(out)
-    }
-
-    async fn delete_objects(
-        &self,
-        req: S3Request<DeleteObjectsInput>,
-    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
-        if req.input.delete.objects.len() > 1000 {
-            return Err(S3Error::with_message(
-                S3ErrorCode::MalformedXML,
-                "at most 1000 keys may be deleted at once",
-            ));
-        }
-        let quiet = req.input.delete.quiet.unwrap_or(false);
-        let mut deleted = Vec::new();
-        let mut errors = Vec::new();
-        for object in &req.input.delete.objects {
-            match self
-                .storage
-                .provider()
-                .delete_object(&bucket, &object.key, &actor(&principal))
-                .await
-            {
-                Ok(_) => {
-                    if !quiet {
-                        deleted.push(DeletedObject {
-                            key: Some(object.key.clone()),
-                            ..Default::default()
-                        });
-                    }
-                }
-                Err(e) => {
-                    let err = s3_error(e);
-                    errors.push(s3s::dto::Error {
-                        code: Some(err.code().as_str().to_owned()),
+            Ok(_) => {
+                if !quiet {
+                    deleted.push(DeletedObject {
                         key: Some(object.key.clone()),
-                        message: err.message().map(str::to_owned),
-                        version_id: None,
+                        ..Default::default()
                     });
                 }
             }
+            Err(e) => {
+                let err = s3_error(e);
+                errors.push(s3s::dto::Error {
+                    code: Some(err.code().as_str().to_owned()),
+                    key: Some(object.key.clone()),
+                    message: err.message().map(str::to_owned),
+                    version_id: None,
+                });
+            }
         }
-        Ok(S3Response::new(DeleteObjectsOutput {
-            deleted: Some(deleted),
-            errors: (!errors.is_empty()).then_some(errors),
-            ..Default::default()
-        }))
     }
-
-    async fn copy_object(
-        &self,
-        req: S3Request<CopyObjectInput>,
-    ) -> S3Result<S3Response<CopyObjectOutput>> {
-        super::copy::copy(self, req).await
-    }
-
-    async fn list_objects_v2(
-        &self,
-        req: S3Request<ListObjectsV2Input>,
-    ) -> S3Result<S3Response<ListObjectsV2Output>> {
-        super::list::v2(self, req).await
-    }
-
-    async fn list_objects(
-        &self,
-        req: S3Request<ListObjectsInput>,
-    ) -> S3Result<S3Response<ListObjectsOutput>> {
-        super::list::v1(self, req).await
-    }
-
-    async fn create_multipart_upload(
-        &self,
-        req: S3Request<CreateMultipartUploadInput>,
-    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
-        super::multipart::create(self, req).await
-    }
-
-    async fn upload_part(
-        &self,
-        req: S3Request<UploadPartInput>,
-    ) -> S3Result<S3Response<UploadPartOutput>> {
-        super::multipart::upload_part(self, req).await
-    }
-
-    async fn complete_multipart_upload(
-        &self,
-        req: S3Request<CompleteMultipartUploadInput>,
-    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-        super::multipart::complete(self, req).await
-    }
-
-    async fn abort_multipart_upload(
-        &self,
-        req: S3Request<AbortMultipartUploadInput>,
-    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
-        super::multipart::abort(self, req).await
-    }
-
-    async fn list_parts(
-        &self,
-        req: S3Request<ListPartsInput>,
-    ) -> S3Result<S3Response<ListPartsOutput>> {
-        super::multipart::list_parts(self, req).await
-    }
-
-    async fn list_multipart_uploads(
-        &self,
-        req: S3Request<ListMultipartUploadsInput>,
-    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
-        super::multipart::list_uploads(self, req).await
-    }
+    Ok(S3Response::new(DeleteObjectsOutput {
+        deleted: Some(deleted),
+        errors: (!errors.is_empty()).then_some(errors),
+        ..Default::default()
+    }))
 }
 
 /// The header fields of a PutObject, without its body.

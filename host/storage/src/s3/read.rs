@@ -60,7 +60,9 @@ pub(super) async fn get(
     front: &Front,
     req: S3Request<GetObjectInput>,
 ) -> S3Result<S3Response<GetObjectOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let (_, bucket) = front
+        .object_reader(&req, &req.input.bucket, &req.input.key)
+        .await?;
     let input = &req.input;
     let customer = encryption::customer(
         input.sse_customer_algorithm.as_deref(),
@@ -132,6 +134,7 @@ pub(super) async fn get(
         e_tag: Some(etag(&info)),
         last_modified: Some(last_modified(&info)),
         parts_count: input.part_number.and_then(|_| parts_count(&info)),
+        tag_count: super::tagging::count(&h.tags),
         content_type: input
             .response_content_type
             .clone()
@@ -175,7 +178,9 @@ pub(super) async fn head(
     front: &Front,
     req: S3Request<HeadObjectInput>,
 ) -> S3Result<S3Response<HeadObjectOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let (_, bucket) = front
+        .object_reader(&req, &req.input.bucket, &req.input.key)
+        .await?;
     let input = &req.input;
     let customer = encryption::customer(
         input.sse_customer_algorithm.as_deref(),

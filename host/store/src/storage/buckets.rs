@@ -119,5 +119,8 @@ pub async fn delete(tx: &mut Tx, org_id: &str, id: &str) -> Result<bool> {
         .bind(id)
         .execute(tx.conn())
         .await?;
+    if done.rows_affected() == 1 {
+        super::settings::delete_all(tx, id).await?;
+    }
     Ok(done.rows_affected() == 1)
 }

@@ -1,5 +1,5 @@
 //! Object storage metadata (spec section 4.9): buckets, access keys,
-//! objects and multipart uploads. Bytes live in an object store that the
+//! objects, multipart uploads and buckets' S3 configurations. Bytes live in an object store that the
 //! `plateau-storage` crate owns; here are names, sizes, headers and the
 //! organisation's usage, which every write changes in its own transaction.
 //!
@@ -10,6 +10,7 @@
 pub mod buckets;
 pub mod keys;
 pub mod objects;
+pub mod settings;
 pub mod uploads;
 
 use crate::db::Deferred;

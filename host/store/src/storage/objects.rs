@@ -40,6 +40,30 @@ async fn get_in(tx: &mut Tx, bucket_id: &str, key: &str) -> Result<Option<Object
         .await?)
 }
 
+/// Replaces the headers (tags, ACL) of the object `key` as it was when
+/// read (`etag`, `modified_at`); false when it changed or went away
+/// meanwhile, so a concurrent overwrite is never given stale headers.
+pub async fn set_headers(
+    db: &Db,
+    bucket_id: &str,
+    key: &str,
+    seen: (&str, i64),
+    headers: &str,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE storage_objects SET headers = $5 \
+         WHERE bucket_id = $1 AND key = $2 AND etag = $3 AND modified_at = $4",
+    )
+    .bind(bucket_id)
+    .bind(key)
+    .bind(seen.0)
+    .bind(seen.1)
+    .bind(headers)
+    .execute(db.pool())
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Up to `limit` objects whose keys are above `after` and at least
 /// `from`, in byte order. The caller stops at the first key outside its
 /// prefix.

@@ -5,6 +5,7 @@
 mod api;
 mod awscli;
 mod boto;
+mod features;
 mod isolation;
 mod semantics;
 mod staging;

@@ -1,0 +1,106 @@
+//! GetObjectAttributes: what is known of an object without its bytes
+//! (entity tag, size, stored checksums, its parts' numbers and sizes),
+//! each attribute only when asked for.
+
+use s3s::dto::*;
+use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+
+use super::objects::last_modified;
+use super::{Front, encryption, s3_error};
+
+/// The most parts a page lists (S3's default and limit).
+const MAX_PARTS: i32 = 1000;
+
+pub(super) async fn get(
+    front: &Front,
+    req: S3Request<GetObjectAttributesInput>,
+) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+    let input = &req.input;
+    let (_, bucket) = front.bucket(&req, &input.bucket, false).await?;
+    let info = front
+        .storage
+        .provider()
+        .head_object(&bucket, &input.key)
+        .await
+        .map_err(s3_error)?;
+    // An SSE-C object is described only to whoever has its key.
+    let customer = encryption::customer(
+        input.sse_customer_algorithm.as_deref(),
+        input.sse_customer_key.as_deref(),
+        input.sse_customer_key_md5.as_deref(),
+    )?;
+    encryption::key_of(&front.storage, info.headers.sse.as_ref(), customer.as_ref())?;
+    // One header of comma-separated names, or several headers.
+    let wants = |a: &str| {
+        input
+            .object_attributes
+            .iter()
+            .flat_map(|x| x.as_str().split(','))
+            .any(|x| x.trim() == a)
+    };
+    if input.object_attributes.is_empty() {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "x-amz-object-attributes: at least one attribute is required",
+        ));
+    }
+    let mut out = GetObjectAttributesOutput {
+        last_modified: Some(last_modified(&info)),
+        ..Default::default()
+    };
+    if wants(ObjectAttributes::ETAG) {
+        out.e_tag = Some(ETag::Strong(info.etag.clone()));
+    }
+    if wants(ObjectAttributes::OBJECT_SIZE) {
+        out.object_size = Some(info.size as i64);
+    }
+    if wants(ObjectAttributes::STORAGE_CLASS) {
+        out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
+    }
+    let c = &info.headers.checksums;
+    if wants(ObjectAttributes::CHECKSUM) && !c.is_empty() {
+        let composite = c.values().any(|v| v.contains('-'));
+        out.checksum = Some(Checksum {
+            checksum_crc32: c.get("crc32").cloned(),
+            checksum_crc32c: c.get("crc32c").cloned(),
+            checksum_crc64nvme: c.get("crc64nvme").cloned(),
+            checksum_sha1: c.get("sha1").cloned(),
+            checksum_sha256: c.get("sha256").cloned(),
+            checksum_type: Some(ChecksumType::from_static(if composite {
+                ChecksumType::COMPOSITE
+            } else {
+                ChecksumType::FULL_OBJECT
+            })),
+        });
+    }
+    let numbers = info.headers.parts.clone();
+    if wants(ObjectAttributes::OBJECT_PARTS) && numbers.len() == info.segments.len() {
+        let marker = input.part_number_marker.unwrap_or(0);
+        let max = input.max_parts.unwrap_or(MAX_PARTS).clamp(0, MAX_PARTS);
+        let after: Vec<(i64, u64)> = numbers
+            .iter()
+            .copied()
+            .zip(info.segments.iter().copied())
+            .filter(|(n, _)| *n > i64::from(marker))
+            .collect();
+        let page: Vec<ObjectPart> = after
+            .iter()
+            .take(max as usize)
+            .map(|(n, size)| ObjectPart {
+                part_number: i32::try_from(*n).ok(),
+                size: Some(*size as i64),
+                ..Default::default()
+            })
+            .collect();
+        let truncated = after.len() > page.len();
+        out.object_parts = Some(GetObjectAttributesParts {
+            is_truncated: Some(truncated),
+            max_parts: Some(max),
+            part_number_marker: Some(marker),
+            next_part_number_marker: page.last().and_then(|p| p.part_number),
+            total_parts_count: i32::try_from(numbers.len()).ok(),
+            parts: Some(page),
+        });
+    }
+    Ok(S3Response::new(out))
+}
