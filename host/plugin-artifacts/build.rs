@@ -92,6 +92,12 @@ const FIXTURES: &[Package] = &[
         targets: Targets::Lib,
     },
     Package {
+        name: "hello-edge-filter",
+        dir: "examples/hello-edge-filter",
+        module: "examples",
+        targets: Targets::Lib,
+    },
+    Package {
         name: "plateau-fixture-plugins",
         dir: "tests/fixture-plugins",
         module: "fixtures",
@@ -106,6 +112,7 @@ const FIXTURES: &[Package] = &[
             "future-wit",
             "legacy-v0-2",
             "legacy-v0-3",
+            "edge-misbehave",
         ]),
     },
     Package {
