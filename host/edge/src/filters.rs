@@ -165,7 +165,9 @@ impl Chain {
                     Some(problem) => Err(problem),
                 });
             match result {
-                Ok(changes) => plateau_contract::edge::apply_headers(&mut response.headers, &changes),
+                Ok(changes) => {
+                    plateau_contract::edge::apply_headers(&mut response.headers, &changes)
+                }
                 Err(reason) => {
                     enabled.counters.failed_open.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(app = %self.app_id, filter = enabled.filter.name(), %reason, "edge filter failed on a response");

@@ -19,6 +19,8 @@
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
+#[cfg(test)]
+mod filter_tests;
 pub mod filters;
 mod serve;
 

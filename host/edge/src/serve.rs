@@ -139,7 +139,9 @@ async fn before_app(
         Decision::FailedClosed { filter, .. } => Err(problem(
             StatusCode::SERVICE_UNAVAILABLE,
             "filter_failed",
-            &format!("the edge filter {filter} of this app failed; it is configured to fail closed"),
+            &format!(
+                "the edge filter {filter} of this app failed; it is configured to fail closed"
+            ),
         )),
     }
 }
@@ -147,9 +149,11 @@ async fn before_app(
 /// The block or redirect a filter answered.
 fn filter_answer(action: Action) -> Response<Body> {
     let (status, headers, body) = match action {
-        Action::Block { status, content_type, body } => {
-            (status, vec![(header::CONTENT_TYPE, content_type)], body)
-        }
+        Action::Block {
+            status,
+            content_type,
+            body,
+        } => (status, vec![(header::CONTENT_TYPE, content_type)], body),
         Action::Redirect { status, location } => {
             (status, vec![(header::LOCATION, location)], Vec::new())
         }
@@ -160,9 +164,17 @@ fn filter_answer(action: Action) -> Response<Body> {
         response = response.header(name, value);
     }
     response
-        .body(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed_unsync())
+        .body(
+            Full::new(Bytes::from(body))
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+        )
         .unwrap_or_else(|_| {
-            problem(StatusCode::BAD_GATEWAY, "filter_failed", "an edge filter answered an invalid response")
+            problem(
+                StatusCode::BAD_GATEWAY,
+                "filter_failed",
+                "an edge filter answered an invalid response",
+            )
         })
 }
 

@@ -10,9 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use plateau_contract::edge::{
-    Action, Fact, HeaderChanges, RequestHead, ResponseHead, Verdict,
-};
+use plateau_contract::edge::{Action, Fact, HeaderChanges, RequestHead, ResponseHead, Verdict};
 use sha2::{Digest, Sha256};
 
 use crate::config::{PluginLimits, PluginSettings};
@@ -150,7 +148,14 @@ impl EdgeFilter {
 
     /// The filter's verdict on a request, from a fresh instance.
     pub async fn on_request(&self, head: RequestHead) -> Result<Verdict, ExecError> {
-        match run(&self.runtime, &self.pre, self.context.clone(), Call::Request(head)).await? {
+        match run(
+            &self.runtime,
+            &self.pre,
+            self.context.clone(),
+            Call::Request(head),
+        )
+        .await?
+        {
             Returned::Verdict(verdict) => Ok(verdict),
             _ => unreachable!("on-request returns a verdict"),
         }
@@ -187,7 +192,10 @@ async fn run(
     let mut store = fresh_store(rt, context, Phase::Request, None)?;
     let backstop = limits.deadline + BACKSTOP_GRACE;
     let result = tokio::time::timeout(backstop, async {
-        let instance = pre.instantiate_async(&mut store).await.map_err(|e| (true, e))?;
+        let instance = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| (true, e))?;
         let guest = instance.plateau_edge_filter_edge_filter();
         let returned = match call {
             Call::Describe => guest.call_describe(&mut store).await.map(|i| {

@@ -218,7 +218,9 @@ fn is_header_name(name: &str) -> bool {
 }
 
 fn is_header_value(value: &str) -> bool {
-    value.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
 }
 
 /// What a filter's owner wants when the filter traps, runs out of fuel or
@@ -243,11 +245,19 @@ mod tests {
         assert_eq!(Verdict::block(403, "no").problem(), None);
         assert!(Verdict::block(200, "ok").problem().is_some());
         assert!(Verdict::redirect(200, "/x").problem().is_some());
-        assert!(Verdict::redirect(302, "/x\r\nset-cookie: a").problem().is_some());
+        assert!(
+            Verdict::redirect(302, "/x\r\nset-cookie: a")
+                .problem()
+                .is_some()
+        );
         assert!(Verdict::set_header("x-ok", "1").problem().is_none());
         assert!(Verdict::set_header("bad name", "1").problem().is_some());
         assert!(Verdict::set_header("Host", "evil").problem().is_some());
-        assert!(Verdict::set_header("x-a", "line\nbreak").problem().is_some());
+        assert!(
+            Verdict::set_header("x-a", "line\nbreak")
+                .problem()
+                .is_some()
+        );
     }
 
     #[test]

@@ -48,7 +48,13 @@ async fn the_template_filter_blocks_redirects_and_adds_headers() {
         Verdict::set_header("x-hello-filter", "passed")
     );
     let changes = filter
-        .on_response(head("/"), ResponseHead { status: 200, headers: Vec::new() })
+        .on_response(
+            head("/"),
+            ResponseHead {
+                status: 200,
+                headers: Vec::new(),
+            },
+        )
         .await
         .unwrap();
     assert_eq!(changes.set[0].0, "x-content-type-options");

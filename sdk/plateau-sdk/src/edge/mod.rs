@@ -29,7 +29,7 @@
 //! ```
 
 pub use plateau_contract::edge::{
-    Action, FailMode, Fact, Header, HeaderChanges, RequestHead, ResponseHead, Verdict,
+    Action, Fact, FailMode, Header, HeaderChanges, RequestHead, ResponseHead, Verdict,
 };
 
 #[cfg(target_arch = "wasm32")]
