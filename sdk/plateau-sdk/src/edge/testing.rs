@@ -26,7 +26,7 @@ pub fn request(method: &str, path_and_query: &str) -> RequestHead {
 pub trait HeadExt {
     /// Adds a header (its name lowercased).
     fn with_header(self, name: &str, value: &str) -> Self;
-    fn from_ip(self, ip: &str) -> Self;
+    fn with_client_ip(self, ip: &str) -> Self;
 }
 
 impl HeadExt for RequestHead {
@@ -36,7 +36,7 @@ impl HeadExt for RequestHead {
         self
     }
 
-    fn from_ip(mut self, ip: &str) -> Self {
+    fn with_client_ip(mut self, ip: &str) -> Self {
         ip.clone_into(&mut self.client_ip);
         self
     }
