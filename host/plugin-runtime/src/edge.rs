@@ -30,6 +30,10 @@ mod gen_ {
 
 use gen_::exports::plateau::edge_filter::edge_filter as wit;
 
+/// The versions of the edge-filter package this host links (a world of
+/// its own, beside the plugin worlds of `SPLIT_PACKAGES`).
+pub const EDGE_FILTER_PACKAGES: &[(&str, &[&str])] = &[("plateau:edge-filter", &["0.1.0"])];
+
 /// Past the deadline the epoch interrupt should have fired; the
 /// executor-level timeout is the backstop.
 const BACKSTOP_GRACE: Duration = Duration::from_millis(250);

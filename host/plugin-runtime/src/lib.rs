@@ -81,7 +81,7 @@ pub use self::cache::CacheOutcome;
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::config::{Capability, PluginLimits, PluginSettings, RuntimeConfig, Services};
 pub use self::cursors::{CursorCodec, CursorError, CursorScope, PlainCursorCodec};
-pub use self::edge::{EdgeFilter, FilterInfo};
+pub use self::edge::{EDGE_FILTER_PACKAGES, EdgeFilter, FilterInfo};
 pub use self::error::{Error, ExecError, Result};
 pub use self::exec::{HookOutcome, Outcome, PluginVersion};
 pub use self::inspect::{
