@@ -98,6 +98,12 @@ const FIXTURES: &[Package] = &[
         targets: Targets::Lib,
     },
     Package {
+        name: "hello-edge-filter",
+        dir: "examples/hello-edge-filter",
+        module: "examples",
+        targets: Targets::Lib,
+    },
+    Package {
         name: "plateau-fixture-plugins",
         dir: "tests/fixture-plugins",
         module: "fixtures",
@@ -112,6 +118,7 @@ const FIXTURES: &[Package] = &[
             "future-wit",
             "legacy-v0-2",
             "legacy-v0-3",
+            "edge-misbehave",
         ]),
     },
     Package {

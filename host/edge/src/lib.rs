@@ -12,9 +12,16 @@
 //! starting) holds each request until they serve, up to [`HOLD`], then
 //! answers 503 with `Retry-After`; only a name that is no app answers 404.
 //!
+//! Each app may have a [`Chain`] of edge filters (`filters`), which the
+//! edge runs before it forwards a request; the apps crate sets it per name
+//! ([`Edge::set_filters`]), replacing it whole.
+//!
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
+#[cfg(test)]
+mod filter_tests;
+pub mod filters;
 mod rules;
 mod serve;
 
@@ -27,6 +34,7 @@ use plateau_edge_rules::RuleSet;
 use plateau_runner::Replicas;
 use tokio::sync::watch;
 
+pub use filters::{Chain, Enabled, Filter};
 pub use serve::serve;
 
 /// What answers for one app's name.
@@ -53,6 +61,8 @@ pub struct Edge {
     routes: ArcSwap<HashMap<String, Target>>,
     /// Each app's rules, for the apps that have some.
     rules: ArcSwap<HashMap<String, Arc<RuleSet>>>,
+    /// The edge filters of each name that has some.
+    filters: ArcSwap<HashMap<String, Arc<Chain>>>,
     /// Bumped on every change of the table, for the requests that wait.
     changed: watch::Sender<u64>,
     /// How long a request to a loading app waits.
@@ -66,6 +76,7 @@ impl Edge {
             domain: domain.trim_matches('.').to_ascii_lowercase(),
             routes: ArcSwap::from_pointee(HashMap::new()),
             rules: ArcSwap::from_pointee(HashMap::new()),
+            filters: ArcSwap::from_pointee(HashMap::new()),
             changed: watch::Sender::new(0),
             hold: HOLD,
         }
@@ -109,6 +120,7 @@ impl Edge {
             next
         });
         self.set_rules(slug, RuleSet::default());
+        self.set_filters(slug, None);
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -129,9 +141,31 @@ impl Edge {
         });
     }
 
+    /// Runs `chain` on the requests to `slug` from now on (none: no
+    /// filters); requests under way finish on the chain they started with.
+    pub fn set_filters(&self, slug: &str, chain: Option<Arc<Chain>>) {
+        self.filters.rcu(|filters| {
+            let mut next = HashMap::clone(filters);
+            match &chain {
+                Some(chain) if !chain.filters.is_empty() => {
+                    next.insert(slug.to_owned(), chain.clone());
+                }
+                _ => {
+                    next.remove(slug);
+                }
+            }
+            next
+        });
+    }
+
     /// The rules `slug`'s requests go through, if it has any.
     pub fn rules_of(&self, slug: &str) -> Option<Arc<RuleSet>> {
         self.rules.load().get(slug).cloned()
+    }
+
+    /// The edge filters of `slug`, if it has some.
+    pub fn filters(&self, slug: &str) -> Option<Arc<Chain>> {
+        self.filters.load().get(slug).cloned()
     }
 
     /// What serves `slug` now.

@@ -14,7 +14,10 @@ use plateau_runner::{Body, BoxError, Error};
 use tokio::net::TcpListener;
 use tower::service_fn;
 
-use crate::{Edge, Target};
+use plateau_contract::edge::{Action, RequestHead, ResponseHead};
+
+use crate::filters::{self, Decision};
+use crate::{Chain, Edge, Target};
 
 /// Serves `edge` on `listener` until the task is dropped, with the host's
 /// `timeouts` for slow clients.
@@ -82,6 +85,15 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
         }
     };
     let (mut parts, body) = req.into_parts();
+    // The app's edge filters first (a block answers before anything),
+    // then its rules (redirect, rewrite, response headers).
+    let filtered = match edge.filters(&slug.to_ascii_lowercase()) {
+        Some(chain) => match before_app(chain, &mut parts, &host, peer).await {
+            Ok(filtered) => Some(filtered),
+            Err(answer) => return answer,
+        },
+        None => None,
+    };
     let changes = match edge.rules_of(&slug.to_ascii_lowercase()) {
         Some(rules) => match crate::rules::before(&rules, &mut parts) {
             Ok(changes) => changes,
@@ -100,7 +112,12 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
     match replicas.handle(req).await {
         Ok(mut response) => {
             crate::rules::after(&changes, &mut response);
-            response
+            match filtered {
+                Some((chain, head)) if chain.wants_response() => {
+                    after_app(&chain, &head, response).await
+                }
+                _ => response,
+            }
         }
         Err(Error::Stopped) => retry_later(problem(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -112,6 +129,77 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
             problem(StatusCode::BAD_GATEWAY, "app_failed", &e.to_string())
         }
     }
+}
+
+/// Runs the request phase of `chain`: the head it leaves (to give the
+/// response phase), or the edge's answer in the app's place.
+async fn before_app(
+    chain: Arc<Chain>,
+    parts: &mut http::request::Parts,
+    host: &str,
+    peer: SocketAddr,
+) -> Result<(Arc<Chain>, RequestHead), Response<Body>> {
+    let mut head = filters::request_head(parts, host, peer.ip(), &chain.app_id);
+    match chain.on_request(&mut head).await {
+        Decision::Forward { headers_changed } => {
+            if headers_changed {
+                filters::replace_headers(&mut parts.headers, &head.headers);
+            }
+            Ok((chain, head))
+        }
+        Decision::Answer { action, .. } => Err(filter_answer(action)),
+        Decision::FailedClosed { filter, .. } => Err(problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "filter_failed",
+            &format!(
+                "the edge filter {filter} of this app failed; it is configured to fail closed"
+            ),
+        )),
+    }
+}
+
+/// The block or redirect a filter answered.
+fn filter_answer(action: Action) -> Response<Body> {
+    let (status, headers, body) = match action {
+        Action::Block {
+            status,
+            content_type,
+            body,
+        } => (status, vec![(header::CONTENT_TYPE, content_type)], body),
+        Action::Redirect { status, location } => {
+            (status, vec![(header::LOCATION, location)], Vec::new())
+        }
+        Action::Pass | Action::Modify(_) => unreachable!("only answers end the chain"),
+    };
+    let mut response = Response::builder().status(status);
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
+    response
+        .body(
+            Full::new(Bytes::from(body))
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+        )
+        .unwrap_or_else(|_| {
+            problem(
+                StatusCode::BAD_GATEWAY,
+                "filter_failed",
+                "an edge filter answered an invalid response",
+            )
+        })
+}
+
+/// Runs the response phase of `chain` on the answer's head.
+async fn after_app(chain: &Chain, head: &RequestHead, response: Response<Body>) -> Response<Body> {
+    let (mut parts, body) = response.into_parts();
+    let mut answer = ResponseHead {
+        status: parts.status.as_u16(),
+        headers: filters::request_head_headers(&parts.headers),
+    };
+    chain.on_response(head, &mut answer).await;
+    filters::replace_headers(&mut parts.headers, &answer.headers);
+    Response::from_parts(parts, body)
 }
 
 /// `response` with `Retry-After: 1`: the app serves again soon.

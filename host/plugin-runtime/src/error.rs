@@ -45,6 +45,8 @@ pub enum Error {
         "the component does not export `plateau:handler/handler` (or `plateau:plugin/handler` before 0.3.0)"
     )]
     MissingHandler,
+    #[error("the component is not an edge filter: {0}")]
+    NotAnEdgeFilter(String),
     #[error("the component cannot be linked: {0}")]
     Link(#[source] wasmtime::Error),
     #[error("describe failed: {0}")]

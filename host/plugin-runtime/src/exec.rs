@@ -261,22 +261,7 @@ pub(crate) async fn run(
         .expect("the semaphore is never closed");
     let limits = context.settings.limits.clone();
     let plugin = context.name.clone();
-    let mut store = Store::new(&rt.engine, State::new(context, phase, caller));
-    store.limiter(|state| &mut state.limiter);
-    store
-        .set_fuel(limits.fuel)
-        .map_err(|e| instantiate_error(&plugin, e))?;
-    // Each epoch tick, yield to the executor so other calls progress on
-    // this thread; past the deadline, interrupt the guest.
-    store.epoch_deadline_callback(|mut cx| {
-        if Instant::now() >= cx.data().call.deadline {
-            cx.data_mut().call.deadline_hit = true;
-            Ok(UpdateDeadline::Interrupt)
-        } else {
-            Ok(UpdateDeadline::Yield(1))
-        }
-    });
-    store.set_epoch_deadline(1);
+    let mut store = fresh_store(rt, context, phase, caller)?;
 
     // A call parked in `kv.wait` has its deadline moved by the time parked,
     // up to `MAX_PARKED` in all.
@@ -310,7 +295,35 @@ pub(crate) async fn run(
     }
 }
 
-fn instantiate_error(plugin: &str, e: wasmtime::Error) -> ExecError {
+/// A fresh store for one call: the memory cap, the fuel, and an epoch
+/// callback that yields to the executor each tick and interrupts the guest
+/// past the call's deadline.
+pub(crate) fn fresh_store(
+    rt: &RuntimeInner,
+    context: Arc<PluginContext>,
+    phase: Phase,
+    caller: Option<Caller>,
+) -> Result<Store<State>, ExecError> {
+    let fuel = context.settings.limits.fuel;
+    let plugin = context.name.clone();
+    let mut store = Store::new(&rt.engine, State::new(context, phase, caller));
+    store.limiter(|state| &mut state.limiter);
+    store
+        .set_fuel(fuel)
+        .map_err(|e| instantiate_error(&plugin, e))?;
+    store.epoch_deadline_callback(|mut cx| {
+        if Instant::now() >= cx.data().call.deadline {
+            cx.data_mut().call.deadline_hit = true;
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+    store.set_epoch_deadline(1);
+    Ok(store)
+}
+
+pub(crate) fn instantiate_error(plugin: &str, e: wasmtime::Error) -> ExecError {
     ExecError::Instantiate {
         plugin: plugin.to_string(),
         message: e.to_string(),
@@ -318,7 +331,7 @@ fn instantiate_error(plugin: &str, e: wasmtime::Error) -> ExecError {
 }
 
 /// Names the reason a call failed: limits first, then the trap code.
-fn classify(
+pub(crate) fn classify(
     plugin: &str,
     limits: &PluginLimits,
     state: &State,

@@ -46,6 +46,8 @@
 //! - `waits`: the calls parked in `kv.wait`, woken by this host's commits.
 //! - [`egress`]: the outbound HTTP and SMTP guard and address policy.
 //! - [`storage`], `memory`: the storage trait and [`MemoryStore`].
+//! - `edge`: [`EdgeFilter`], components of the edge-filter world, loaded
+//!   from the same engine and pool and run per request like plugins.
 //! - `slot`: [`PluginSlot`], hot swap and rollback.
 //! - [`secrets`]: the host-key encryption behind the `secrets` capability.
 //! - [`commands`]: the [`commands::Commands`] trait behind the `runner`
@@ -59,6 +61,7 @@ pub mod commands;
 mod config;
 mod context;
 pub mod cursors;
+mod edge;
 pub mod egress;
 mod engine;
 mod error;
@@ -78,6 +81,7 @@ pub use self::cache::CacheOutcome;
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::config::{Capability, PluginLimits, PluginSettings, RuntimeConfig, Services};
 pub use self::cursors::{CursorCodec, CursorError, CursorScope, PlainCursorCodec};
+pub use self::edge::{EDGE_FILTER_PACKAGES, EdgeFilter, FilterInfo};
 pub use self::error::{Error, ExecError, Result};
 pub use self::exec::{HookOutcome, Outcome, PluginVersion};
 pub use self::inspect::{

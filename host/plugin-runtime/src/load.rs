@@ -42,7 +42,7 @@ pub(crate) struct RuntimeInner {
 /// The plugin host of one process.
 #[derive(Clone)]
 pub struct PluginRuntime {
-    inner: Arc<RuntimeInner>,
+    pub(crate) inner: Arc<RuntimeInner>,
 }
 
 /// A loaded, checked plugin version and how it was loaded.

@@ -16,6 +16,7 @@
 
 pub mod delivery;
 pub mod description;
+pub mod edge;
 pub mod error;
 pub mod event;
 pub mod http;

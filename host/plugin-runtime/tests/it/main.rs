@@ -1,6 +1,7 @@
 //! Integration tests of the plugin runtime: real components built from
 //! `tests/fixture-plugins`, run in-process over a `MemoryStore`.
 
+mod edge;
 mod egress;
 mod kv;
 mod limits;

@@ -118,12 +118,17 @@ fn the_host_links_the_newest_version_of_each_package() {
         let (package, version) = package_of(&fs::read_to_string(&files[0]).expect("readable"));
         let newest = SPLIT_PACKAGES
             .iter()
+            .chain(plateau_plugin_runtime::EDGE_FILTER_PACKAGES)
             .find(|(p, _)| *p == package)
             .and_then(|(_, versions)| versions.last())
             .unwrap_or_else(|| panic!("{package} is linked"));
         assert_eq!(*newest, version, "the newest {package} is linked");
         seen.insert(package);
     }
-    let all: BTreeSet<String> = SPLIT_PACKAGES.iter().map(|(p, _)| p.to_string()).collect();
+    let all: BTreeSet<String> = SPLIT_PACKAGES
+        .iter()
+        .chain(plateau_plugin_runtime::EDGE_FILTER_PACKAGES)
+        .map(|(p, _)| p.to_string())
+        .collect();
     assert_eq!(seen, all, "every linked package has its folder in wit/deps");
 }
