@@ -11,6 +11,7 @@ mod commands;
 pub mod config;
 mod databases;
 mod dataplane;
+mod edge_tls;
 mod host;
 pub mod logging;
 pub mod plugin_cli;
