@@ -7,8 +7,9 @@
 //! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]`:
 //!   managed PostgreSQL creation time (p50, p99) and pgbench select-only
 //!   through the pooler against straight to the leader (issue 16).
-//! - `cargo xtask install postgres`: unpack PostgreSQL 16 and 17 for the
-//!   managed databases (also done by `run` and `test`).
+//! - `cargo xtask install postgres`: `plateau install postgres` (PostgreSQL
+//!   16 and 17, pgbouncer 1.24.1 and pgvector for the managed databases;
+//!   also done by `run` and `test`).
 //! - `cargo xtask bench core [--seconds N] [--connections N] [--rounds N]`: the core API
 //!   benchmark (issue 2): requests per second and p50/p99 latency of
 //!   authenticated and idempotent requests, each as a ratio to an
@@ -144,7 +145,7 @@ fn main() -> anyhow::Result<()> {
         }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
-        ["install", "postgres"] => postgres_bins::ensure(),
+        ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
             "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
         ),

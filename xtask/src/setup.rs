@@ -4,7 +4,9 @@
 //! Installs only what is missing: the wasm32-wasip2 Rust target (plugins
 //! are built for it) and, for the tests, Debian packages (a PostgreSQL
 //! server for the PostgreSQL half of the suite) and Python packages (real
-//! clients the tests drive the server with).
+//! clients the tests drive the server with) into a virtual environment of
+//! the suite's own, `target/python`: a Debian 12 whose system Python is
+//! externally managed (PEP 668) refuses `pip install`, a venv never does.
 
 use std::process::Command;
 
@@ -25,7 +27,8 @@ const TEST_PACKAGES: &[&str] = &[
     // The endpoints that follow the leader: caches' and databases' writes.
     "haproxy",
     "awscli",
-    "pgbouncer",
+    // rclone: a second S3 client, with its own defaults (it checks MD5s).
+    "rclone",
     // Linux-image apps: runc runs them, busybox-static fills the test image,
     // iproute2 makes each replica's network namespace, nftables its firewall.
     "runc",
@@ -39,10 +42,16 @@ const TEST_PACKAGES: &[&str] = &[
     // (HTTP/1.1 and HTTP/2) that checks the chain against its root.
     "pebble",
     "curl",
+    // The console's browser tests: headless Chromium through WebDriver.
+    "chromium",
+    "chromium-driver",
+    // The suite's Python clients live in a venv of their own.
+    "python3-venv",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,
-/// PostgreSQL 15 and pgbouncer for the managed databases, HAProxy for the
+/// PostgreSQL 15 for the managed databases (pgbouncer is built by
+/// `plateau install postgres`), HAProxy for the
 /// endpoints of both that follow the leader, runc and iproute2 for
 /// Linux-image apps, buildah and git for built apps.
 const RUN_PACKAGES: &[&str] = &[
@@ -51,7 +60,6 @@ const RUN_PACKAGES: &[&str] = &[
     "redis-tools",
     "haproxy",
     "postgresql",
-    "pgbouncer",
     "runc",
     "iproute2",
     "nftables",
@@ -59,19 +67,32 @@ const RUN_PACKAGES: &[&str] = &[
     "git",
 ];
 
-/// Python packages the test suite uses: `oras`, another OCI client, and
-/// `schemathesis`, which checks the OpenAPI document against the server, and
-/// `boto3`, the AWS SDK that drives the S3 endpoint.
+/// Python packages the test suite uses: `oras`, another OCI client;
+/// `schemathesis`, which checks the OpenAPI document against the server,
+/// `openapi-spec-validator`, which checks the document itself, and
+/// `openapi-python-client`, which generates a client from it; `boto3`,
+/// the AWS SDK that drives the S3 endpoint; psycopg 3 and asyncpg, the
+/// PostgreSQL drivers the databases' pooled URI must serve.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
+    ("openapi_spec_validator", "openapi-spec-validator"),
+    ("openapi_python_client", "openapi-python-client"),
     ("boto3", "boto3"),
+    ("psycopg", "psycopg[binary]"),
+    ("asyncpg", "asyncpg"),
 ];
+
+/// npm packages the test suite uses, installed under `target/npm-clients`
+/// (the tests set `NODE_PATH` to its `node_modules`): node-postgres, and
+/// axe-core, which the console's browser tests inject into every page
+/// (the version is the tests' `AXE_VERSION`).
+const TEST_NPM_PACKAGES: &[&str] = &["pg", "axe-core@4.10.3"];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(RUN_PACKAGES)?;
-    crate::postgres_bins::ensure()?;
+    crate::postgres_bins::ensure(true)?;
     let mut args = vec!["run", "--release", "-p", "plateau", "--", "serve"];
     args.extend_from_slice(extra);
     cargo(&args)
@@ -80,16 +101,26 @@ pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
 pub fn test(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;
     ensure_packages(TEST_PACKAGES)?;
-    ensure_python_packages(TEST_PYTHON_PACKAGES)?;
-    crate::postgres_bins::ensure()?;
+    let venv_bin = ensure_python_packages(TEST_PYTHON_PACKAGES)?;
+    ensure_npm_packages(TEST_NPM_PACKAGES)?;
+    crate::postgres_bins::ensure(false)?;
     let mut args = vec!["test", "--workspace"];
     args.extend_from_slice(extra);
-    cargo(&args)
+    // The tests run `python3`: the venv's, which sees its packages.
+    let path = std::env::join_paths(std::iter::once(venv_bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
+    cargo_with(&args, &[("PATH", path)])
 }
 
 fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    cargo_with(args, &[])
+}
+
+fn cargo_with(args: &[&str], env: &[(&str, std::ffi::OsString)]) -> anyhow::Result<()> {
     let status = Command::new(env!("CARGO"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(workspace_root())
         .status()
         .context("running cargo")?;
@@ -157,11 +188,33 @@ fn ensure_packages(packages: &[&str]) -> anyhow::Result<()> {
     run(&install)
 }
 
-/// `(module, package)` pairs: installs `package` with pip when `module`
-/// does not import.
-fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
+/// `(module, package)` pairs: installs `package` with the venv's pip when
+/// `module` does not import there; the venv's `bin` directory. The venv
+/// sees the system's packages (`--system-site-packages`), so a machine
+/// that has them installs nothing.
+fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<std::path::PathBuf> {
+    let venv = workspace_root().join("target/python");
+    let bin = venv.join("bin");
+    let python = bin.join("python3");
+    if !python.exists() {
+        eprintln!(
+            "creating the test suite's Python environment in {}",
+            venv.display()
+        );
+        let status = Command::new("python3")
+            .args(["-m", "venv", "--system-site-packages"])
+            .arg(&venv)
+            .status()
+            .context("running python3 -m venv")?;
+        if !status.success() {
+            bail!(
+                "python3 -m venv {} failed (is python3-venv installed?)",
+                venv.display()
+            );
+        }
+    }
     for (module, package) in packages {
-        let present = Command::new("python3")
+        let present = Command::new(&python)
             .args(["-c", &format!("import {module}")])
             .output()
             .is_ok_and(|o| o.status.success());
@@ -169,13 +222,49 @@ fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<()> {
             continue;
         }
         eprintln!("installing the Python package {package}");
-        let status = Command::new("python3")
+        let status = Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", package])
             .status()
             .context("running pip")?;
         if !status.success() {
             bail!("pip install {package} failed");
         }
+    }
+    Ok(bin)
+}
+
+/// Installs `packages` into `target/npm-clients` when one is missing.
+fn ensure_npm_packages(packages: &[&str]) -> anyhow::Result<()> {
+    let dir = workspace_root().join("target/npm-clients");
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| {
+            let name = p
+                .rsplit_once('@')
+                .filter(|(n, _)| !n.is_empty())
+                .map_or(*p, |(n, _)| n);
+            !dir.join("node_modules")
+                .join(name)
+                .join("package.json")
+                .exists()
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    // All of them in one install: without a package.json, npm removes
+    // what an earlier `--no-save` install put there.
+    eprintln!("installing the npm packages {}", packages.join(" "));
+    std::fs::create_dir_all(&dir)?;
+    let status = Command::new("npm")
+        .args(["install", "--silent", "--no-save", "--prefix"])
+        .arg(&dir)
+        .args(packages)
+        .status()
+        .context("running npm (install Node.js and npm)")?;
+    if !status.success() {
+        bail!("npm install {} failed", packages.join(" "));
     }
     Ok(())
 }

@@ -246,11 +246,33 @@ fn problem_response(problem: &Problem) -> Response {
     response
 }
 
+/// The challenge of RFC 6750 (section 3) on a 401 that has none: the API
+/// takes bearer tokens, and a token that was sent and refused is
+/// `invalid_token`. A route speaking a protocol with its own challenge
+/// (the registry's) keeps it.
+fn challenge(response: &mut Response, sent_credentials: bool) {
+    if response.headers().contains_key(header::WWW_AUTHENTICATE) {
+        return;
+    }
+    let value = if sent_credentials {
+        r#"Bearer realm="plateau", error="invalid_token""#
+    } else {
+        r#"Bearer realm="plateau""#
+    };
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(value));
+}
+
 /// Middleware: gives every error response that is not already a problem
 /// document the problem shape, keeping headers such as `Allow`.
 pub async fn normalize(req: Request, next: Next) -> Response {
-    let response = next.run(req).await;
+    let sent_credentials = req.headers().contains_key(header::AUTHORIZATION);
+    let mut response = next.run(req).await;
     let status = response.status();
+    if status == StatusCode::UNAUTHORIZED {
+        challenge(&mut response, sent_credentials);
+    }
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }

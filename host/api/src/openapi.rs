@@ -7,6 +7,8 @@
 //! test suite runs schemathesis against it (`openapi_conformance`), so a
 //! rule checked by a handler but missing here fails the build.
 
+mod operations;
+
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -280,5 +282,6 @@ pub fn served(doc: &Value, plugins: Value, scopes: BTreeMap<String, String>) -> 
         .chain(scopes.into_keys())
         .collect();
     doc["components"]["schemas"]["ScopeName"]["enum"] = json!(names);
+    operations::finish(&mut doc);
     doc
 }

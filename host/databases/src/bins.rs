@@ -34,3 +34,34 @@ pub fn bin_dir(root: &Path, version: &str) -> Option<PathBuf> {
             .all(|b| dir.join(b).exists())
     })
 }
+
+/// The pgbouncer the local provider runs: the one `plateau install
+/// postgres` builds under `root` ([`crate::install`]).
+pub fn pgbouncer(root: &Path) -> PathBuf {
+    root.join("pgbouncer").join("bin").join("pgbouncer")
+}
+
+/// Where `version`'s server loads modules from (`$libdir`), if installed.
+pub fn lib_dir(root: &Path, version: &str) -> Option<PathBuf> {
+    let bin = bin_dir(root, version)?;
+    Some(if debian(&bin) {
+        PathBuf::from(format!("/usr/lib/postgresql/{version}/lib"))
+    } else {
+        bin.with_file_name("lib").join("postgresql")
+    })
+}
+
+/// `version`'s share directory (its `extension/` holds the `.control`
+/// files), if installed.
+pub fn share_dir(root: &Path, version: &str) -> Option<PathBuf> {
+    let bin = bin_dir(root, version)?;
+    Some(if debian(&bin) {
+        PathBuf::from(format!("/usr/share/postgresql/{version}"))
+    } else {
+        bin.with_file_name("share").join("postgresql")
+    })
+}
+
+fn debian(bin: &Path) -> bool {
+    bin.starts_with("/usr/lib/postgresql")
+}

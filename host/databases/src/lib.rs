@@ -12,9 +12,11 @@
 //! passwords sealed.
 
 pub mod api;
+pub mod backups;
 pub mod bins;
 pub mod host_session;
 pub mod inside;
+pub mod install;
 pub mod local;
 pub mod reconciler;
 pub mod scram;
@@ -24,7 +26,7 @@ pub mod spec;
 use async_trait::async_trait;
 
 pub use service::{DatabaseService, ServiceConfig};
-pub use spec::{ClusterSpec, Credentials, Member, Placement};
+pub use spec::{BaseBackup, ClusterSpec, Credentials, Member, Placement, RestoreFrom};
 
 /// Everything that can go wrong below the API.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +41,7 @@ pub enum Error {
     Seal(String),
     /// The binaries of a PostgreSQL version are not installed on this host.
     #[error(
-        "PostgreSQL {0} is not installed on this host; choose another version or install it (cargo xtask run installs 15, 16 and 17)"
+        "PostgreSQL {0} is not installed on this host; choose another version or install it with `plateau install postgres`"
     )]
     VersionMissing(String),
     /// A request about the inside of a cluster that cannot be done as
@@ -131,6 +133,11 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     /// The extensions whose files this cluster's server has.
     async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>>;
 
+    /// The certificate (PEM) of the CA that signed the cluster's server
+    /// certificate, which every endpoint presents; none for a cluster
+    /// without TLS.
+    fn ca_certificate(&self, placement: &Placement) -> Option<String>;
+
     /// Hands the leadership to the standby `to` without losing a commit
     /// (the old leader stops first, then the standby promotes after
     /// replaying everything); the old leader follows it. The new placement.
@@ -151,6 +158,54 @@ pub trait DatabaseProvider: Send + Sync + 'static {
         credentials: &Credentials,
         member: &str,
     ) -> Result<()>;
+
+    // Backups (`backups`, issue 32): continuous WAL archiving, base
+    // backups, point-in-time restore into a new cluster.
+
+    /// Ships what the leader archived since the last call (its WAL
+    /// segments, timeline histories) to the backup store; how many bytes.
+    async fn ship_wal(&self, placement: &Placement) -> Result<u64>;
+
+    /// Closes the current WAL segment after a commit record stamped now
+    /// (so a recovery to any earlier time finds its end), waits until it
+    /// is archived and ships it: the segment's name and the bytes shipped.
+    async fn flush_wal(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<(String, u64)>;
+
+    /// Takes a base backup `id` of the leader into the backup store.
+    async fn base_backup(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        id: &str,
+    ) -> Result<BaseBackup>;
+
+    /// Creates cluster `spec` from a base backup of another and its
+    /// archived WAL, recovered up to `from.target_time` (the end of the
+    /// archive without one) and promoted, with the passwords of
+    /// `credentials`; like `apply` without a placement, it removes first
+    /// what an interrupted try left, and what it made if it fails.
+    async fn restore(
+        &self,
+        spec: &ClusterSpec,
+        credentials: &Credentials,
+        from: &RestoreFrom,
+    ) -> Result<Placement>;
+
+    /// Removes base backups `ids` of cluster `cluster` from the backup
+    /// store, and its WAL segments before `wal_before` (a segment name).
+    async fn prune_backups(
+        &self,
+        cluster: &str,
+        ids: &[String],
+        wal_before: Option<&str>,
+    ) -> Result<()>;
+
+    /// Removes every backup and archived WAL of cluster `cluster`.
+    async fn drop_backups(&self, cluster: &str) -> Result<()>;
 }
 
 /// How long a leader whose process lives may refuse connections before

@@ -118,10 +118,18 @@ impl Resources for DatabaseService {
         let spec = Self::spec(&d);
         let credentials = self.credentials(&d)?;
         let placement = Self::placed(&d)?;
-        let next = self
-            .provider()
-            .apply(&spec, placement.as_ref(), &credentials)
-            .await?;
+        let restore = match &placement {
+            None => plateau_store::databases::backups::restore_of(self.db(), &d.id).await?,
+            Some(_) => None,
+        };
+        let next = match restore {
+            Some(r) => self.restore_into(&d, &r).await?,
+            None => {
+                self.provider()
+                    .apply(&spec, placement.as_ref(), &credentials)
+                    .await?
+            }
+        };
         self.ensure_reader(&d, &next).await?;
         Ok(next.to_json())
     }
@@ -164,6 +172,9 @@ impl Resources for DatabaseService {
     }
 
     async fn delete(&self, state: &State) -> Result<(), Failure> {
+        if let Some(d) = databases::get(self.db(), &state.org_id, &state.id).await? {
+            self.keep_backups(&d).await?;
+        }
         let placement = match state.placement.as_str() {
             "" => None,
             json => Some(Placement::from_json(json)?),

@@ -35,6 +35,8 @@ pub struct ServiceConfig {
     /// Time between checks of the clusters' sizes against their disk
     /// quotas (at most once per supervision round).
     pub disk_check_every: Duration,
+    /// Time between scheduled base backups of a cluster (`backups`).
+    pub backup_every: Duration,
 }
 
 /// How often the leaders of clusters with replicas are checked.

@@ -181,3 +181,32 @@ pub struct Member {
     /// Bytes of WAL behind the leader (replicas).
     pub lag_bytes: Option<u64>,
 }
+
+/// What a base backup measured.
+#[derive(Clone, Debug, Default)]
+pub struct BaseBackup {
+    /// Milliseconds since the epoch.
+    pub started_at: i64,
+    pub ended_at: i64,
+    pub size_bytes: u64,
+    /// The first WAL segment a restore needs, and the segment that makes
+    /// the backup consistent.
+    pub wal_start: String,
+    pub wal_end: String,
+}
+
+/// Where a restore starts: a base backup of cluster `source` and its
+/// archived WAL.
+#[derive(Clone, Debug)]
+pub struct RestoreFrom {
+    pub source: String,
+    pub backup_id: String,
+    /// The backup's first WAL segment.
+    pub wal_start: String,
+    /// The source's owner role and its database, which the copy keeps.
+    pub owner: String,
+    pub database: String,
+    /// Recover up to this time (milliseconds); none: to the end of the
+    /// archive.
+    pub target_time: Option<i64>,
+}

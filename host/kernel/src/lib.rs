@@ -17,15 +17,19 @@
 //!   the one place that records changes of status and their events;
 //! - `supervisor`: the loop that runs each resource's reconcile in a task
 //!   of its own under its lock;
+//! - `ports`: [`Ports`], the ports of a service's processes, claimed
+//!   in files below the ephemeral range;
 //! - `sealed`: the sealing of the services' passwords.
 
 pub mod lock;
+pub mod ports;
 pub mod reconcile;
 pub mod sealed;
 pub mod status;
 pub mod supervisor;
 
 pub use lock::{ResourceGuard, ResourceLocks};
+pub use ports::Ports;
 pub use reconcile::{Failure, Resources};
 pub use status::Status;
 pub use supervisor::Supervisor;

@@ -2,7 +2,8 @@
 //! while the API process (`plateau serve`) is down or restarting: the
 //! supervisors of this host's caches and databases (adoption after a
 //! restart, restarts of dead processes, failover), the sweep of expired
-//! cache snapshots, and the apps data plane (the edge, the apps' replicas
+//! cache snapshots, the databases' backups (WAL shipping, scheduled and
+//! asked-for base backups, retention), and the apps data plane (the edge, the apps' replicas
 //! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
@@ -50,17 +51,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         caches.snapshots().clone(),
         std::time::Duration::from_secs(60),
     );
+    let backups = databases.clone().spawn_backups();
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
         .with(databases)
         .spawn();
     let timeouts = args.listen_timeouts.timeouts();
-    let apps = crate::apps::plane(&args.apps, &db, secret_key, &data_dir, timeouts).await?;
+    let allow = plateau_egress::parse_allow_list(&args.egress_allow)
+        .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
+    let egress = plateau_runner::container::Egress::from_host(allow);
+    let apps = crate::apps::plane(&args.apps, egress, &db, secret_key, &data_dir, timeouts).await?;
     dataplane::announce_ready(&data_dir)?;
     tracing::info!(host = %host_id, pid = std::process::id(), "the agent is supervising this host's resources");
     crate::serve::shutdown_signal().await;
     supervisor.abort();
     sweeper.abort();
+    backups.abort();
     apps.stop().await;
     db.close().await;
     tracing::info!("the agent stopped; what it supervised keeps running");

@@ -19,7 +19,7 @@ use plateau_apps::{Apps, AppsConfig, Containers, Plane, RegistryAccess};
 use plateau_edge::Edge;
 use plateau_registry::Registry;
 use plateau_registry::auth::{Access, issue_bearer};
-use plateau_runner::container::ContainerRunner;
+use plateau_runner::container::{ContainerRunner, Egress};
 use plateau_runner::wasm::WasmRunner;
 use plateau_seal::Sealer;
 use plateau_store::Db;
@@ -292,8 +292,10 @@ pub struct PlaneRunning {
 /// Starts the data plane: binds the edge (`PLATEAU_EDGE_LISTEN`), routes
 /// every app of the database (loading until its replicas serve), then
 /// serves the edge, follows the database and answers the API process.
+/// Linux replicas reach beyond the host what `egress` allows.
 pub async fn plane(
     args: &AppsArgs,
+    egress: Egress,
     db: &Db,
     secret_key: [u8; plateau_seal::KEY_LEN],
     data_dir: &Path,
@@ -303,7 +305,7 @@ pub async fn plane(
     let edge_addr = listener.local_addr()?;
     let edge = Arc::new(Edge::new(&args.apps_domain));
     let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
-    let containers = containers(data_dir);
+    let containers = containers(data_dir, egress);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let plane = Plane::new(
@@ -368,9 +370,9 @@ impl PlaneRunning {
 /// The Linux container runtime under `<data dir>/apps`, when runc runs
 /// here; without it apps run Wasm components only, and a Linux image's
 /// deployment fails saying what to install.
-fn containers(data_dir: &Path) -> Option<Containers> {
+fn containers(data_dir: &Path, egress: Egress) -> Option<Containers> {
     let root = data_dir.join("apps");
-    match ContainerRunner::new(root.join("containers")) {
+    match ContainerRunner::new(root.join("containers"), egress) {
         Ok(runner) => Some(Containers {
             runner: Arc::new(runner),
             images: root.join("images"),

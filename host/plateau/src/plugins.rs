@@ -14,7 +14,7 @@ use plateau_plugin_host::cursors::SignedCursors;
 use plateau_plugin_host::storage::SqlStorage;
 use plateau_plugin_host::{Dispatcher, EventDelivery, JobWorker, Meter, PluginHost, PluginsConfig};
 use plateau_plugin_runtime::commands::Commands;
-use plateau_plugin_runtime::egress::parse_allow_list;
+use plateau_plugin_runtime::egress::{LocalEdge, parse_allow_list};
 use plateau_plugin_runtime::{
     Clock, ManualClock, PluginRuntime, RuntimeConfig, Services, SystemClock,
 };
@@ -39,6 +39,10 @@ pub struct Setup {
     pub cache_dir: PathBuf,
     /// What runs the `runner` capability's commands.
     pub commands: Option<Arc<dyn Commands>>,
+    /// `PLATEAU_APPS_DOMAIN`: plugins' plain-HTTP requests to names under
+    /// it go to the app edge the agent of `data_dir` runs.
+    pub apps_domain: String,
+    pub data_dir: PathBuf,
 }
 
 pub struct Running {
@@ -84,6 +88,12 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
     if let Some(path) = &setup.egress_ca_file {
         runtime_config.extra_tls_roots = read_ca_file(path)?;
     }
+    let data_dir = setup.data_dir.clone();
+    runtime_config.local_edge = Some(LocalEdge {
+        domain: setup.apps_domain.clone(),
+        // Read at each new connection: a restarted agent may listen anew.
+        address: Arc::new(move || crate::dataplane::edge_address(&data_dir).ok()),
+    });
     runtime_config
         .reserved_prefixes
         .extend(CORE_PREFIXES.iter().map(|p| (*p).to_owned()));

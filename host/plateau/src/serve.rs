@@ -48,7 +48,7 @@ pub struct ServeArgs {
     /// CIDRs exempt from the plugin egress guard's refusal of loopback,
     /// private, link-local and metadata addresses (`127.0.0.0/8,::1/128`).
     #[arg(long, env = "PLATEAU_EGRESS_ALLOW", default_value = "")]
-    egress_allow: String,
+    pub(crate) egress_allow: String,
     /// Certificates plugins' outbound TLS (HTTPS and SMTP) trusts besides
     /// Mozilla's roots, for a private CA: a PEM file of one or more
     /// certificates, or one DER certificate.
@@ -157,7 +157,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         &args.databases,
         &args.store.data_dir,
         &db,
-        sealer,
+        sealer.clone(),
         &host_id,
         &args.haproxy,
     )?;
@@ -220,7 +220,9 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .layer(axum::Extension(databases.clone()))
         .layer(axum::Extension(apps.apps.clone()))
         .layer(axum::Extension(storage.clone()));
-    let app = plateau_registry::mount(api, registry);
+    // The web console calls the API in-process, through this same router.
+    let console = plateau_console::router(api.clone(), sealer);
+    let app = crate::guides::mount(plateau_registry::mount(api.merge(console), registry));
     let timeouts = args.listen_timeouts.timeouts();
     apps.serve();
     tracing::info!(%addr, edge = %apps.edge_addr, backend = ?db.backend(), "plateau is serving");
@@ -350,6 +352,8 @@ impl ServeArgs {
                 .clone()
                 .unwrap_or_else(|| self.store.data_dir.join("plugin-cache")),
             commands: None,
+            apps_domain: self.apps.apps_domain.clone(),
+            data_dir: self.store.data_dir.clone(),
         }
     }
 }

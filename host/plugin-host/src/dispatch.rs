@@ -153,6 +153,7 @@ async fn run(d: &Dispatcher, req: Request) -> Result<Response, ApiError> {
     *response.status_mut() = status;
     let headers = response.headers_mut();
     for (name, value) in outcome.response.headers {
+        let value = absolute_location(&name, value);
         if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             headers.append(name, value);
         }
@@ -162,6 +163,26 @@ async fn run(d: &Dispatcher, req: Request) -> Result<Response, ApiError> {
     }
     headers.insert("plateau-fuel", HeaderValue::from(outcome.fuel_consumed));
     Ok(response)
+}
+
+/// A plugin names its resources by its own paths, below the API base
+/// (`/queues/q1`); a `Location` it sends is given that base so that it
+/// works when followed (`/api/v1/queues/q1`). An absolute URL, or a path
+/// already under the base, is left as it is.
+fn absolute_location(name: &str, value: String) -> String {
+    let base = plateau_api::API_PREFIX;
+    let under_base = value
+        .strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
+    if name.eq_ignore_ascii_case("location")
+        && value.starts_with('/')
+        && !value.starts_with("//")
+        && !under_base
+    {
+        format!("{base}{value}")
+    } else {
+        value
+    }
 }
 
 /// The project a request is about: the token's own project if it is

@@ -111,7 +111,6 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
             let mut op = json!({
                 "tags": [name],
                 "summary": route.summary,
-                "operationId": format!("{name}_{}_{}", route.method.to_ascii_lowercase(), route.path.replace(['/', '{', '}', '.'], "_")),
                 "security": security,
                 "parameters": params,
                 "responses": responses,

@@ -34,6 +34,8 @@ pub struct RuntimeConfig {
     pub egress_allow: Vec<IpNet>,
     /// DER certificates trusted for outbound https besides Mozilla's roots.
     pub extra_tls_roots: Vec<Vec<u8>>,
+    /// This host's app edge: plain-HTTP requests to its apps go there.
+    pub local_edge: Option<crate::egress::LocalEdge>,
     /// Path prefixes of the core API that no plugin may claim.
     pub reserved_prefixes: Vec<String>,
     /// Use the pooling allocator (falls back to on-demand allocation with a
@@ -52,6 +54,7 @@ impl RuntimeConfig {
             epoch_tick: Duration::from_millis(10),
             egress_allow: Vec::new(),
             extra_tls_roots: Vec::new(),
+            local_edge: None,
             reserved_prefixes: [
                 "/auth",
                 "/orgs",

@@ -71,8 +71,11 @@ impl PluginRuntime {
         let mut linker = Linker::new(&engine);
         bindings::add_to_linker(&mut linker).map_err(Error::Engine)?;
         let cache = ComponentCache::new(&engine, &config.cache_dir)?;
-        let egress =
+        let mut egress =
             EgressGuard::with_extra_roots(config.egress_allow.clone(), &config.extra_tls_roots)?;
+        if let Some(edge) = &config.local_edge {
+            egress = egress.with_local_edge(edge.clone());
+        }
         let ticker = EpochTicker::start(engine.clone(), config.epoch_tick)?;
         let inner = RuntimeInner {
             linker,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use plateau_runner::container::unpack;
-use plateau_runner::container::{ContainerRunner, ImageConfig};
+use plateau_runner::container::{ContainerRunner, Egress, ImageConfig};
 use plateau_runner::{Artifact, Body, LaunchSpec, Limits, LogSink, Replicas, Runner, Stream};
 
 const BUSYBOX: &str = "/bin/busybox";
@@ -121,7 +121,7 @@ fn namespaces() -> Vec<String> {
 #[tokio::test]
 async fn a_busybox_container_serves_and_goes_away() {
     let dir = tempfile::tempdir().unwrap();
-    let runner = ContainerRunner::new(dir.path().join("containers"))
+    let runner = ContainerRunner::new(dir.path().join("containers"), Egress::default())
         .expect("the container runtime starts (run as root with runc installed)");
     let config = ImageConfig::parse(
         br#"{"architecture":"amd64","os":"linux","config":{"Cmd":["/bin/sh","-c","mkdir /tmp/www && (touch /bin/x 2>/dev/null && echo rw || echo ro) > /tmp/root && echo \"$GREETING on $PORT $(cat /tmp/root) $(grep -e CapEff -e NoNewPrivs /proc/self/status | tr '\\n\\t' '  ')\" > /tmp/www/index.html && echo started && exec httpd -f -v -p $PORT -h /tmp/www"]}}"#,

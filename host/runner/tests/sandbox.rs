@@ -3,7 +3,8 @@
 //! httpd) and try to leave it: container root must be an unprivileged
 //! host range of its own app, unshare and nsenter must be refused by the
 //! seccomp filter, and neither a host listener on 0.0.0.0 nor the other
-//! app's replica may be reached. Needs root, runc and nft.
+//! app's replica may be reached; beyond the host, a replica reaches only
+//! what the egress guard allows. Needs root, runc and nft.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use plateau_runner::container::unpack;
-use plateau_runner::container::{ContainerRunner, ImageConfig};
+use plateau_runner::container::{ContainerRunner, Egress, ImageConfig};
 use plateau_runner::{Artifact, LaunchSpec, Limits, LogSink, Replicas, Runner, Stream};
 
 const BUSYBOX: &str = "/bin/busybox";
@@ -114,6 +115,21 @@ async fn run(replica: &dyn Replicas, command: &str) -> String {
     String::from_utf8_lossy(&body).trim().to_owned()
 }
 
+/// A listener on every address of the host: its port, how many
+/// connections it accepted, and its task.
+async fn host_listener() -> (u16, Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = accepted.clone();
+    let accepting = tokio::spawn(async move {
+        while listener.accept().await.is_ok() {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (port, accepted, accepting)
+}
+
 /// The host id container root maps to, from `/proc/self/uid_map`.
 async fn root_maps_to(replica: &dyn Replicas) -> u64 {
     let map = run(replica, "cat /proc/self/uid_map").await;
@@ -127,7 +143,7 @@ async fn root_maps_to(replica: &dyn Replicas) -> u64 {
 #[tokio::test]
 async fn a_container_cannot_leave_its_sandbox() {
     let dir = tempfile::tempdir().unwrap();
-    let runner = ContainerRunner::new(dir.path().join("containers"))
+    let runner = ContainerRunner::new(dir.path().join("containers"), Egress::default())
         .expect("the container runtime starts (run as root with runc and nftables installed)");
     let _cleanup = Cleanup(dir.path().join("containers/state"));
     let rootfs = rootfs(dir.path());
@@ -153,15 +169,7 @@ async fn a_container_cannot_leave_its_sandbox() {
     assert!(said.contains("Seccomp:\t2"), "{said}");
 
     // A host listener on every address is out of reach of the replicas.
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counted = accepted.clone();
-    let accepting = tokio::spawn(async move {
-        while listener.accept().await.is_ok() {
-            counted.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let (port, accepted, accepting) = host_listener().await;
     let said = run(
         &*one,
         &format!("{ADDRESSES}; echo host $h; nc -w 3 $h {port} </dev/null && echo reached"),
@@ -183,6 +191,144 @@ async fn a_container_cannot_leave_its_sandbox() {
     assert!(!said.contains("reached"), "{said}");
     // ...which still answers the host.
     assert!(run(&*two, "echo alive").await.contains("alive"));
+
+    one.stop();
+    two.stop();
+}
+
+/// A network namespace standing for the outside world: joined to the host
+/// by a veth pair on 172.31.250.0/30 (the host end `.1`), serving a page
+/// on `.2:8080` with busybox httpd. Deleted on drop.
+struct Outside {
+    ns: String,
+    server: std::process::Child,
+    _www: tempfile::TempDir,
+}
+
+impl Outside {
+    const ADDRESS: &str = "172.31.250.2";
+    const HOST: &str = "172.31.250.1";
+
+    fn start() -> Outside {
+        let n = std::process::id() % 100_000;
+        let ns = format!("egt{n}");
+        let (host, inner) = (format!("egt{n}a"), format!("egt{n}b"));
+        let ip = |args: &[&str]| {
+            let out = std::process::Command::new("ip")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "delete", &ns])
+            .output();
+        ip(&["netns", "add", &ns]);
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", &inner]);
+        ip(&["link", "set", &inner, "netns", &ns]);
+        ip(&["addr", "add", &format!("{}/30", Self::HOST), "dev", &host]);
+        ip(&["link", "set", &host, "up"]);
+        ip(&[
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{}/30", Self::ADDRESS),
+            "dev",
+            &inner,
+        ]);
+        ip(&["-n", &ns, "link", "set", &inner, "up"]);
+        let www = tempfile::tempdir().unwrap();
+        std::fs::write(www.path().join("index.html"), "outside says hello\n").unwrap();
+        let server = std::process::Command::new("ip")
+            .args([
+                "netns", "exec", &ns, BUSYBOX, "httpd", "-f", "-p", "8080", "-h",
+            ])
+            .arg(www.path())
+            .spawn()
+            .unwrap();
+        Outside {
+            ns,
+            server,
+            _www: www,
+        }
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        // Deleting the namespace deletes both ends of the pair.
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "delete", &self.ns])
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn replicas_reach_out_only_where_the_egress_guard_allows() {
+    let _outside = Outside::start();
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = rootfs(dir.path());
+    let allowed = Egress {
+        allow: plateau_egress::parse_allow_list("172.31.250.0/30").unwrap(),
+        nameservers: vec!["192.0.2.53".parse().unwrap()],
+    };
+    let open = ContainerRunner::new(dir.path().join("open"), allowed).unwrap();
+    let _cleanup_open = Cleanup(dir.path().join("open/state"));
+    let closed = ContainerRunner::new(dir.path().join("closed"), Egress::default()).unwrap();
+    let _cleanup_closed = Cleanup(dir.path().join("closed/state"));
+    let one = open.launch(spec("app_egress_one", &rootfs)).await.unwrap();
+    let two = closed
+        .launch(spec("app_egress_two", &rootfs))
+        .await
+        .unwrap();
+    let fetch = format!(
+        "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 {} 8080 | tail -n 1; echo done",
+        Outside::ADDRESS
+    );
+
+    // The operator exempted the outside's range for one server: its
+    // replica gets there, masqueraded behind the host.
+    assert_eq!(run(&*one, &fetch).await, "outside says hello\ndone");
+    // A server without the exemption refuses that private range, as the
+    // plugins' egress does.
+    let said = run(&*two, &fetch).await;
+    assert!(said.ends_with("done") && !said.contains("hello"), "{said}");
+    // The cloud metadata address is refused whoever asks.
+    let said = run(
+        &*one,
+        "nc -w 2 169.254.169.254 80 </dev/null && echo reached",
+    )
+    .await;
+    assert!(!said.contains("reached"), "{said}");
+
+    // The exemption never opens the host itself: a listener on every
+    // address of the host is out of reach at the host's address in the
+    // exempted range.
+    let (port, accepted, accepting) = host_listener().await;
+    let said = run(
+        &*one,
+        &format!(
+            "nc -w 2 {} {port} </dev/null && echo reached",
+            Outside::HOST
+        ),
+    )
+    .await;
+    assert!(!said.contains("reached"), "{said}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+    accepting.abort();
+
+    // Names resolve through the host's resolvers.
+    assert_eq!(
+        run(&*one, "grep nameserver /etc/resolv.conf").await,
+        "nameserver 192.0.2.53"
+    );
 
     one.stop();
     two.stop();

@@ -31,6 +31,8 @@ pub enum Error {
     InvalidRange,
     #[error("{0}")]
     InvalidArgument(String),
+    #[error("the object does not meet the write's condition (If-Match or If-None-Match)")]
+    PreconditionFailed,
     #[error("internal storage error: {0}")]
     Internal(String),
 }

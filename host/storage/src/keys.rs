@@ -83,6 +83,11 @@ impl Keys {
         }
     }
 
+    /// The host's sealing key (also SSE-S3's, [`crate::sse`]).
+    pub fn sealer(&self) -> &dyn Sealing {
+        self.sealer.as_ref()
+    }
+
     /// Creates a key; returns it and its secret, which is never shown again.
     pub async fn create(
         &self,

@@ -21,6 +21,7 @@ pub mod names;
 pub mod presign;
 pub mod provider;
 pub mod s3;
+pub mod sse;
 pub mod sweep;
 
 use std::sync::{Arc, OnceLock};

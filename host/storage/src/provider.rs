@@ -39,7 +39,74 @@ pub struct ObjectHeaders {
     pub expires: Option<i64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// Checksums of the content by algorithm (`crc32`, `sha256`...), in
+    /// base64; a multipart object's are checksums of its parts'
+    /// checksums, ending in `-<parts>`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub checksums: BTreeMap<String, String>,
+    /// The algorithm a multipart upload's parts are checksummed with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<String>,
+    /// How the bytes are encrypted at rest ([`crate::sse`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::sse::Sealed>,
+    /// The multipart upload that made the object: a repeated completion
+    /// answers with the object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
+    /// A multipart object's part numbers, one per segment.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<i64>,
 }
+
+impl ObjectHeaders {
+    /// The part number of each segment of an object of `segments`
+    /// segments (0 for an object written in one request).
+    pub fn part_numbers(&self, segments: usize) -> Vec<i64> {
+        if self.parts.len() == segments {
+            self.parts.clone()
+        } else {
+            vec![0; segments]
+        }
+    }
+}
+
+/// What a write requires of the object it replaces (`If-Match`,
+/// `If-None-Match: *`), checked when it commits.
+#[derive(Clone, Debug, Default)]
+pub struct Condition {
+    /// The entity tag the current object must have (`*`: any object).
+    pub if_match: Option<String>,
+    /// There must be no current object.
+    pub if_none_match: bool,
+}
+
+impl Condition {
+    pub fn is_empty(&self) -> bool {
+        self.if_match.is_none() && !self.if_none_match
+    }
+
+    /// Whether a write may replace `current` (its entity tag, or None
+    /// when there is no object).
+    pub fn holds(&self, current: Option<&str>) -> bool {
+        if self.if_none_match && current.is_some() {
+            return false;
+        }
+        match (&self.if_match, current) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(want), Some(etag)) => want == "*" || want.trim_matches('"') == etag,
+        }
+    }
+}
+
+/// The entry of [`Digests`] that, when set, is the object's entity tag
+/// (an encrypting stream's MD5 of the plaintext) instead of the MD5 of
+/// the bytes stored.
+pub const ETAG_DIGEST: &str = "etag";
+
+/// The checksums a body was found to have once it ended, by algorithm.
+pub type Digests = std::sync::Arc<std::sync::Mutex<BTreeMap<String, String>>>;
 
 /// What is known of a stored object.
 #[derive(Clone, Debug)]
@@ -52,6 +119,8 @@ pub struct ObjectInfo {
     /// Milliseconds since the epoch.
     pub modified_at: i64,
     pub headers: ObjectHeaders,
+    /// The sizes of the object's segments: one, or one per multipart part.
+    pub segments: Vec<u64>,
 }
 
 /// A listing request: keys above `after` that start with `prefix`,
@@ -90,6 +159,8 @@ pub struct PartInfo {
     pub size: u64,
     pub etag: String,
     pub modified_at: i64,
+    /// The part's checksums by algorithm, in base64.
+    pub checksums: BTreeMap<String, String>,
 }
 
 /// An object found for reading: its description, and its bytes on demand
@@ -127,6 +198,10 @@ pub struct Upload {
     pub body: ByteStream,
     /// The declared length, to refuse early what cannot fit.
     pub length: Option<u64>,
+    /// Filled with the body's checksums when it ends; stored with it.
+    pub digests: Digests,
+    /// What the write requires of the object it replaces.
+    pub condition: Condition,
 }
 
 /// Object storage, as the API and the S3 endpoint use it. Every method
@@ -194,6 +269,7 @@ pub trait Provider: Send + Sync + 'static {
         bucket: &Bucket,
         upload_id: &str,
         parts: &[(i64, String)],
+        condition: &Condition,
         actor: &Actor,
     ) -> Result<ObjectInfo>;
     async fn abort_upload(&self, bucket: &Bucket, upload_id: &str) -> Result<()>;

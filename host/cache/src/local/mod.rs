@@ -15,8 +15,6 @@ pub mod supervise;
 pub mod tls;
 pub mod user;
 
-use std::collections::BTreeSet;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -44,9 +42,10 @@ pub struct LocalConfig {
 
 pub struct LocalProvider {
     config: LocalConfig,
-    /// Ports of this host's clusters, so a new cluster never takes the port
-    /// of a process that is down for a moment.
-    ports: Mutex<BTreeSet<u16>>,
+    /// The ports of this host's clusters, claimed in `<root>/.ports`: a
+    /// new cluster never takes the port of a process that is down for a
+    /// moment, nor does a client's connection (see [`plateau_kernel::Ports`]).
+    ports: plateau_kernel::Ports,
     /// One snapshot at a time: BGSAVE writes the node's one RDB file.
     snapshot_lock: tokio::sync::Mutex<()>,
     /// One change of the system's users at a time.
@@ -63,8 +62,8 @@ impl LocalProvider {
         std::fs::create_dir_all(&config.root)?;
         user::open_path(&config.root)?;
         Ok(LocalProvider {
+            ports: plateau_kernel::Ports::new(config.root.join(".ports"), &config.address),
             config,
-            ports: Mutex::new(BTreeSet::new()),
             snapshot_lock: tokio::sync::Mutex::new(()),
             users: tokio::sync::Mutex::new(()),
             acl_current: Mutex::new(std::collections::HashSet::new()),
@@ -104,36 +103,25 @@ impl LocalProvider {
         )?))
     }
 
-    /// Records the ports of a known cluster (adoption after a restart).
+    /// Claims the ports of a known cluster (adoption after a restart).
     pub fn reserve(&self, placement: &Placement) {
-        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        ports.extend(placement.nodes.iter().map(|n| n.port));
-        ports.extend(placement.sentinels.iter().map(|n| n.port));
-        ports.extend(placement.endpoint.iter().map(|n| n.port));
+        self.ports.reserve(&placement.cluster, ports_of(placement));
     }
 
+    /// Gives back every port of a cluster that is gone, placed or not.
     fn release(&self, placement: &Placement) {
-        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        let processes = placement.nodes.iter().chain(&placement.sentinels);
-        for n in processes.chain(&placement.endpoint) {
-            ports.remove(&n.port);
+        for port in ports_of(placement) {
+            self.ports.release(port);
         }
+        self.ports.release_owner(&placement.cluster);
     }
 
-    /// A free port that no cluster of this host holds.
-    pub(crate) fn allocate_port(&self) -> Result<u16> {
-        for _ in 0..64 {
-            let port = TcpListener::bind((self.config.address.as_str(), 0))?
-                .local_addr()?
-                .port();
-            let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-            if ports.insert(port) {
-                return Ok(port);
-            }
-        }
-        Err(Error::Unavailable(
-            "no free port for a cache process; free some ports".to_owned(),
-        ))
+    /// A free port that no cluster of this host holds, claimed for
+    /// `cluster`.
+    pub(crate) fn allocate_port(&self, cluster: &str) -> Result<u16> {
+        self.ports
+            .allocate(cluster)
+            .map_err(|e| Error::Unavailable(format!("no port for a cache process: {e}")))
     }
 
     /// The host's own connection target for a port of the cluster.
@@ -265,4 +253,10 @@ impl LocalProvider {
             .map(|n| self.process_dir(placement, &n.name))
             .ok_or_else(|| Error::Internal(format!("no node of the cluster on port {port}")))
     }
+}
+
+/// Every port `placement` holds.
+fn ports_of(placement: &Placement) -> impl Iterator<Item = u16> + '_ {
+    let processes = placement.nodes.iter().chain(&placement.sentinels);
+    processes.chain(&placement.endpoint).map(|n| n.port)
 }

@@ -227,19 +227,19 @@ impl LocalProvider {
         for i in 0..=spec.replicas as usize {
             placement.nodes.push(PlacedNode {
                 name: format!("node{i}"),
-                port: self.allocate_port()?,
+                port: self.allocate_port(&placement.cluster)?,
             });
         }
         for i in 0..SENTINELS {
             placement.sentinels.push(PlacedNode {
                 name: format!("sentinel{i}"),
-                port: self.allocate_port()?,
+                port: self.allocate_port(&placement.cluster)?,
             });
         }
         if spec.replicas > 0 {
             placement.endpoint = Some(PlacedNode {
                 name: endpoint::DIR.to_owned(),
-                port: self.allocate_port()?,
+                port: self.allocate_port(&placement.cluster)?,
             });
         }
         if let Err(e) = self.create_inner(spec, credentials, seed, &placement).await {
@@ -285,10 +285,7 @@ impl LocalProvider {
             let node = next.nodes.remove(pos);
             supervise::stop(&self.process_dir(placement, &node.name), STOP_GRACE).await;
             let _ = std::fs::remove_dir_all(self.process_dir(placement, &node.name));
-            self.ports
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&node.port);
+            self.ports.release(node.port);
         }
         self.config_set_all(&next, credentials, &pairs).await?;
         // More replicas: start them following the leader.
@@ -301,7 +298,7 @@ impl LocalProvider {
                 .expect("a free node name");
             next.nodes.push(PlacedNode {
                 name,
-                port: self.allocate_port()?,
+                port: self.allocate_port(&next.cluster)?,
             });
             let index = next.nodes.len() - 1;
             self.start_node(spec, &next, index, Some(&leader), credentials, false)
@@ -319,7 +316,7 @@ impl LocalProvider {
         if next.endpoint.is_none() && spec.replicas > 0 {
             next.endpoint = Some(PlacedNode {
                 name: endpoint::DIR.to_owned(),
-                port: self.allocate_port()?,
+                port: self.allocate_port(&next.cluster)?,
             });
             self.start_endpoint(&next, credentials, false).await?;
         } else if next.nodes != placement.nodes {

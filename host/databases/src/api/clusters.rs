@@ -15,6 +15,8 @@ use plateau_api::routes::{Pairs, page_and_filters};
 use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_kernel::Status;
+use plateau_store::databases::backups::{self, Restore};
+use plateau_store::databases::branches::{self, Branch};
 use plateau_store::databases::{self as db, Database};
 use plateau_store::events::{self, NewEvent};
 use plateau_store::managed::{self, Table};
@@ -124,6 +126,71 @@ pub async fn create(
         .check(cpus >= 1, "cpus", "must be at least 1")
         .check(disk_gb >= 1, "diskGb", "must be at least 1")
         .finish()?;
+    let project_id = match &input.project_id {
+        Some(id) => Some(
+            projects::get(app.db(), &caller.org_id, id)
+                .await?
+                .map(|p| p.id)
+                .ok_or_else(|| {
+                    ApiError::invalid("projectId", "no such project in this organization")
+                })?,
+        ),
+        None => caller.project_id.clone(),
+    };
+
+    let d = insert_new(
+        &app,
+        &service,
+        &caller,
+        NewCluster {
+            name: input.name.trim().to_owned(),
+            version,
+            replicas,
+            memory_mb,
+            cpus,
+            disk_gb,
+            project_id,
+        },
+        None,
+        None,
+    )
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(DatabaseView::of(&service, d).await?),
+    ))
+}
+
+/// A new cluster's settings, checked.
+pub(super) struct NewCluster {
+    pub name: String,
+    pub version: String,
+    pub replicas: i64,
+    pub memory_mb: i64,
+    pub cpus: i64,
+    pub disk_gb: i64,
+    pub project_id: Option<String>,
+}
+
+/// Records a new cluster (`creating`) under the plan's ceilings, with its
+/// event, and the restore that makes it if any, in one transaction.
+pub(super) async fn insert_new(
+    app: &AppState,
+    service: &DatabaseService,
+    caller: &Caller,
+    new: NewCluster,
+    restore: Option<Restore>,
+    branch: Option<Branch>,
+) -> Result<Database, ApiError> {
+    let NewCluster {
+        version,
+        replicas,
+        memory_mb,
+        cpus,
+        disk_gb,
+        project_id,
+        ..
+    } = new;
     let limits = db::plan_limits(app.db(), &caller.plan)
         .await?
         .ok_or_else(|| {
@@ -159,25 +226,13 @@ pub async fn create(
     if let Some(e) = over(db::usage(app.db(), &caller.org_id).await?) {
         return Err(e);
     }
-    let project_id = match &input.project_id {
-        Some(id) => Some(
-            projects::get(app.db(), &caller.org_id, id)
-                .await?
-                .map(|p| p.id)
-                .ok_or_else(|| {
-                    ApiError::invalid("projectId", "no such project in this organization")
-                })?,
-        ),
-        None => caller.project_id.clone(),
-    };
-
     let id = new_id("dbs");
     let now = time::now_ms();
     let d = Database {
         id: id.clone(),
         org_id: caller.org_id.clone(),
         project_id,
-        name: input.name.trim().to_owned(),
+        name: new.name,
         status: Status::Creating.as_str().to_owned(),
         status_detail: None,
         generation: 1,
@@ -221,6 +276,14 @@ pub async fn create(
         "diskGb": disk_gb,
     }));
     let mut tx = app.db().begin().await?;
+    if let Some(mut r) = restore {
+        r.database_id = d.id.clone();
+        backups::insert_restore(&mut tx, &r).await?;
+    }
+    if let Some(mut b) = branch {
+        b.database_id = d.id.clone();
+        branches::insert(&mut tx, &b).await?;
+    }
     if let Some(e) = over(db::usage_for_update(&mut tx, &caller.org_id).await?) {
         return Err(e);
     }
@@ -238,10 +301,7 @@ pub async fn create(
         });
     }
     tx.commit_last().await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(DatabaseView::of(&service, d).await?),
-    ))
+    Ok(d)
 }
 
 /// One database, with its members and their roles.
@@ -345,6 +405,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<DatabaseView>), ApiError> {
     let d = find(&app, &caller, &id).await?;
+    super::branches::refuse_protected(&app, &caller, &d).await?;
     let now = time::now_ms();
     let event = NewEvent::audited(
         &caller.org_id,
@@ -374,7 +435,9 @@ pub async fn delete(
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionView {
     /// Through the pooler (pgbouncer, transaction mode):
-    /// `postgresql://OWNER:PASSWORD@HOST:PORT/DATABASE`.
+    /// `postgresql://OWNER:PASSWORD@HOST:PORT/DATABASE?sslmode=require`.
+    /// Every URI asks for TLS; to verify the server, save
+    /// `caCertificate` and add `sslmode=verify-full&sslrootcert=FILE`.
     pub uri: String,
     /// To a replica (read-only), through the pooler's `<database>_ro`
     /// database, which follows the replicas across failovers; only for
@@ -394,6 +457,11 @@ pub struct ConnectionView {
     /// databases:write.
     pub username: String,
     pub password: String,
+    /// The certificate (PEM) of the database's own CA, which signed the
+    /// certificate every endpoint presents (for the host's address,
+    /// `localhost` and `127.0.0.1`); null for a database made before
+    /// databases had TLS.
+    pub ca_certificate: Option<String>,
 }
 
 /// The connection details with a password, for owners and admins. With
@@ -424,9 +492,15 @@ pub async fn connection(
         let password = DatabaseService::reader_password(&credentials);
         (roles::READER_ROLE.to_owned(), password)
     };
+    let ca_certificate = service.provider().ca_certificate(&placement);
+    let tls = if ca_certificate.is_some() {
+        "?sslmode=require"
+    } else {
+        ""
+    };
     let uri = |port: u16, database: &str| {
         format!(
-            "postgresql://{username}:{password}@{}:{port}/{database}",
+            "postgresql://{username}:{password}@{}:{port}/{database}{tls}",
             placement.address
         )
     };
@@ -446,5 +520,6 @@ pub async fn connection(
         database: placement.database.clone(),
         username,
         password,
+        ca_certificate,
     }))
 }

@@ -2,6 +2,8 @@
 //! and their connection details. Handlers find the [`DatabaseService`] as
 //! an axum `Extension`.
 
+mod backups;
+mod branches;
 mod clusters;
 mod inside;
 mod members;
@@ -43,6 +45,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inside::fix_ownership))
         .routes(routes!(members::list_replicas, members::scale_replicas))
         .routes(routes!(members::apply_config))
+        .routes(routes!(backups::list, backups::take))
+        .routes(routes!(backups::restore))
+        .routes(routes!(branches::list, branches::create))
+        .routes(routes!(branches::get, branches::update, branches::delete))
 }
 
 impl From<Error> for ApiError {

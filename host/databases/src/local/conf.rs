@@ -41,7 +41,11 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          wal_keep_size = 64MB\n\
          shared_preload_libraries = 'pg_stat_statements'\n\
          log_line_prefix = '%m [%p] %q%u@%d '\n\
-         log_min_duration_statement = 1000\n",
+         log_min_duration_statement = 1000\n\
+         # TLS (the cluster's certificate, when the data directory has it).\n\
+         include_if_exists = '{tls}'\n\
+         {archiving}",
+        tls = super::tls::SETTINGS,
         max_connections = spec.max_connections(),
         shared_buffers = spec.shared_buffers_mb(),
         cache = memory * 3 / 4,
@@ -49,6 +53,7 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
         maintenance = (memory / 16).max(16),
         workers = cpus + 8,
         per_gather = (cpus / 2).max(1),
+        archiving = archiving(spec),
     )
 }
 
@@ -122,8 +127,14 @@ pub fn auth_query(key: &str) -> String {
 
 /// pgbouncer in transaction mode in front of the leader. It looks every
 /// role up in the leader's catalog as the host's role ([`auth_query`]),
-/// so roles made later need no change here.
-/// `read` is the replica behind [`read_database`], if any.
+/// so roles made later need no change here. It tracks protocol-level
+/// prepared statements (`max_prepared_statements`, pgbouncer 1.21+): a
+/// client's named statement is prepared again on whichever server
+/// connection runs it, so drivers that prepare by default (psycopg 3,
+/// asyncpg, node-postgres, JDBC) work unchanged in transaction mode.
+/// `read` is the replica behind [`read_database`], if any. With `tls`
+/// (the cluster's certificate directory) clients may use TLS, and the
+/// URIs ask for it.
 pub fn pooler(
     spec: &ClusterSpec,
     dir: &Path,
@@ -131,6 +142,7 @@ pub fn pooler(
     port: u16,
     (database, leader, read): (&str, u16, Option<u16>),
     key: &str,
+    tls: Option<&Path>,
 ) -> String {
     let pool = spec.max_connections().saturating_sub(10).max(5);
     // The owner's database by name as well as `*`: pgbouncer keeps the
@@ -157,6 +169,7 @@ pub fn pooler(
          auth_user = {ADMIN_ROLE}\n\
          auth_query = {query}\n\
          pool_mode = transaction\n\
+         max_prepared_statements = 200\n\
          max_client_conn = 1000\n\
          default_pool_size = {pool}\n\
          max_db_connections = {pool}\n\
@@ -165,7 +178,16 @@ pub fn pooler(
          server_login_retry = 1\n\
          server_connect_timeout = 3\n\
          logfile = {log}\n\
-         pidfile = {pid}\n",
+         pidfile = {pid}\n\
+         {tls}",
+        tls = tls.map_or_else(String::new, |t| format!(
+            "client_tls_sslmode = allow\n\
+             client_tls_cert_file = {}\n\
+             client_tls_key_file = {}\n\
+             client_tls_protocols = tlsv1.2,tlsv1.3\n",
+            t.join(super::tls::CERT_FILE).display(),
+            t.join(super::tls::KEY_FILE).display(),
+        )),
         users = dir.join(POOLER_USERS).display(),
         log = dir.join(POOLER_LOG).display(),
         pid = dir.join(POOLER_PID).display(),
@@ -183,8 +205,9 @@ pub fn pooler_users(admin_password: &str) -> String {
 /// listener), with the leader as its only server. Bytes pass through
 /// untouched, so a session through it is a session on the leader: every
 /// startup parameter, prepared statements, LISTEN, cancel requests, and
-/// TLS end to end should the servers offer it. A connection the leader
-/// refuses is closed at once, not retried (`retries 0`: HAProxy waits a
+/// TLS end to end (the leader presents the cluster's certificate). A
+/// connection the leader refuses is closed at once, not retried
+/// (`retries 0`: HAProxy waits a
 /// second before each retry, and a refusing leader is a dead one, about to
 /// be replaced), so the client's next attempt reaches the endpoint's new
 /// configuration. Sessions idle for a day are closed; the old worker of a
@@ -213,4 +236,111 @@ pub fn router(dir: &Path, address: &str, port: u16, (leader, leader_port): (&str
          \x20 server {leader} {address}:{leader_port}\n",
         pid = dir.join(ROUTER_PID).display(),
     )
+}
+
+// ---- Backups (issue 32): WAL archiving and recovery. ----
+
+/// The directory, beside a cluster's members, where its leader archives
+/// WAL segments for the agent to ship to the backup store.
+pub const WAL_SPOOL: &str = "wal-spool";
+/// Where a restore puts the archived WAL it replays.
+pub const RESTORE_WAL: &str = "restore-wal";
+/// The private socket directory of a cluster being restored.
+pub const RESTORE_SOCKET: &str = "restore-socket";
+
+/// Continuous archiving: every completed segment (and timeline history)
+/// is copied to [`WAL_SPOOL`] (`../../wal-spool` from a member's data
+/// directory), flushed, then renamed, so a file there is whole; a file
+/// already there is accepted if it is the same. Only the leader archives
+/// (`archive_mode = on`); a segment is closed after a minute at most.
+/// The template archives nothing.
+fn archiving(spec: &ClusterSpec) -> String {
+    if spec.id.is_empty() {
+        return String::new();
+    }
+    let spool = format!("../../{WAL_SPOOL}");
+    format!(
+        "archive_mode = on\n\
+         archive_timeout = 60\n\
+         archive_command = 'f={spool}/%f; if [ -f \"$f\" ]; then cmp -s \"%p\" \"$f\"; \
+         else cp \"%p\" \"$f.part\" && sync \"$f.part\" && mv \"$f.part\" \"$f\" && sync {spool}; fi'\n"
+    )
+}
+
+/// What a cluster being restored adds to [`postgres`]: no TCP listener,
+/// a private socket (in `socket_dir`) the host's role reaches without a
+/// password (see [`restore_hba`]), the archived WAL in `wal_dir`, and the
+/// target; promoted at the target (at the end of the archive without one).
+pub fn recovery(socket_dir: &Path, wal_dir: &Path, target: Option<&str>) -> String {
+    let mut text = format!(
+        "listen_addresses = ''\n\
+         unix_socket_directories = '{socket}'\n\
+         restore_command = 'cp \"{wal}/%f\" \"%p\"'\n\
+         recovery_target_action = 'promote'\n\
+         recovery_target_timeline = 'latest'\n",
+        socket = socket_dir.display(),
+        wal = wal_dir.display(),
+    );
+    if let Some(target) = target {
+        text.push_str(&format!("recovery_target_time = '{target}'\n"));
+    }
+    text
+}
+
+/// `pg_hba.conf` while a cluster is restored: the host's role over the
+/// private socket only (its directory is the cluster user's, mode 0700).
+pub fn restore_hba() -> String {
+    format!("# Written by Plateau during a restore.\nlocal all {ADMIN_ROLE} trust\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            id: "dbs_1".to_owned(),
+            version: "17".to_owned(),
+            memory_mb: 512,
+            cpus: 1,
+            disk_gb: 1,
+            replicas: 0,
+        }
+    }
+
+    #[test]
+    fn the_pooler_keeps_prepared_statements_and_offers_tls_with_the_clusters_certificate() {
+        let dir = Path::new("/d/pooler");
+        let args = ("app", 5001, None);
+        let plain = pooler(&spec(), dir, "127.0.0.1", 5000, args, "00", None);
+        assert!(plain.contains("max_prepared_statements = 200\n"), "{plain}");
+        assert!(!plain.contains("client_tls"), "{plain}");
+        let tls = pooler(
+            &spec(),
+            dir,
+            "127.0.0.1",
+            5000,
+            args,
+            "00",
+            Some(Path::new("/d/tls")),
+        );
+        for line in [
+            "client_tls_sslmode = allow\n",
+            "client_tls_cert_file = /d/tls/server.crt\n",
+            "client_tls_key_file = /d/tls/server.key\n",
+        ] {
+            assert!(tls.contains(line), "{line}: {tls}");
+        }
+    }
+
+    #[test]
+    fn the_server_includes_its_tls_settings_when_they_are_there() {
+        let text = postgres(&spec(), "127.0.0.1", 5001);
+        assert!(
+            text.contains("include_if_exists = 'plateau-tls.conf'\n"),
+            "{text}"
+        );
+    }
 }

@@ -18,7 +18,7 @@ use crate::{Error, FAILOVER_AFTER, Result, Supervised};
 
 /// Files of a data directory a copy leaves behind: the running server's,
 /// and those a standby writes itself.
-const SKIP_FILES: [&str; 9] = [
+pub(super) const SKIP_FILES: [&str; 9] = [
     "postmaster.pid",
     "postmaster.opts",
     "backup_label",
@@ -32,7 +32,7 @@ const SKIP_FILES: [&str; 9] = [
 
 /// Directories whose contents a copy leaves behind (the standby streams
 /// the WAL through its slot; the rest is rebuilt at start).
-const EMPTY_DIRS: [&str; 8] = [
+pub(super) const EMPTY_DIRS: [&str; 8] = [
     "pg_wal",
     "pg_replslot",
     "pg_dynshmem",
@@ -153,6 +153,7 @@ impl LocalProvider {
         };
         let dir = self.pooler_dir(&placement.cluster);
         let key = self.pooler_key(&dir)?;
+        let tls = self.tls_dir(&placement.cluster);
         let text = conf::pooler(
             spec,
             &dir,
@@ -160,6 +161,9 @@ impl LocalProvider {
             placement.pooler_port,
             (&placement.database, placement.port, read),
             &key,
+            tls.join(super::tls::KEY_FILE)
+                .exists()
+                .then_some(tls.as_path()),
         );
         if self.write_if_changed(&dir.join(conf::POOLER_CONF), &text)?
             && let Some(pid) = supervise::pooler_pid(&dir)
@@ -351,7 +355,7 @@ impl LocalProvider {
             .await;
         }
         let _ = std::fs::remove_dir_all(&dir);
-        self.release_port(node.port);
+        self.ports.release(node.port);
     }
 
     /// Every member with its role, state and lag behind the leader.

@@ -8,17 +8,21 @@
 //! [`crate::host_session::SETTINGS`]. The ports are claimed in files
 //! (`ports`), so the API process and the agent never hand out one twice.
 
+mod archive;
+pub use archive::segment_of;
 mod conf;
 pub use conf::read_database;
 mod failover;
 mod members;
 mod ports;
 mod provider;
+mod restore;
 mod router;
 pub mod supervise;
+mod tls;
 pub mod users;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -46,6 +50,8 @@ pub struct LocalConfig {
     pub pgbouncer: PathBuf,
     /// The `haproxy` binary of the write endpoints.
     pub haproxy: PathBuf,
+    /// Where base backups and archived WAL go (`archive`).
+    pub backups: plateau_object_store::Opened,
 }
 
 pub struct LocalProvider {
@@ -53,8 +59,8 @@ pub struct LocalProvider {
     /// Whether the host runs as root: then each cluster runs as its own
     /// user ([`users`]).
     root: bool,
-    /// The ports this process knows claimed ([`ports`]).
-    ports: Mutex<BTreeSet<u16>>,
+    /// The ports of the clusters ([`ports`]).
+    ports: plateau_kernel::Ports,
     /// One template made at a time.
     templates: tokio::sync::Mutex<()>,
     /// Since when each cluster's leader has not accepted connections
@@ -86,9 +92,9 @@ impl LocalProvider {
             std::fs::set_permissions(&config.root, std::fs::Permissions::from_mode(0o711))?;
         }
         Ok(LocalProvider {
+            ports: plateau_kernel::Ports::new(config.root.join(".ports"), &config.address),
             config,
             root,
-            ports: Mutex::new(BTreeSet::new()),
             templates: tokio::sync::Mutex::new(()),
             unreachable: Mutex::new(HashMap::new()),
         })
@@ -204,6 +210,7 @@ impl LocalProvider {
         if let Some(owner) = &owner {
             users::chown_tree(&data, owner)?;
         }
+        self.ensure_tls(&spec.id, &self.config.address, &data)?;
         self.write_private(
             &data.join(conf::PG_CONF),
             &conf::postgres(spec, &self.config.address, placement.port),
@@ -232,7 +239,20 @@ impl LocalProvider {
             sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
         }
         admin.close().await?;
+        self.complete_cluster(spec, placement, creds).await
+    }
 
+    /// What a new cluster gets once its leader runs with its passwords:
+    /// the WAL spool, the standbys, synchronous commit, the pooler and the
+    /// write endpoint.
+    async fn complete_cluster(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        creds: &Credentials,
+    ) -> Result<()> {
+        self.ensure_spool(&spec.id)?;
+        let user = self.user_of(&spec.id);
         // The standbys, one after the other, then synchronous commit.
         for node in placement.standbys() {
             self.make_standby(spec, placement, creds, &node).await?;
@@ -387,6 +407,16 @@ pub fn quote_literal(text: &str) -> String {
 /// The operations [`crate::DatabaseProvider`] is made of (`provider`).
 impl LocalProvider {
     pub async fn create(&self, spec: &ClusterSpec, credentials: &Credentials) -> Result<Placement> {
+        let placement = self.place(spec)?;
+        if let Err(e) = self.init(spec, &placement, credentials).await {
+            let _ = self.destroy(&placement).await;
+            return Err(e);
+        }
+        Ok(placement)
+    }
+
+    /// The placement of a new cluster: its ports claimed, a new owner role.
+    fn place(&self, spec: &ClusterSpec) -> Result<Placement> {
         // Refuse a missing version before taking anything.
         self.bin(&spec.version)?;
         let mut ports = Vec::new();
@@ -394,7 +424,7 @@ impl LocalProvider {
             match self.allocate_port(&spec.id) {
                 Ok(port) => ports.push(port),
                 Err(e) => {
-                    ports.into_iter().for_each(|p| self.release_port(p));
+                    ports.into_iter().for_each(|p| self.ports.release(p));
                     return Err(e);
                 }
             }
@@ -406,7 +436,7 @@ impl LocalProvider {
             })
             .collect();
         let n = ports.len();
-        let placement = Placement {
+        Ok(Placement {
             cluster: spec.id.clone(),
             version: spec.version.clone(),
             address: self.config.address.clone(),
@@ -417,12 +447,7 @@ impl LocalProvider {
             database: "app".to_owned(),
             members,
             leader: "node0".to_owned(),
-        };
-        if let Err(e) = self.init(spec, &placement, credentials).await {
-            let _ = self.destroy(&placement).await;
-            return Err(e);
-        }
-        Ok(placement)
+        })
     }
 
     pub async fn destroy(&self, placement: &Placement) -> Result<()> {
@@ -435,7 +460,7 @@ impl LocalProvider {
             users::remove(&users::cluster_user(&placement.cluster));
         }
         self.release(placement);
-        self.release_claims(&placement.cluster);
+        self.ports.release_owner(&placement.cluster);
         Ok(())
     }
 
@@ -475,18 +500,9 @@ impl LocalProvider {
     }
 
     pub async fn available_extensions(&self, placement: &Placement) -> Result<Vec<String>> {
-        // The server's own share directory: Debian's, or the package's.
-        let bin = self.bin(&placement.version)?;
-        let dir = if bin.starts_with("/usr/lib/postgresql") {
-            PathBuf::from(format!(
-                "/usr/share/postgresql/{}/extension",
-                placement.version
-            ))
-        } else {
-            bin.with_file_name("share")
-                .join("postgresql")
-                .join("extension")
-        };
+        let dir = bins::share_dir(&self.config.binaries, &placement.version)
+            .ok_or_else(|| Error::VersionMissing(placement.version.clone()))?
+            .join("extension");
         let mut names = Vec::new();
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();

@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
 
-use crate::spec::{ClusterSpec, Credentials, Member, Node, Placement};
-use crate::{DatabaseProvider, Result, Supervised};
+use crate::spec::{BaseBackup, ClusterSpec, Credentials, Member, Node, Placement, RestoreFrom};
+use crate::{DatabaseProvider, Error, Result, Supervised};
 
 use super::LocalProvider;
 
@@ -42,7 +42,17 @@ impl LocalProvider {
 #[async_trait]
 impl DatabaseProvider for LocalProvider {
     fn admit(&self, spec: &ClusterSpec) -> Result<()> {
-        self.bin(&spec.version).map(|_| ())
+        self.bin(&spec.version)?;
+        if !self.config.pgbouncer.exists() {
+            return Err(Error::Refused {
+                code: "pooler_not_installed",
+                detail: format!(
+                    "pgbouncer is not installed on this host ({}); install it with `plateau install postgres`",
+                    self.config.pgbouncer.display()
+                ),
+            });
+        }
+        Ok(())
     }
 
     async fn apply(
@@ -103,6 +113,10 @@ impl DatabaseProvider for LocalProvider {
         LocalProvider::available_extensions(self, placement).await
     }
 
+    fn ca_certificate(&self, placement: &Placement) -> Option<String> {
+        LocalProvider::ca_certificate(self, &placement.cluster)
+    }
+
     async fn switchover(
         &self,
         spec: &ClusterSpec,
@@ -121,5 +135,50 @@ impl DatabaseProvider for LocalProvider {
         member: &str,
     ) -> Result<()> {
         LocalProvider::recreate_member(self, spec, placement, credentials, member).await
+    }
+
+    async fn ship_wal(&self, placement: &Placement) -> Result<u64> {
+        self.ship(&placement.cluster).await
+    }
+
+    async fn flush_wal(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<(String, u64)> {
+        self.flush(placement, credentials).await
+    }
+
+    async fn base_backup(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        id: &str,
+    ) -> Result<BaseBackup> {
+        self.take_base_backup(placement, credentials, id).await
+    }
+
+    async fn restore(
+        &self,
+        spec: &ClusterSpec,
+        credentials: &Credentials,
+        from: &RestoreFrom,
+    ) -> Result<Placement> {
+        self.destroy(&self.leftovers(&spec.id, &spec.version))
+            .await?;
+        self.restore_cluster(spec, credentials, from).await
+    }
+
+    async fn prune_backups(
+        &self,
+        cluster: &str,
+        ids: &[String],
+        wal_before: Option<&str>,
+    ) -> Result<()> {
+        self.prune(cluster, ids, wal_before).await
+    }
+
+    async fn drop_backups(&self, cluster: &str) -> Result<()> {
+        self.drop_all_backups(cluster).await
     }
 }

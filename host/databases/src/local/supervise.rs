@@ -120,7 +120,11 @@ pub async fn start_pooler(
 ) -> Result<()> {
     let mut cmd = command(user, pgbouncer);
     cmd.arg("-d").arg(dir.join(POOLER_CONF));
-    run(cmd, "pgbouncer (install the pgbouncer package)").await?;
+    run(
+        cmd,
+        "pgbouncer (install it with `plateau install postgres`)",
+    )
+    .await?;
     wait_port(address, port).await
 }
 

@@ -10,7 +10,9 @@ mod audit_export;
 mod auth;
 mod cache;
 mod checks;
+mod cli;
 mod connect;
+mod console;
 mod cron;
 mod cron_container;
 mod cron_due;
@@ -21,12 +23,14 @@ mod errors;
 mod events;
 mod flags;
 mod heartbeats;
+mod http_details;
 mod idempotency;
 mod ids;
 mod input_rules;
 mod jobs;
 mod multihost;
 mod openapi_conformance;
+mod openapi_document;
 mod pagination;
 mod plugin_idempotency;
 mod plugin_oci;
@@ -134,4 +138,39 @@ pub async fn mint_for(env: &apps::Apps, scopes: &[&str]) -> String {
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     r.json()["token"].as_str().unwrap().to_owned()
+}
+
+/// Polls `check` every 100 ms until it gives a value, for at most `within`
+/// (a bound for a broken cluster, not a timed assertion).
+pub async fn eventually<T, F, Fut>(what: &str, within: std::time::Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually_or(what, within, check, || ()).await
+}
+
+/// [`eventually`], calling `explain` (to print what tells why) before
+/// it fails.
+pub async fn eventually_or<T, F, Fut>(
+    what: &str,
+    within: std::time::Duration,
+    mut check: F,
+    explain: impl FnOnce(),
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            explain();
+            panic!("waited {within:?} for {what}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use super::edge::LocalEdge;
 use super::gates::Gates;
 use super::pool::{Conn, Key, Pool};
 use super::{check_address, host_granted};
@@ -76,6 +77,8 @@ pub struct EgressGuard {
     gates: Arc<Gates>,
     /// Kept-alive connections, shared by the clones.
     pool: Arc<Pool>,
+    /// This host's app edge, for requests to its apps.
+    edge: Option<LocalEdge>,
 }
 
 impl std::fmt::Debug for EgressGuard {
@@ -120,7 +123,14 @@ impl EgressGuard {
             smtp_tls: TlsConnector::from(Arc::new(config)),
             gates: Arc::default(),
             pool: Arc::default(),
+            edge: None,
         })
+    }
+
+    /// Sends plain-HTTP requests to the names `edge` serves to its address.
+    pub fn with_local_edge(mut self, edge: LocalEdge) -> Self {
+        self.edge = Some(edge);
+        self
     }
 
     /// The TLS connector for SMTP: the guard's roots, no ALPN.
@@ -216,13 +226,18 @@ impl EgressGuard {
     /// A new connection to `key`: resolved once, to a checked address,
     /// TLS when asked, the HTTP/1.1 handshake done.
     async fn open(&self, key: &Key, deadline: Instant) -> Result<Conn, HttpError> {
-        let addrs = self
-            .resolve(
-                &key.host,
-                key.port,
-                deadline.saturating_duration_since(Instant::now()),
-            )
-            .await?;
+        let edge = self.edge.as_ref().filter(|_| !key.tls);
+        let addrs = match edge.and_then(|edge| edge.route(&key.host)) {
+            Some(addr) => vec![addr],
+            None => {
+                self.resolve(
+                    &key.host,
+                    key.port,
+                    deadline.saturating_duration_since(Instant::now()),
+                )
+                .await?
+            }
+        };
         let tcp = connect(&addrs, deadline).await?;
         if key.tls {
             let name = ServerName::try_from(key.host.clone()).map_err(|_| {
@@ -301,10 +316,18 @@ fn build_request(
 ) -> Result<http::Request<Full<Bytes>>, HttpError> {
     let invalid = |e: http::Error| HttpError::InvalidRequest(e.to_string());
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    // A `host` header the plugin sets names the virtual host (as curl's
+    // `-H Host:` does); the connection still goes where the url says.
+    let host = req
+        .headers
+        .iter()
+        .rev()
+        .find(|(name, _)| name.eq_ignore_ascii_case("host"))
+        .map_or(authority.as_str(), |(_, value)| value.as_str());
     let mut builder = http::Request::builder()
         .method(req.method.as_str())
         .uri(path)
-        .header(http::header::HOST, authority.as_str());
+        .header(http::header::HOST, host);
     for (name, value) in &req.headers {
         let lower = name.to_ascii_lowercase();
         if matches!(

@@ -284,3 +284,61 @@ async fn requests_to_one_server_reuse_a_kept_connection_and_replace_a_closed_one
     guard.send(&granted, get(port), 1 << 20).await.unwrap();
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
 }
+
+/// A server that answers each request with the `host` header it got.
+async fn host_echo() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 4096];
+            let n = socket.read(&mut buf).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let host = head
+                .lines()
+                .find_map(|l| l.strip_prefix("host: ").or(l.strip_prefix("Host: ")))
+                .unwrap_or("")
+                .to_owned();
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{host}",
+                host.len()
+            );
+            let _ = socket.write_all(answer.as_bytes()).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn requests_to_this_hosts_apps_go_to_its_edge_with_the_virtual_host_kept() {
+    use plateau_plugin_runtime::egress::LocalEdge;
+    let edge = host_echo().await;
+    // No exemption: loopback is refused, except as the edge's address.
+    let guard = EgressGuard::new(Vec::new()).with_local_edge(LocalEdge {
+        domain: "apps.test".into(),
+        address: Arc::new(move || Some(edge)),
+    });
+    let granted = ["*".to_owned()];
+    let mut to_app = get(1);
+    to_app.url = "http://shop.apps.test:8081/".into();
+    let answer = guard.send(&granted, to_app, 1 << 20).await.unwrap();
+    assert_eq!(answer.body, b"shop.apps.test:8081");
+    // A `host` header the plugin sets is the virtual host sent (cron jobs
+    // name one); the connection still goes where the url says.
+    let mut named = get(1);
+    named.url = "http://any.apps.test/".into();
+    named.headers = vec![("Host".into(), "www.example.com".into())];
+    let answer = guard.send(&granted, named, 1 << 20).await.unwrap();
+    assert_eq!(answer.body, b"www.example.com");
+    // Other names still resolve and meet the policy.
+    let mut elsewhere = get(edge.port());
+    elsewhere.url = format!("http://localhost:{}/", edge.port());
+    let refused = guard.send(&granted, elsewhere, 1 << 20).await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            plateau_plugin_runtime::egress::HttpError::AddressRefused(_)
+        ),
+        "{refused:?}"
+    );
+}

@@ -3,13 +3,16 @@
 //! config ([`spec`]) in its own network namespace ([`net`]), the edge's
 //! requests proxied to the replica's address and `$PORT`. A replica runs
 //! as its app's unprivileged host ids ([`ids`]), under a seccomp filter
-//! ([`spec::SECCOMP`]), behind the replicas' firewall ([`firewall`]).
+//! ([`spec::SECCOMP`]), behind the replicas' firewall ([`firewall`]),
+//! reaching beyond the host only what [`egress`] allows.
 //!
 //! State lives under one root (`<data dir>/apps/containers`): runc's state
-//! in `state/`, one bundle per replica in `bundles/`. A new runner deletes
+//! in `state/`, one bundle per replica in `bundles/`, the replicas'
+//! `resolv.conf`. A new runner deletes
 //! every container a previous process left there, and reclaims the
 //! networks of processes that are gone, before it runs anything.
 
+pub mod egress;
 pub mod firewall;
 pub mod ids;
 mod net;
@@ -27,16 +30,21 @@ use async_trait::async_trait;
 
 use crate::logs::LogSink;
 use crate::{Artifact, Error, LaunchSpec, Limits, Replicas, Result, Runner};
+pub use egress::Egress;
 pub use net::SUBNET;
 pub use replicas::ContainerReplicas;
 pub use spec::{ImageConfig, PORT};
 
-/// Where a runner keeps its state.
+/// Where a runner keeps its state, and what its replicas may reach.
 pub struct Paths {
     /// runc's `--root`.
     pub state: PathBuf,
     /// One OCI bundle (`config.json`) per replica.
     pub bundles: PathBuf,
+    /// The replicas' `/etc/resolv.conf` (the host's resolvers).
+    pub resolv_conf: PathBuf,
+    /// What the replicas may reach beyond the host.
+    pub egress: Egress,
 }
 
 /// What every replica of a deployment is started from.
@@ -72,19 +80,25 @@ pub struct ContainerRunner {
 }
 
 impl ContainerRunner {
-    /// A runner keeping its state under `root`; fails with what to
-    /// install when runc is missing.
-    pub fn new(root: impl Into<PathBuf>) -> Result<ContainerRunner> {
+    /// A runner keeping its state under `root`, its replicas reaching
+    /// what `egress` allows; fails with what to install when runc is
+    /// missing.
+    pub fn new(root: impl Into<PathBuf>, egress: Egress) -> Result<ContainerRunner> {
         let root = root.into();
         let paths = Paths {
             state: root.join("state"),
             bundles: root.join("bundles"),
+            resolv_conf: root.join("resolv.conf"),
+            egress,
         };
         check_runc()?;
         for dir in [&paths.state, &paths.bundles] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::NotRunnable(format!("cannot create {}: {e}", dir.display())))?;
         }
+        std::fs::write(&paths.resolv_conf, paths.egress.resolv_conf()).map_err(|e| {
+            Error::NotRunnable(format!("cannot write the replicas' resolv.conf: {e}"))
+        })?;
         firewall::install()?;
         let runner = ContainerRunner {
             paths: Arc::new(paths),

@@ -1,7 +1,8 @@
 //! Each replica's network: its own namespace (`ip netns add`) joined to
 //! the host by a veth pair, on a /30 of [`SUBNET`] that the host hands
-//! out: the host end is `.1`, the replica `.2`, and the edge connects to
-//! the replica's address.
+//! out: the host end is `.1`, the replica `.2` (its default route goes
+//! through `.1`), and the edge connects to the replica's address. What it
+//! may reach beyond the host is its chain in the firewall (`egress`).
 //!
 //! **Invariant:** a /30 belongs to one replica of one host process on the
 //! whole machine: it is claimed by creating `/run/plateau-net/<n>` under
@@ -14,6 +15,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::egress::{self, Egress};
 use crate::{Error, Result};
 
 /// Where replicas' addresses come from: `10.231.0.0/16`.
@@ -30,11 +32,12 @@ pub struct Net {
 }
 
 impl Net {
-    /// Claims a free /30 and makes the namespace and veth pair.
-    pub fn create() -> Result<Net> {
+    /// Claims a free /30 and makes the namespace and veth pair, with the
+    /// way out `egress` allows.
+    pub fn create(egress: &Egress) -> Result<Net> {
         let slot = claim()?;
         let net = Net { slot };
-        if let Err(e) = net.build() {
+        if let Err(e) = net.build().and_then(|()| egress.open(slot, &links(slot).0)) {
             net.release();
             return Err(e);
         }
@@ -68,6 +71,8 @@ impl Net {
         ip(&["-n", &ns, "addr", "add", &inner_ip, "dev", &inner])?;
         ip(&["-n", &ns, "link", "set", &inner, "up"])?;
         ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+        let gateway = address(self.slot, 1).to_string();
+        ip(&["-n", &ns, "route", "add", "default", "via", &gateway])?;
         Ok(())
     }
 
@@ -120,8 +125,8 @@ fn claim() -> Result<u32> {
     ))
 }
 
-/// The machine-wide lock around claims.
-fn lock() -> Result<File> {
+/// The machine-wide lock around claims (and the firewall's making).
+pub(super) fn lock() -> Result<File> {
     fs::create_dir_all(CLAIMS).map_err(|e| net_error(format!("cannot create {CLAIMS}: {e}")))?;
     let file = File::create(Path::new(CLAIMS).join(".lock"))
         .map_err(|e| net_error(format!("cannot open the claims lock: {e}")))?;
@@ -145,6 +150,7 @@ fn stale(slot: u32) -> bool {
 fn teardown(slot: u32) {
     let ns = format!("plateau-{slot}");
     let (host, _) = links(slot);
+    egress::close(slot, &host);
     let _ = ip(&["netns", "delete", &ns]);
     let _ = ip(&["link", "delete", &host]);
 }

@@ -33,7 +33,8 @@ pub struct Replica {
 impl Replica {
     /// Starts replica `id` of `template` and waits until it listens.
     pub async fn start(id: String, template: &Template, paths: Arc<Paths>) -> Result<Replica> {
-        let net = tokio::task::spawn_blocking(Net::create)
+        let shared = paths.clone();
+        let net = tokio::task::spawn_blocking(move || Net::create(&shared.egress))
             .await
             .map_err(|e| Error::NotRunnable(e.to_string()))??;
         let replica = Replica {
@@ -67,6 +68,7 @@ impl Replica {
             hostname: &self.id,
             cgroup: &format!("/plateau/{}", self.id),
             uid_base: template.uid_base,
+            resolv_conf: path_str(&self.paths.resolv_conf)?,
         }
         .config_json()?;
         std::fs::write(bundle.join("config.json"), config).map_err(|e| io("config.json", e))?;

@@ -136,6 +136,8 @@ pub struct Runtime<'a> {
     pub cgroup: &'a str,
     /// The first host uid of the app's range, container uid 0 (`ids::IdRange::base`).
     pub uid_base: u32,
+    /// The host's file mounted read-only as `/etc/resolv.conf`.
+    pub resolv_conf: &'a str,
 }
 
 impl Runtime<'_> {
@@ -170,7 +172,7 @@ impl Runtime<'_> {
             },
             "root": { "path": self.rootfs, "readonly": true },
             "hostname": self.hostname,
-            "mounts": mounts(),
+            "mounts": mounts(self.resolv_conf),
             "linux": {
                 "cgroupsPath": self.cgroup,
                 "resources": {
@@ -201,8 +203,10 @@ impl Runtime<'_> {
     }
 }
 
-fn mounts() -> Value {
+fn mounts(resolv_conf: &str) -> Value {
     json!([
+        { "destination": "/etc/resolv.conf", "type": "bind", "source": resolv_conf,
+          "options": ["rbind", "ro", "nosuid", "nodev", "noexec"] },
         { "destination": "/proc", "type": "proc", "source": "proc" },
         { "destination": "/dev", "type": "tmpfs", "source": "tmpfs",
           "options": ["nosuid", "strictatime", "mode=755", "size=65536k"] },
@@ -260,6 +264,7 @@ mod tests {
             hostname: "h",
             cgroup: "/plateau/h",
             uid_base: 1 << 30,
+            resolv_conf: "/r/resolv.conf",
         };
         let config: Value = serde_json::from_slice(&runtime.config_json().unwrap()).unwrap();
         let linux = &config["linux"];

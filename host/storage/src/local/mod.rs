@@ -6,6 +6,7 @@
 //! interrupted write deletes its blob and leaves nothing visible.
 
 mod cache;
+mod conditions;
 mod group;
 mod list;
 mod multipart;
@@ -37,6 +38,8 @@ pub struct LocalProvider {
     buckets: Arc<BucketCache>,
     /// SQLite: object rows committed in groups.
     commits: Option<Commits>,
+    /// The keys conditional writes are committing.
+    locks: Arc<conditions::KeyLocks>,
 }
 
 /// The largest object or part accepted in one request (S3's limit).
@@ -63,6 +66,7 @@ impl LocalProvider {
             blobs,
             buckets: Arc::new(BucketCache::new(bucket_ttl)),
             commits,
+            locks: Arc::default(),
         }
     }
 
@@ -132,7 +136,16 @@ impl LocalProvider {
         room: Room,
         actor: &Actor,
         written: Vec<String>,
+        condition: &Condition,
     ) -> Result<ObjectInfo> {
+        let held =
+            match conditions::check(&self.locks, &self.db, &bucket.id, &row.key, condition).await {
+                Ok(held) => held,
+                Err(e) => {
+                    self.blobs.delete_all(written).await;
+                    return Err(e);
+                }
+            };
         let event = object_event(bucket, &row.key, "storage.object.written", actor)
             .data(json!({ "bucket": bucket.bucket, "key": row.key, "size": row.size }));
         let outcome = match &self.commits {
@@ -147,6 +160,7 @@ impl LocalProvider {
             }
             None => self.commit_alone(bucket, &row, room.limit, &event).await,
         };
+        drop(held);
         match outcome {
             Ok(old) => {
                 if let Some(old) = old {
@@ -225,8 +239,19 @@ fn segment_keys(blobs: &str) -> Vec<String> {
     segments(blobs).into_iter().map(|(k, _)| k).collect()
 }
 
+/// What the body's stream found: its checksums (stored with the object),
+/// and the entity tag an encrypting stream computed of the plaintext.
+pub(crate) fn take_digests(
+    digests: &Digests,
+) -> (std::collections::BTreeMap<String, String>, Option<String>) {
+    let mut found = std::mem::take(&mut *digests.lock().unwrap_or_else(|p| p.into_inner()));
+    let etag = found.remove(ETAG_DIGEST);
+    (found, etag)
+}
+
 pub(crate) fn info(row: objects::Object) -> ObjectInfo {
     ObjectInfo {
+        segments: segments(&row.blobs).into_iter().map(|(_, s)| s).collect(),
         key: row.key,
         size: row.size.max(0) as u64,
         etag: row.etag,
@@ -330,18 +355,24 @@ impl Provider for LocalProvider {
         let room = self
             .room(&bucket.org_id, Some((bucket.id.as_str(), key)))
             .await?;
+        conditions::holds(&self.db, &bucket.id, key, &upload.condition).await?;
+        let condition = upload.condition.clone();
+        let digests = upload.digests.clone();
         let blob = Blobs::object_key(&bucket.id);
         let written = self.write(&blob, upload, &room, room.replaced).await?;
+        let (checksums, etag) = take_digests(&digests);
+        let mut headers = headers;
+        headers.checksums.extend(checksums);
         let row = objects::Object {
             bucket_id: bucket.id.clone(),
             key: key.to_owned(),
             size: written.size as i64,
-            etag: hex::encode(written.md5),
+            etag: etag.unwrap_or_else(|| hex::encode(written.md5)),
             blobs: serde_json::to_string(&[(&blob, written.size)]).unwrap_or_default(),
             headers: serde_json::to_string(&headers).unwrap_or_default(),
             modified_at: time::now_ms(),
         };
-        self.commit_object(bucket, row, room, actor, vec![blob])
+        self.commit_object(bucket, row, room, actor, vec![blob], &condition)
             .await
     }
 
@@ -420,7 +451,8 @@ impl Provider for LocalProvider {
             },
             modified_at: time::now_ms(),
         };
-        self.commit_object(to.0, row, room, actor, keys).await
+        self.commit_object(to.0, row, room, actor, keys, &Condition::default())
+            .await
     }
 
     async fn list_objects(&self, bucket: &Bucket, query: &ListQuery) -> Result<Listing> {
@@ -451,9 +483,10 @@ impl Provider for LocalProvider {
         bucket: &Bucket,
         upload_id: &str,
         parts: &[(i64, String)],
+        condition: &Condition,
         actor: &Actor,
     ) -> Result<ObjectInfo> {
-        multipart::complete(self, bucket, upload_id, parts, actor).await
+        multipart::complete(self, bucket, upload_id, parts, condition, actor).await
     }
 
     async fn abort_upload(&self, bucket: &Bucket, upload_id: &str) -> Result<()> {

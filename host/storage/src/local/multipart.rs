@@ -2,6 +2,8 @@
 //! and completing records the object as the list of its parts' blobs, so
 //! no byte is copied.
 
+use std::collections::BTreeMap;
+
 use md5::{Digest as _, Md5};
 use plateau_core::{id::new_id, time};
 use plateau_store::events::Actor;
@@ -32,6 +34,7 @@ fn part_info(p: uploads::Part) -> PartInfo {
         size: p.size.max(0) as u64,
         etag: p.etag,
         modified_at: p.modified_at,
+        checksums: serde_json::from_str(&p.checksums).unwrap_or_default(),
     }
 }
 
@@ -85,14 +88,16 @@ pub(super) async fn upload_part(
         .map_or(0, |p| p.size);
     let blob = Blobs::part_key(upload_id, number);
     let room = provider.room(&bucket.org_id, None).await?;
+    let digests = upload.digests.clone();
     let written = provider.write(&blob, upload, &room, freed).await?;
+    let (checksums, etag) = super::take_digests(&digests);
     let part = uploads::Part {
         upload_id: upload_id.to_owned(),
         part_number: number,
         size: written.size as i64,
-        etag: hex::encode(written.md5),
+        etag: etag.unwrap_or_else(|| hex::encode(written.md5)),
         blob: blob.clone(),
-        checksums: "{}".to_owned(),
+        checksums: serde_json::to_string(&checksums).unwrap_or_else(|_| "{}".to_owned()),
         modified_at: time::now_ms(),
     };
     let mut tx = provider.db.begin().await?;
@@ -117,6 +122,7 @@ pub(super) async fn complete(
     bucket: &Bucket,
     upload_id: &str,
     chosen: &[(i64, String)],
+    condition: &Condition,
     actor: &Actor,
 ) -> Result<ObjectInfo> {
     let upload = get(provider, bucket, upload_id).await?;
@@ -150,6 +156,27 @@ pub(super) async fn complete(
         md5.update(hex::decode(&part.etag).unwrap_or_default());
     }
     let etag = format!("{}-{}", hex::encode(md5.finalize()), used.len());
+    let mut headers: ObjectHeaders = serde_json::from_str(&upload.headers).unwrap_or_default();
+    headers.upload_id = Some(upload_id.to_owned());
+    headers.parts = used.iter().map(|p| p.part_number).collect();
+    if let Some(algorithm) = &headers.checksum_algorithm {
+        let sums: Vec<String> = used
+            .iter()
+            .map(|p| {
+                let found: BTreeMap<String, String> =
+                    serde_json::from_str(&p.checksums).unwrap_or_default();
+                found.get(algorithm).cloned().unwrap_or_default()
+            })
+            .collect();
+        if sums.iter().any(String::is_empty) {
+            return Err(Error::InvalidPart(format!(
+                "every part of an upload created with the {algorithm} checksum algorithm needs its checksum"
+            )));
+        }
+        if let Some(sum) = composite(algorithm, &sums) {
+            headers.checksums.insert(algorithm.clone(), sum);
+        }
+    }
     let blobs: Vec<(&str, i64)> = used.iter().map(|p| (p.blob.as_str(), p.size)).collect();
     let numbers: Vec<i64> = used.iter().map(|p| p.part_number).collect();
     let row = objects::Object {
@@ -158,9 +185,17 @@ pub(super) async fn complete(
         size: used.iter().map(|p| p.size).sum(),
         etag,
         blobs: serde_json::to_string(&blobs).unwrap_or_default(),
-        headers: upload.headers.clone(),
+        headers: serde_json::to_string(&headers).unwrap_or_default(),
         modified_at: time::now_ms(),
     };
+    let held = super::conditions::check(
+        &provider.locks,
+        &provider.db,
+        &bucket.id,
+        &row.key,
+        condition,
+    )
+    .await?;
     let event = object_event(bucket, &row.key, "storage.object.written", actor)
         .data(json!({ "bucket": bucket.bucket, "key": row.key, "size": row.size }));
     let mut tx = provider.db.begin().await?;
@@ -168,12 +203,38 @@ pub(super) async fn complete(
         .await
         .map_err(|e| Error::from_write(e, String::new))?;
     tx.commit().await?;
+    drop(held);
     let mut garbage: Vec<String> = done.unused.into_iter().map(|p| p.blob).collect();
     if let Some(old) = done.replaced {
         garbage.extend(segments(&old.blobs).into_iter().map(|(k, _)| k));
     }
     provider.blobs.delete_all(garbage).await;
     Ok(super::info(row))
+}
+
+/// The checksum of a multipart object: the checksum of its parts'
+/// checksums, and `-<parts>` (S3's composite checksum).
+fn composite(algorithm: &str, sums: &[String]) -> Option<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Sha1, Sha256};
+    let mut joined = Vec::new();
+    for sum in sums {
+        joined.extend(BASE64.decode(sum).ok()?);
+    }
+    fn of<H: s3s::crypto::Checksum>(mut h: H, data: &[u8]) -> Vec<u8> {
+        h.update(data);
+        h.finalize().as_ref().to_vec()
+    }
+    let digest = match algorithm {
+        "crc32" => of(Crc32::new(), &joined),
+        "crc32c" => of(Crc32c::new(), &joined),
+        "crc64nvme" => of(Crc64Nvme::new(), &joined),
+        "sha1" => of(Sha1::new(), &joined),
+        "sha256" => of(Sha256::new(), &joined),
+        _ => return None,
+    };
+    Some(format!("{}-{}", BASE64.encode(digest), sums.len()))
 }
 
 pub(super) async fn abort(

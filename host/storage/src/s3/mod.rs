@@ -7,8 +7,14 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
+mod copy;
+mod date;
+mod encryption;
+mod form;
+mod list;
 mod multipart;
 mod objects;
+mod read;
 mod verify;
 
 use std::future::Future;
@@ -43,7 +49,42 @@ pub async fn serve(
     timeouts: plateau_listen::Timeouts,
     shutdown: impl Future<Output = ()>,
 ) {
-    plateau_listen::serve(listener, timeouts, move |_| service.clone(), shutdown).await;
+    let make = move |_| Entry {
+        inner: service.clone(),
+    };
+    plateau_listen::serve(listener, timeouts, make, shutdown).await;
+}
+
+/// What a request goes through before `s3s`: [`date`] and [`form`].
+#[derive(Clone)]
+struct Entry {
+    inner: S3Service,
+}
+
+impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
+    type Response = s3s::HttpResponse;
+    type Error = s3s::HttpError;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<plateau_listen::Body>) -> Self::Future {
+        let mut inner = self.inner.clone();
+        Box::pin(async move {
+            if let Some(refused) = date::check_v2(&req) {
+                return Ok(refused);
+            }
+            match form::prepare(date::with_amz_date(req)).await {
+                Ok(req) => tower::Service::call(&mut inner, req).await,
+                Err(refused) => Ok(refused),
+            }
+        })
+    }
 }
 
 /// Virtual-host style under the storage domain; any other host (an
@@ -92,7 +133,7 @@ pub struct Front {
     storage: Storage,
 }
 
-fn internal(e: Error) -> S3Error {
+pub(crate) fn internal(e: Error) -> S3Error {
     tracing::error!(error = %e, "storage request failed");
     S3Error::with_message(S3ErrorCode::InternalError, "internal error; try again")
 }
@@ -118,6 +159,7 @@ pub(crate) fn s3_error(e: Error) -> S3Error {
         Error::IncompleteBody => S3ErrorCode::IncompleteBody,
         Error::InvalidRange => S3ErrorCode::InvalidRange,
         Error::InvalidArgument(_) => S3ErrorCode::InvalidArgument,
+        Error::PreconditionFailed => S3ErrorCode::PreconditionFailed,
         Error::Internal(_) => return internal(e),
     };
     S3Error::with_message(code, e.to_string())

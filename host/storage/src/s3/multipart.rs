@@ -4,27 +4,81 @@
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::objects::{body, write_error};
+use super::encryption;
+use super::objects::{body, condition, headers_of, write_error};
 use super::{Front, actor, s3_error, timestamp};
-use crate::provider::{Bucket as Stored, ObjectHeaders};
+use crate::provider::{Bucket as Stored, ObjectInfo};
 
 pub(super) async fn create(
     front: &Front,
-    bucket: Stored,
-    name: String,
-    key: String,
-    headers: ObjectHeaders,
+    req: S3Request<CreateMultipartUploadInput>,
 ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+    let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let input = req.input;
+    let customer = encryption::customer(
+        input.sse_customer_algorithm.as_deref(),
+        input.sse_customer_key.as_deref(),
+        input.sse_customer_key_md5.as_deref(),
+    )?;
+    let plan = encryption::plan(
+        &front.storage,
+        input.server_side_encryption.as_ref(),
+        customer.as_ref(),
+    )?;
+    let algorithm = match &input.checksum_algorithm {
+        Some(a) => {
+            let a = a.as_str().to_ascii_lowercase();
+            if !["crc32", "crc32c", "crc64nvme", "sha1", "sha256"].contains(&a.as_str()) {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::InvalidRequest,
+                    "the checksum algorithm is not supported",
+                ));
+            }
+            Some(a)
+        }
+        None => None,
+    };
+    if input
+        .checksum_type
+        .as_ref()
+        .is_some_and(|t| t.as_str() == ChecksumType::FULL_OBJECT)
+    {
+        return Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "full-object checksums of multipart uploads are not supported; use COMPOSITE",
+        ));
+    }
+    let mut headers = headers_of(
+        input.content_type,
+        input.content_encoding,
+        input.content_disposition,
+        input.content_language,
+        input.cache_control,
+        input.expires,
+        input.metadata,
+    );
+    headers.sse = plan.map(|p| p.sealed);
+    headers.checksum_algorithm = algorithm;
     let upload = front
         .storage
         .provider()
-        .create_upload(&bucket, &key, headers)
+        .create_upload(&bucket, &input.key, headers)
         .await
         .map_err(s3_error)?;
+    let described = encryption::describe(upload.headers.sse.as_ref(), customer.as_ref());
     Ok(S3Response::new(CreateMultipartUploadOutput {
-        bucket: Some(name),
-        key: Some(key),
+        bucket: Some(input.bucket),
+        key: Some(input.key),
         upload_id: Some(upload.id),
+        checksum_algorithm: input.checksum_algorithm,
+        checksum_type: upload
+            .headers
+            .checksum_algorithm
+            .as_ref()
+            .map(|_| ChecksumType::from_static(ChecksumType::COMPOSITE)),
+        server_side_encryption: described.method,
+        sse_customer_algorithm: described.algorithm,
+        sse_customer_key_md5: described.key_md5,
         ..Default::default()
     }))
 }
@@ -56,7 +110,17 @@ pub(super) async fn upload_part(
     mut req: S3Request<UploadPartInput>,
 ) -> S3Result<S3Response<UploadPartOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    upload_of(front, &bucket, &req.input.upload_id, &req.input.key).await?;
+    let found = upload_of(front, &bucket, &req.input.upload_id, &req.input.key).await?;
+    let customer = encryption::customer(
+        req.input.sse_customer_algorithm.as_deref(),
+        req.input.sse_customer_key.as_deref(),
+        req.input.sse_customer_key_md5.as_deref(),
+    )?;
+    let key = encryption::key_of(
+        &front.storage,
+        found.headers.sse.as_ref(),
+        customer.as_ref(),
+    )?;
     let data = req.input.body.take();
     let input = &req.input;
     let checksums = Checksum {
@@ -67,13 +131,16 @@ pub(super) async fn upload_part(
         checksum_sha256: input.checksum_sha256.clone(),
         checksum_type: None,
     };
-    let (upload, failure) = body(
+    let (mut upload, failure) = body(
         &req,
         data,
         input.content_md5.clone(),
-        checksums.clone(),
+        checksums,
         input.content_length,
     )?;
+    if let (Some(sealed), Some(key)) = (&found.headers.sse, key) {
+        encryption::encrypt(&mut upload, sealed, key, i64::from(input.part_number));
+    }
     let part = front
         .storage
         .provider()
@@ -85,13 +152,18 @@ pub(super) async fn upload_part(
         )
         .await
         .map_err(|e| write_error(e, &failure))?;
+    let described = encryption::describe(found.headers.sse.as_ref(), customer.as_ref());
+    let c = &part.checksums;
     Ok(S3Response::new(UploadPartOutput {
         e_tag: Some(ETag::Strong(part.etag)),
-        checksum_crc32: checksums.checksum_crc32,
-        checksum_crc32c: checksums.checksum_crc32c,
-        checksum_crc64nvme: checksums.checksum_crc64nvme,
-        checksum_sha1: checksums.checksum_sha1,
-        checksum_sha256: checksums.checksum_sha256,
+        checksum_crc32: c.get("crc32").cloned(),
+        checksum_crc32c: c.get("crc32c").cloned(),
+        checksum_crc64nvme: c.get("crc64nvme").cloned(),
+        checksum_sha1: c.get("sha1").cloned(),
+        checksum_sha256: c.get("sha256").cloned(),
+        server_side_encryption: described.method,
+        sse_customer_algorithm: described.algorithm,
+        sse_customer_key_md5: described.key_md5,
         ..Default::default()
     }))
 }
@@ -102,7 +174,25 @@ pub(super) async fn complete(
 ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
     let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let input = &req.input;
-    upload_of(front, &bucket, &input.upload_id, &input.key).await?;
+    let condition = condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
+    match upload_of(front, &bucket, &input.upload_id, &input.key).await {
+        Ok(_) => {}
+        Err(e) if *e.code() == S3ErrorCode::NoSuchUpload => {
+            // A retry of a completion that succeeded: the object it made.
+            let found = front
+                .storage
+                .provider()
+                .head_object(&bucket, &input.key)
+                .await;
+            return match found {
+                Ok(info) if info.headers.upload_id.as_deref() == Some(&input.upload_id) => {
+                    Ok(completed(input, info))
+                }
+                _ => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    }
     let mut parts = Vec::new();
     for part in input
         .multipart_upload
@@ -119,18 +209,93 @@ pub(super) async fn complete(
         };
         parts.push((i64::from(number), etag.value().to_owned()));
     }
+    check_part_checksums(front, &bucket, input).await?;
     let info = front
         .storage
         .provider()
-        .complete_upload(&bucket, &input.upload_id, &parts, &actor(&principal))
+        .complete_upload(
+            &bucket,
+            &input.upload_id,
+            &parts,
+            &condition,
+            &actor(&principal),
+        )
         .await
         .map_err(s3_error)?;
-    Ok(S3Response::new(CompleteMultipartUploadOutput {
+    Ok(completed(input, info))
+}
+
+/// InvalidPart when a part's checksum in the request is not the one
+/// its upload was found to have.
+async fn check_part_checksums(
+    front: &Front,
+    bucket: &Stored,
+    input: &CompleteMultipartUploadInput,
+) -> S3Result<()> {
+    let listed = input
+        .multipart_upload
+        .as_ref()
+        .and_then(|m| m.parts.as_ref())
+        .into_iter()
+        .flatten();
+    let mut sent = Vec::new();
+    for p in listed {
+        for (name, value) in [
+            ("crc32", &p.checksum_crc32),
+            ("crc32c", &p.checksum_crc32c),
+            ("crc64nvme", &p.checksum_crc64nvme),
+            ("sha1", &p.checksum_sha1),
+            ("sha256", &p.checksum_sha256),
+        ] {
+            if let (Some(n), Some(v)) = (p.part_number, value) {
+                sent.push((i64::from(n), name, v.clone()));
+            }
+        }
+    }
+    if sent.is_empty() {
+        return Ok(());
+    }
+    let (stored, _) = front
+        .storage
+        .provider()
+        .list_parts(bucket, &input.upload_id, 0, 10_000)
+        .await
+        .map_err(s3_error)?;
+    for (number, name, value) in sent {
+        let found = stored
+            .iter()
+            .find(|p| p.number == number)
+            .and_then(|p| p.checksums.get(name));
+        if found != Some(&value) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidPart,
+                format!("the {name} checksum of part {number} is not the one it was uploaded with"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The answer of a completion that made `info`.
+fn completed(
+    input: &CompleteMultipartUploadInput,
+    info: ObjectInfo,
+) -> S3Response<CompleteMultipartUploadOutput> {
+    let c = &info.headers.checksums;
+    let described = encryption::describe(info.headers.sse.as_ref(), None);
+    S3Response::new(CompleteMultipartUploadOutput {
         bucket: Some(input.bucket.clone()),
         key: Some(input.key.clone()),
-        e_tag: Some(ETag::Strong(info.etag)),
+        e_tag: Some(ETag::Strong(info.etag.clone())),
+        checksum_crc32: c.get("crc32").cloned(),
+        checksum_crc32c: c.get("crc32c").cloned(),
+        checksum_crc64nvme: c.get("crc64nvme").cloned(),
+        checksum_sha1: c.get("sha1").cloned(),
+        checksum_sha256: c.get("sha256").cloned(),
+        checksum_type: (!c.is_empty()).then(|| ChecksumType::from_static(ChecksumType::COMPOSITE)),
+        server_side_encryption: described.method,
         ..Default::default()
-    }))
+    })
 }
 
 pub(super) async fn abort(

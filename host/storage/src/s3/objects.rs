@@ -3,20 +3,16 @@
 
 use std::sync::Mutex;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use bytes::Bytes;
 use futures::StreamExt;
 use s3s::dto::*;
 use s3s::{S3, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
+use super::encryption;
 use super::verify::{self, Expected};
-use super::{Front, actor, denied, s3_error, timestamp};
+use super::{Front, actor, s3_error, timestamp};
 use crate::error::Error;
-use crate::provider::{ByteStream, ListQuery, ObjectHeaders, ObjectInfo, Upload};
-
-/// The most keys one listing returns.
-const MAX_KEYS: usize = 1000;
+use crate::provider::{ByteStream, Condition, Digests, ObjectHeaders, ObjectInfo, Upload};
 
 /// A provider stream as s3s wants it (`Sync`).
 pub(super) fn blob(stream: ByteStream) -> StreamingBlob {
@@ -60,6 +56,7 @@ pub(super) fn body<T>(
         .unwrap_or_default();
     let body = body
         .unwrap_or_else(|| StreamingBlob::wrap(futures::stream::empty::<std::io::Result<Bytes>>()));
+    let digests = Digests::default();
     let (stream, failure) = verify::verify(
         body,
         Expected {
@@ -67,12 +64,15 @@ pub(super) fn body<T>(
             checksums,
             trailer: req.trailing_headers.clone(),
             trailer_names,
+            digests: digests.clone(),
         },
     )?;
     Ok((
         Upload {
             body: stream,
             length: length.and_then(|l| u64::try_from(l).ok()),
+            digests,
+            condition: Condition::default(),
         },
         failure,
     ))
@@ -86,11 +86,11 @@ pub(super) fn write_error(e: Error, failure: &verify::Failure) -> S3Error {
     s3_error(e)
 }
 
-fn etag(info: &ObjectInfo) -> ETag {
+pub(super) fn etag(info: &ObjectInfo) -> ETag {
     ETag::Strong(info.etag.clone())
 }
 
-fn last_modified(info: &ObjectInfo) -> Timestamp {
+pub(super) fn last_modified(info: &ObjectInfo) -> Timestamp {
     timestamp(info.modified_at)
 }
 
@@ -100,8 +100,9 @@ fn http_date(ts: Timestamp) -> i64 {
 }
 
 /// Applies `If-Match`, `If-None-Match`, `If-Modified-Since` and
-/// `If-Unmodified-Since` to an object.
-fn preconditions(
+/// `If-Unmodified-Since` to an object; a 304 carries the entity tag
+/// and the time of the last change, as HTTP wants.
+pub(super) fn preconditions(
     info: &ObjectInfo,
     if_match: Option<&ETagCondition>,
     if_none_match: Option<&ETagCondition>,
@@ -123,19 +124,60 @@ fn preconditions(
     {
         return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
     }
-    if let Some(c) = if_none_match {
-        if matches(c) {
-            return Err(S3Error::new(S3ErrorCode::NotModified));
+    let not_modified = match if_none_match {
+        Some(c) => matches(c),
+        None => if_modified_since.is_some_and(|t| modified <= http_date(t.clone()) / 1000),
+    };
+    if not_modified {
+        let mut err = S3Error::new(S3ErrorCode::NotModified);
+        let mut headers = http::HeaderMap::new();
+        if let Ok(v) = http::HeaderValue::from_str(&format!("\"{}\"", info.etag)) {
+            headers.insert(http::header::ETAG, v);
         }
-    } else if let Some(t) = if_modified_since
-        && modified <= http_date(t.clone()) / 1000
-    {
-        return Err(S3Error::new(S3ErrorCode::NotModified));
+        let modified = time::OffsetDateTime::from_unix_timestamp(modified)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc2822)
+                    .ok()
+            });
+        if let Some(v) =
+            modified.and_then(|m| http::HeaderValue::from_str(&m.replace("+0000", "GMT")).ok())
+        {
+            headers.insert(http::header::LAST_MODIFIED, v);
+        }
+        err.set_headers(headers);
+        return Err(err);
     }
     Ok(())
 }
 
-fn headers_of(
+/// The condition of a write: `If-Match` (an entity tag or `*`) and
+/// `If-None-Match: *` (S3 accepts no other If-None-Match on a write).
+pub(super) fn condition(
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+) -> S3Result<Condition> {
+    let if_none_match = match if_none_match {
+        None => false,
+        Some(ETagCondition::Any) => true,
+        Some(ETagCondition::ETag(_)) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "If-None-Match on a write accepts only *",
+            ));
+        }
+    };
+    let if_match = if_match.map(|c| match c {
+        ETagCondition::Any => "*".to_owned(),
+        ETagCondition::ETag(e) => e.value().to_owned(),
+    });
+    Ok(Condition {
+        if_match,
+        if_none_match,
+    })
+}
+
+pub(super) fn headers_of(
     content_type: Option<String>,
     content_encoding: Option<String>,
     content_disposition: Option<String>,
@@ -144,6 +186,16 @@ fn headers_of(
     expires: Option<Timestamp>,
     metadata: Option<Metadata>,
 ) -> ObjectHeaders {
+    // aws-chunked names the framing of the request body, not the content.
+    let content_encoding = content_encoding
+        .map(|e| {
+            e.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("aws-chunked"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .filter(|e| !e.is_empty());
     ObjectHeaders {
         content_type,
         content_encoding,
@@ -152,59 +204,12 @@ fn headers_of(
         cache_control,
         expires: expires.map(http_date),
         metadata: metadata.unwrap_or_default().into_iter().collect(),
-    }
-}
-
-fn metadata(h: &ObjectHeaders) -> Option<Metadata> {
-    (!h.metadata.is_empty()).then(|| h.metadata.clone().into_iter().collect())
-}
-
-fn s3_object(info: ObjectInfo) -> Object {
-    Object {
-        e_tag: Some(etag(&info)),
-        last_modified: Some(last_modified(&info)),
-        size: Some(info.size as i64),
-        storage_class: Some(ObjectStorageClass::from_static(
-            ObjectStorageClass::STANDARD,
-        )),
-        key: Some(info.key),
         ..Default::default()
     }
 }
 
-fn encode_token(after: &str) -> String {
-    B64.encode(after.as_bytes())
-}
-
-fn decode_token(token: &str) -> S3Result<String> {
-    B64.decode(token)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| {
-            S3Error::with_message(
-                S3ErrorCode::InvalidArgument,
-                "the continuation token is not valid",
-            )
-        })
-}
-
-fn max_keys(asked: Option<i32>) -> S3Result<usize> {
-    match asked {
-        None => Ok(MAX_KEYS),
-        Some(n) if n < 0 => Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            "max-keys must not be negative",
-        )),
-        Some(n) => Ok((n as usize).min(MAX_KEYS)),
-    }
-}
-
-fn prefixes(list: Vec<String>) -> Option<CommonPrefixList> {
-    (!list.is_empty()).then(|| {
-        list.into_iter()
-            .map(|p| CommonPrefix { prefix: Some(p) })
-            .collect()
-    })
+pub(super) fn metadata(h: &ObjectHeaders) -> Option<Metadata> {
+    (!h.metadata.is_empty()).then(|| h.metadata.clone().into_iter().collect())
 }
 
 #[async_trait::async_trait]
@@ -254,24 +259,51 @@ impl S3 for Front {
         Ok(S3Response::new(GetBucketLocationOutput::default()))
     }
 
+    /// A bucket is made over the API (it belongs to a project, counts
+    /// against the plan and is audited); over S3, a bucket the caller's
+    /// organisation already owns answers BucketAlreadyOwnedByYou, which
+    /// tools that create before they write (rclone, Terraform) accept.
     async fn create_bucket(
         &self,
-        _req: S3Request<CreateBucketInput>,
+        req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
-        Err(S3Error::with_message(
-            S3ErrorCode::AccessDenied,
-            "buckets are created over the API: POST /api/v1/storage/buckets",
-        ))
+        let principal = self.principal(&req).await?;
+        let found = self
+            .storage
+            .provider()
+            .bucket_by_name(&req.input.bucket)
+            .await
+            .map_err(s3_error)?;
+        match found {
+            Some(b) if b.org_id == principal.org_id && principal.may(&b.id, false) => {
+                Err(S3Error::with_message(
+                    S3ErrorCode::BucketAlreadyOwnedByYou,
+                    "your previous request to create the named bucket succeeded and you already own it",
+                ))
+            }
+            // Another organisation's name is not said to exist.
+            _ => Err(S3Error::with_message(
+                S3ErrorCode::AccessDenied,
+                "buckets are created over the API: POST /api/v1/storage/buckets",
+            )),
+        }
     }
 
+    /// An empty bucket may be deleted by a key that may write it, as the
+    /// API's DELETE would (its event names the key).
     async fn delete_bucket(
         &self,
-        _req: S3Request<DeleteBucketInput>,
+        req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        Err(S3Error::with_message(
-            S3ErrorCode::AccessDenied,
-            "buckets are deleted over the API: DELETE /api/v1/storage/buckets/{id}",
-        ))
+        let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
+        self.storage
+            .provider()
+            .delete_bucket(&bucket, &actor(&principal))
+            .await
+            .map_err(s3_error)?;
+        let mut out = S3Response::new(DeleteBucketOutput::default());
+        out.status = Some(http::StatusCode::NO_CONTENT);
+        Ok(out)
     }
 
     async fn put_object(
@@ -280,6 +312,16 @@ impl S3 for Front {
     ) -> S3Result<S3Response<PutObjectOutput>> {
         let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
         let input = req.input.clone_headers();
+        let customer = encryption::customer(
+            req.input.sse_customer_algorithm.as_deref(),
+            req.input.sse_customer_key.as_deref(),
+            req.input.sse_customer_key_md5.as_deref(),
+        )?;
+        let plan = encryption::plan(
+            &self.storage,
+            req.input.server_side_encryption.as_ref(),
+            customer.as_ref(),
+        )?;
         let checksums = Checksum {
             checksum_crc32: input.checksum_crc32.clone(),
             checksum_crc32c: input.checksum_crc32c.clone(),
@@ -288,16 +330,21 @@ impl S3 for Front {
             checksum_sha256: input.checksum_sha256.clone(),
             checksum_type: None,
         };
+        let condition = condition(
+            req.input.if_match.as_ref(),
+            req.input.if_none_match.as_ref(),
+        )?;
         let mut req = req;
         let data = req.input.body.take();
-        let (upload, failure) = body(
+        let (mut upload, failure) = body(
             &req,
             data,
             input.content_md5.clone(),
             checksums,
             input.content_length,
         )?;
-        let headers = headers_of(
+        upload.condition = condition;
+        let mut headers = headers_of(
             input.content_type,
             input.content_encoding,
             input.content_disposition,
@@ -306,14 +353,28 @@ impl S3 for Front {
             input.expires,
             input.metadata,
         );
+        if let Some(plan) = plan {
+            headers.sse = Some(plan.sealed.clone());
+            plan.encrypt(&mut upload, 0);
+        }
         let info = self
             .storage
             .provider()
             .put_object(&bucket, &req.input.key, upload, headers, &actor(&principal))
             .await
             .map_err(|e| write_error(e, &failure))?;
+        let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
+        let c = &info.headers.checksums;
         Ok(S3Response::new(PutObjectOutput {
             e_tag: Some(etag(&info)),
+            checksum_crc32: c.get("crc32").cloned(),
+            checksum_crc32c: c.get("crc32c").cloned(),
+            checksum_crc64nvme: c.get("crc64nvme").cloned(),
+            checksum_sha1: c.get("sha1").cloned(),
+            checksum_sha256: c.get("sha256").cloned(),
+            server_side_encryption: described.method,
+            sse_customer_algorithm: described.algorithm,
+            sse_customer_key_md5: described.key_md5,
             ..Default::default()
         }))
     }
@@ -322,110 +383,14 @@ impl S3 for Front {
         &self,
         req: S3Request<GetObjectInput>,
     ) -> S3Result<S3Response<GetObjectOutput>> {
-        let (_, bucket) = self.bucket(&req, &req.input.bucket, false).await?;
-        let input = &req.input;
-        let opened = self
-            .storage
-            .provider()
-            .get_object(&bucket, &input.key)
-            .await
-            .map_err(s3_error)?;
-        preconditions(
-            &opened.info,
-            input.if_match.as_ref(),
-            input.if_none_match.as_ref(),
-            input.if_modified_since.as_ref(),
-            input.if_unmodified_since.as_ref(),
-        )?;
-        let range = match &input.range {
-            Some(r) => Some(r.check(opened.info.size).map_err(|_| {
-                S3Error::with_message(
-                    S3ErrorCode::InvalidRange,
-                    "the requested range is not satisfiable",
-                )
-            })?),
-            None => None,
-        };
-        let (info, stream) = opened.read(range.clone()).map_err(s3_error)?;
-        let (length, content_range) = match &range {
-            Some(r) => (
-                r.end - r.start,
-                Some(format!("bytes {}-{}/{}", r.start, r.end - 1, info.size)),
-            ),
-            None => (info.size, None),
-        };
-        let h = &info.headers;
-        let mut out = S3Response::new(GetObjectOutput {
-            body: Some(blob(stream)),
-            content_length: Some(length as i64),
-            content_range,
-            accept_ranges: Some("bytes".to_owned()),
-            e_tag: Some(etag(&info)),
-            last_modified: Some(last_modified(&info)),
-            content_type: input
-                .response_content_type
-                .clone()
-                .or_else(|| h.content_type.clone()),
-            content_encoding: input
-                .response_content_encoding
-                .clone()
-                .or_else(|| h.content_encoding.clone()),
-            content_disposition: input
-                .response_content_disposition
-                .clone()
-                .or_else(|| h.content_disposition.clone()),
-            content_language: input
-                .response_content_language
-                .clone()
-                .or_else(|| h.content_language.clone()),
-            cache_control: input
-                .response_cache_control
-                .clone()
-                .or_else(|| h.cache_control.clone()),
-            expires: h.expires.map(timestamp),
-            metadata: metadata(h),
-            ..Default::default()
-        });
-        if range.is_some() {
-            out.status = Some(http::StatusCode::PARTIAL_CONTENT);
-        }
-        Ok(out)
+        super::read::get(self, req).await
     }
 
     async fn head_object(
         &self,
         req: S3Request<HeadObjectInput>,
     ) -> S3Result<S3Response<HeadObjectOutput>> {
-        let (_, bucket) = self.bucket(&req, &req.input.bucket, false).await?;
-        let input = &req.input;
-        let info = self
-            .storage
-            .provider()
-            .head_object(&bucket, &input.key)
-            .await
-            .map_err(s3_error)?;
-        preconditions(
-            &info,
-            input.if_match.as_ref(),
-            input.if_none_match.as_ref(),
-            input.if_modified_since.as_ref(),
-            input.if_unmodified_since.as_ref(),
-        )?;
-        let h = &info.headers;
-        Ok(S3Response::new(HeadObjectOutput {
-            content_length: Some(info.size as i64),
-            accept_ranges: Some("bytes".to_owned()),
-            e_tag: Some(etag(&info)),
-            last_modified: Some(last_modified(&info)),
-            content_type: h.content_type.clone(),
-            content_encoding: h.content_encoding.clone(),
-            content_disposition: h.content_disposition.clone(),
-            content_language: h.content_language.clone(),
-            cache_control: h.cache_control.clone(),
-            expires: h.expires.map(timestamp),
-            metadata: metadata(h),
-            ..Default::default()
-        }))
+        super::read::head(self, req).await
     }
 
     async fn delete_object(
@@ -433,6 +398,17 @@ impl S3 for Front {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let (principal, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
+        let input = &req.input;
+        if input.if_match.is_some()
+            || input.if_match_last_modified_time.is_some()
+            || input.if_match_size.is_some()
+        {
+            // Refused rather than ignored: the delete would not be conditional.
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "conditional DeleteObject (If-Match) is not supported",
+            ));
+        }
         self.storage
             .provider()
             .delete_object(&bucket, &req.input.key, &actor(&principal))
@@ -494,174 +470,28 @@ impl S3 for Front {
         &self,
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
-        let (principal, to) = self.bucket(&req, &req.input.bucket, true).await?;
-        let CopySource::Bucket { bucket, key, .. } = &req.input.copy_source else {
-            return Err(denied());
-        };
-        let (_, from) = self.bucket(&req, bucket, false).await?;
-        let input = &req.input;
-        let provider = self.storage.provider();
-        let source = provider.head_object(&from, key).await.map_err(s3_error)?;
-        preconditions(
-            &source,
-            input.copy_source_if_match.as_ref(),
-            input.copy_source_if_none_match.as_ref(),
-            input.copy_source_if_modified_since.as_ref(),
-            input.copy_source_if_unmodified_since.as_ref(),
-        )
-        .map_err(|e| {
-            if *e.code() == S3ErrorCode::NotModified {
-                S3Error::new(S3ErrorCode::PreconditionFailed)
-            } else {
-                e
-            }
-        })?;
-        let replace = input
-            .metadata_directive
-            .as_ref()
-            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
-        if !replace && from.id == to.id && **key == *input.key {
-            return Err(S3Error::with_message(
-                S3ErrorCode::InvalidRequest,
-                "copying an object to itself needs the REPLACE metadata directive",
-            ));
-        }
-        let headers = replace.then(|| {
-            headers_of(
-                input.content_type.clone(),
-                input.content_encoding.clone(),
-                input.content_disposition.clone(),
-                input.content_language.clone(),
-                input.cache_control.clone(),
-                input.expires.clone(),
-                input.metadata.clone(),
-            )
-        });
-        let info = provider
-            .copy_object(
-                (&from, &**key),
-                (&to, input.key.as_str()),
-                headers,
-                &actor(&principal),
-            )
-            .await
-            .map_err(s3_error)?;
-        Ok(S3Response::new(CopyObjectOutput {
-            copy_object_result: Some(CopyObjectResult {
-                e_tag: Some(etag(&info)),
-                last_modified: Some(last_modified(&info)),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }))
+        super::copy::copy(self, req).await
     }
 
     async fn list_objects_v2(
         &self,
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let (_, bucket) = self.bucket(&req, &req.input.bucket, false).await?;
-        let input = &req.input;
-        let after = match (&input.continuation_token, &input.start_after) {
-            (Some(token), _) => decode_token(token)?,
-            (None, Some(start)) => start.clone(),
-            (None, None) => String::new(),
-        };
-        let max = max_keys(input.max_keys)?;
-        let query = ListQuery {
-            prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
-            after,
-            max_keys: max,
-        };
-        let listing = self
-            .storage
-            .provider()
-            .list_objects(&bucket, &query)
-            .await
-            .map_err(s3_error)?;
-        let count = listing.objects.len() + listing.prefixes.len();
-        Ok(S3Response::new(ListObjectsV2Output {
-            name: Some(input.bucket.clone()),
-            prefix: input.prefix.clone(),
-            delimiter: input.delimiter.clone(),
-            max_keys: Some(max as i32),
-            key_count: Some(count as i32),
-            continuation_token: input.continuation_token.clone(),
-            start_after: input.start_after.clone(),
-            encoding_type: input.encoding_type.clone(),
-            is_truncated: Some(listing.truncated),
-            next_continuation_token: listing
-                .truncated
-                .then(|| listing.next_after.as_deref().map(encode_token))
-                .flatten(),
-            contents: Some(listing.objects.into_iter().map(s3_object).collect()),
-            common_prefixes: prefixes(listing.prefixes),
-            ..Default::default()
-        }))
+        super::list::v2(self, req).await
     }
 
     async fn list_objects(
         &self,
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
-        let (_, bucket) = self.bucket(&req, &req.input.bucket, false).await?;
-        let input = &req.input;
-        let max = max_keys(input.max_keys)?;
-        let query = ListQuery {
-            prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
-            after: input.marker.clone().unwrap_or_default(),
-            max_keys: max,
-        };
-        let listing = self
-            .storage
-            .provider()
-            .list_objects(&bucket, &query)
-            .await
-            .map_err(s3_error)?;
-        // NextMarker is given with a delimiter (S3 leaves it out otherwise:
-        // clients continue after the last key).
-        let next_marker = (listing.truncated && input.delimiter.is_some())
-            .then(|| {
-                listing
-                    .prefixes
-                    .last()
-                    .cloned()
-                    .max(listing.objects.last().map(|o| o.key.clone()))
-            })
-            .flatten();
-        Ok(S3Response::new(ListObjectsOutput {
-            name: Some(input.bucket.clone()),
-            prefix: input.prefix.clone(),
-            delimiter: input.delimiter.clone(),
-            marker: input.marker.clone(),
-            max_keys: Some(max as i32),
-            encoding_type: input.encoding_type.clone(),
-            is_truncated: Some(listing.truncated),
-            next_marker,
-            contents: Some(listing.objects.into_iter().map(s3_object).collect()),
-            common_prefixes: prefixes(listing.prefixes),
-            ..Default::default()
-        }))
+        super::list::v1(self, req).await
     }
 
     async fn create_multipart_upload(
         &self,
         req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
-        let (_, bucket) = self.bucket(&req, &req.input.bucket, true).await?;
-        let input = req.input;
-        let headers = headers_of(
-            input.content_type,
-            input.content_encoding,
-            input.content_disposition,
-            input.content_language,
-            input.cache_control,
-            input.expires,
-            input.metadata,
-        );
-        super::multipart::create(self, bucket, input.bucket, input.key, headers).await
+        super::multipart::create(self, req).await
     }
 
     async fn upload_part(

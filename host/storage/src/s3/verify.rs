@@ -17,7 +17,7 @@ use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Sha1, Sha256};
 use s3s::dto::{Checksum, StreamingBlob};
 use s3s::{S3Error, S3ErrorCode, TrailingHeaders};
 
-use crate::provider::ByteStream;
+use crate::provider::{ByteStream, Digests};
 
 /// What the client said the body hashes to.
 #[derive(Default)]
@@ -28,6 +28,9 @@ pub struct Expected {
     pub trailer: Option<TrailingHeaders>,
     /// The trailer names (`x-amz-trailer`) the client announced.
     pub trailer_names: Vec<String>,
+    /// Where the checksums the body was found to have are recorded, by
+    /// algorithm (`crc32`...), once they are checked.
+    pub digests: Digests,
 }
 
 /// Set when the body did not match.
@@ -139,7 +142,14 @@ impl Verifier {
                         .map(str::to_owned)
                 });
             match sent {
-                Some(sent) if sent == computed => {}
+                Some(sent) if sent == computed => {
+                    let algorithm = name.trim_start_matches("x-amz-checksum-").to_owned();
+                    self.expected
+                        .digests
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(algorithm, computed);
+                }
                 Some(_) => {
                     return Some(S3Error::with_message(
                         S3ErrorCode::BadDigest,

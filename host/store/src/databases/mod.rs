@@ -3,6 +3,9 @@
 //! kept as opaque JSON; passwords are stored sealed by the host, never in
 //! clear. Roles, extensions and data live in the clusters themselves.
 
+pub mod backups;
+pub mod branches;
+
 use sqlx::FromRow;
 
 use crate::events::{self, NewEvent};

@@ -3,6 +3,8 @@
 //! healthy leaving the live one serving, pause and resume, logs, history
 //! and events, and a restart that brings the app back.
 
+use std::time::Duration;
+
 use plateau_testkit::Backend;
 use serde_json::json;
 
@@ -85,6 +87,35 @@ async fn lifecycle(backend: Backend) {
     let detail = c.get(&format!("/apps/{app_id}")).await.json();
     assert_eq!(detail["status"], "running");
     assert_eq!(detail["liveDeploymentId"], back["id"]);
+
+    // A cron job reaches the app at its url through the edge, although
+    // the server exempts no loopback address from the egress guard.
+    let r = c
+        .post(
+            "/cron-jobs",
+            json!({ "name": "ping-app", "schedule": "0 0 1 1 *", "type": "http", "url": app["url"] }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let job = id(&r.json());
+    let r = c
+        .post(&format!("/cron-jobs/{job}/trigger"), json!({}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let run = crate::eventually("the cron job's run", Duration::from_secs(60), || async {
+        let runs = c
+            .get(&format!("/cron-jobs/{job}/runs?limit=1"))
+            .await
+            .json();
+        let run = runs["items"][0].clone();
+        (run["status"] != "running" && !run.is_null()).then_some(run)
+    })
+    .await;
+    assert_eq!(
+        (run["httpStatus"].as_u64(), run["responseBody"].as_str()),
+        (Some(200), Some("hello from v1")),
+        "{run}"
+    );
 
     // History, newest first, with sources and digests.
     let history = c.get(&format!("/apps/{app_id}/deployments")).await.json();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use plateau_testkit::Backend;
 use serde_json::json;
 
-use super::{Conn, Processes, connection, create, direct, eventually};
+use super::{Conn, Processes, connection, create, direct, eventually, eventually_or};
 use crate::{create_org, start};
 
 /// One writer's tally.
@@ -198,7 +198,19 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers() {
         outages.push(writable_again(&without, killed, failed).await);
         // The cluster whole again (the dead nodes back as replicas) before
         // the next round.
-        eventually("two replicas back", Duration::from_secs(120), ready).await;
+        let explain = || {
+            print_logs(
+                &s.data_dir.path().join("caches"),
+                &s.data_dir.path().join("agent"),
+            )
+        };
+        eventually_or(
+            "two replicas back",
+            Duration::from_secs(120),
+            ready,
+            explain,
+        )
+        .await;
     }
     let confirmed = all.acked.load(Ordering::Relaxed);
     eventually(
@@ -259,4 +271,27 @@ async fn no_write_confirmed_with_wait_is_lost_across_failovers() {
         final_all >= acked_all,
         "the counter both replicas confirmed went back: {final_all} < {acked_all}"
     );
+}
+
+/// The last lines of the agent's log and of every cache process's log
+/// under `caches`, to tell why a cluster did not heal.
+fn print_logs(caches: &std::path::Path, agent: &std::path::Path) {
+    let tail = |path: &std::path::Path, lines: usize| {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        eprintln!("== {}", path.display());
+        for line in &all[all.len().saturating_sub(lines)..] {
+            eprintln!("{line}");
+        }
+    };
+    tail(&agent.join("agent.log"), 80);
+    for cluster in std::fs::read_dir(caches).into_iter().flatten().flatten() {
+        for process in std::fs::read_dir(cluster.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            tail(&process.path().join("redis.log"), 40);
+        }
+    }
 }

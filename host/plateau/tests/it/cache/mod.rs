@@ -11,7 +11,6 @@ mod snapshots;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
 
 use plateau_testkit::{Client, Server};
 use redis::aio::MultiplexedConnection;
@@ -180,25 +179,7 @@ pub async fn through_sentinels(conn: &Conn) -> redis::RedisResult<MultiplexedCon
     client.get_async_connection().await
 }
 
-/// Polls `check` every 100 ms until it gives a value, for at most `within`
-/// (a bound for a broken cluster, not a timed assertion).
-pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited {within:?} for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+pub use crate::{eventually, eventually_or};
 
 /// Kills the cache processes of a test's server when the test ends (they
 /// outlive `plateau serve` on purpose, to be adopted by its next start).

@@ -222,8 +222,12 @@ async fn restart_adopts(backend: Backend) {
 /// A version whose binaries are not on the host is refused, naming it.
 async fn missing_version(backend: Backend) {
     let empty = tempfile::tempdir().unwrap();
+    let root = plateau_databases::bins::default_root();
+    let pgbouncer = plateau_databases::bins::pgbouncer(&root);
     let server = start_with(
-        ServerOptions::new(backend).env("PLATEAU_POSTGRES_DIR", empty.path().to_str().unwrap()),
+        ServerOptions::new(backend)
+            .env("PLATEAU_POSTGRES_DIR", empty.path().to_str().unwrap())
+            .env("PLATEAU_PGBOUNCER", pgbouncer.to_str().unwrap()),
     )
     .await;
     let _processes = Processes::of(&server);
@@ -234,13 +238,33 @@ async fn missing_version(backend: Backend) {
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["code"], "version_not_installed");
     assert!(
-        r.text().contains("PostgreSQL 17 is not installed"),
+        r.text().contains("PostgreSQL 17 is not installed")
+            && r.text().contains("plateau install postgres"),
         "{}",
         r.text()
     );
     assert_eq!(c.get("/databases").await.json()["items"], json!([]));
     // Debian's 15 is still there.
     create(&c, json!({ "name": "old", "version": "15" })).await;
+
+    // Without the pooler, nothing is created and the error names the
+    // command that installs it.
+    let server = start_with(
+        ServerOptions::new(backend).env("PLATEAU_POSTGRES_DIR", empty.path().to_str().unwrap()),
+    )
+    .await;
+    let c = server.client();
+    let r = c
+        .post("/databases", json!({ "name": "pooled", "version": "15" }))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["code"], "pooler_not_installed");
+    assert!(
+        r.text().contains("plateau install postgres"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(c.get("/databases").await.json()["items"], json!([]));
 }
 
 on_both_backends!(clusters, restart_adopts, missing_version);

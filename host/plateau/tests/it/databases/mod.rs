@@ -4,13 +4,17 @@
 //! (`writeUri`).
 
 mod api;
+mod backups;
 mod converge;
+mod drivers;
 mod ha;
 mod inside;
 mod isolation;
 mod outage;
 mod quota;
+mod restore_kill;
 mod secrets;
+mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -66,9 +70,12 @@ pub fn psql_ok(uri: &str, sql: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// A sqlx connection to `uri`.
+/// A sqlx connection to `uri`. The workspace builds sqlx without TLS, so
+/// the URIs' `sslmode=require` becomes `prefer`, a plain session (the
+/// servers take those for the host's own sessions); TLS itself is tested
+/// with libpq and the drivers (`drivers`, `tls`).
 pub async fn sqlx_connect(uri: &str) -> Result<PgConnection, sqlx::Error> {
-    PgConnection::connect(uri).await
+    PgConnection::connect(&uri.replace("sslmode=require", "sslmode=prefer")).await
 }
 
 /// Kills the database processes of a test's server when the test ends

@@ -6,7 +6,9 @@ mod api;
 mod awscli;
 mod boto;
 mod isolation;
+mod semantics;
 mod staging;
+mod tools;
 
 use std::process::{Command, Output};
 

@@ -1,0 +1,89 @@
+"""A pytest plugin that runs ceph/s3-tests against Plateau (see
+../CONFORMANCE.md). Buckets are made through Plateau's API, as its users
+make them: the suite's bucket helpers are replaced, nothing else is.
+
+- get_new_bucket_name() creates a bucket over the API
+  (POST /api/v1/storage/buckets, name `s3t<random>-<n>`) and returns the
+  S3 name Plateau gave it (`plt-<org>-s3t<random>-<n>-<suffix>`), which
+  starts with the configured bucket prefix.
+- A CreateBucket the suite then sends for a name the helper made is
+  answered on the client side (the server would say
+  BucketAlreadyOwnedByYou); any other CreateBucket reaches the server.
+- Teardown deletes the objects, uploads and buckets under the prefix.
+
+Environment: PLATEAU_API (http://127.0.0.1:<port>), PLATEAU_TOKENS
+(`main,alt,tenant` owner tokens, comma-separated).
+"""
+
+import itertools
+import json
+import os
+import urllib.request
+
+import botocore.client
+
+_made = set()
+_counter = itertools.count(1)
+
+
+def _api_bucket(token, name):
+    req = urllib.request.Request(
+        os.environ["PLATEAU_API"] + "/api/v1/storage/buckets",
+        data=json.dumps({"name": name}).encode(),
+        method="POST",
+        headers={"authorization": "Bearer " + token, "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)["bucket"]
+
+
+def _new_bucket_name():
+    from s3tests import functional as f
+
+    org_prefix = f.prefix.split("s3t", 1)[0]
+    name = f.prefix[len(org_prefix):] + str(next(_counter))
+    bucket = _api_bucket(os.environ["PLATEAU_TOKENS"].split(",")[0], name)
+    _made.add(bucket)
+    return bucket
+
+
+_call = botocore.client.BaseClient._make_api_call
+
+
+def _make_api_call(self, operation, params):
+    if operation == "CreateBucket" and params.get("Bucket") in _made:
+        _made.discard(params["Bucket"])
+        return {"ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}}, "Location": "/" + params["Bucket"]}
+    return _call(self, operation, params)
+
+
+def _nuke_prefixed_buckets(prefix, client=None):
+    from s3tests import functional as f
+
+    client = client or f.get_client()
+    for b in client.list_buckets().get("Buckets", []):
+        name = b["Name"]
+        if not name.startswith(prefix):
+            continue
+        try:
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
+                keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                if keys:
+                    client.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+            for u in client.list_multipart_uploads(Bucket=name).get("Uploads", []):
+                client.abort_multipart_upload(Bucket=name, Key=u["Key"], UploadId=u["UploadId"])
+            client.delete_bucket(Bucket=name)
+        except Exception as e:  # cleanup goes on with the next bucket
+            print("cleanup of", name, "failed:", e)
+
+
+def pytest_configure(config):
+    botocore.client.BaseClient._make_api_call = _make_api_call
+    from s3tests import functional as f
+    from s3tests.functional import test_headers, test_s3
+
+    for module in (f, test_s3, test_headers):
+        if hasattr(module, "get_new_bucket_name"):
+            module.get_new_bucket_name = _new_bucket_name
+        if hasattr(module, "nuke_prefixed_buckets"):
+            module.nuke_prefixed_buckets = _nuke_prefixed_buckets

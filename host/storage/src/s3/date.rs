@@ -1,0 +1,106 @@
+//! SigV4 signed with `Date` instead of `X-Amz-Date` (allowed by the
+//! protocol, used by some clients): the request gets the `X-Amz-Date`
+//! that `Date` says, so the string to sign is the one the client built.
+//! `Date` itself stays among the signed headers as it was sent.
+//!
+//! SigV2 (`Authorization: AWS <key>:<signature>`) gets the date check
+//! SigV4 has in `s3s`: a request without a valid `Date` or `x-amz-date`
+//! is refused, one more than 15 minutes off is RequestTimeTooSkewed.
+
+use http::{HeaderValue, Request, Response, StatusCode};
+use time::macros::format_description;
+
+/// Adds `x-amz-date` to a SigV4 request that signs with `Date` only.
+pub fn with_amz_date<B>(mut req: Request<B>) -> Request<B> {
+    let h = req.headers();
+    let sigv4 = h
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("AWS4-HMAC-SHA256"));
+    if !sigv4 || h.contains_key("x-amz-date") {
+        return req;
+    }
+    let amz = h
+        .get(http::header::DATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(amz_date);
+    if let Some(v) = amz.and_then(|a| HeaderValue::from_str(&a).ok()) {
+        req.headers_mut().insert("x-amz-date", v);
+    }
+    req
+}
+
+/// The most a SigV2 request's date may differ from the host's clock.
+const MAX_SKEW: time::Duration = time::Duration::minutes(15);
+
+/// The refusal of a SigV2 request whose date is missing, invalid or
+/// skewed; None for any other request.
+pub fn check_v2<B>(req: &Request<B>) -> Option<Response<s3s::Body>> {
+    let h = req.headers();
+    let v2 = h
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("AWS "));
+    if !v2 {
+        return None;
+    }
+    let date = ["x-amz-date", "date"]
+        .iter()
+        .find_map(|n| {
+            h.get(*n)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+        })
+        .and_then(http_date);
+    let denied = |code: &str, message: &str| {
+        Some(super::form::xml_error(StatusCode::FORBIDDEN, code, message))
+    };
+    match date {
+        None => denied(
+            "AccessDenied",
+            "AWS authentication requires a valid Date or x-amz-date header",
+        ),
+        Some(d) if d.year() < 1970 => denied(
+            "AccessDenied",
+            "AWS authentication requires a valid Date or x-amz-date header",
+        ),
+        Some(d) if (d - time::OffsetDateTime::now_utc()).abs() > MAX_SKEW => denied(
+            "RequestTimeTooSkewed",
+            "the difference between the request time and the current time is too large",
+        ),
+        Some(_) => None,
+    }
+}
+
+fn http_date(http: &str) -> Option<time::OffsetDateTime> {
+    time::PrimitiveDateTime::parse(
+        http.trim(),
+        format_description!(
+            "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+        ),
+    )
+    .ok()
+    .map(time::PrimitiveDateTime::assume_utc)
+}
+
+/// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`) as SigV4 writes it
+/// (`19941106T084937Z`).
+fn amz_date(http: &str) -> Option<String> {
+    http_date(http)?
+        .format(format_description!(
+            "[year][month][day]T[hour][minute][second]Z"
+        ))
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_http_date_becomes_an_amz_date() {
+        assert_eq!(
+            super::amz_date("Sun, 06 Nov 1994 08:49:37 GMT").as_deref(),
+            Some("19941106T084937Z")
+        );
+        assert_eq!(super::amz_date("yesterday"), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! GetObject and HeadObject: conditions (a 304 carries the entity tag),
+//! ranges and `partNumber` (one part of a multipart object, or the whole
+//! of another as its part 1), stored checksums with `ChecksumMode`, and
+//! decryption of SSE-C and SSE-S3 objects.
+
+use s3s::dto::*;
+use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+
+use super::encryption;
+use super::objects::{blob, etag, last_modified, metadata, preconditions};
+use super::{Front, s3_error, timestamp};
+use crate::provider::ObjectInfo;
+
+/// The bytes of part `number` of `info` (1-based).
+fn part_range(info: &ObjectInfo, number: i32) -> S3Result<std::ops::Range<u64>> {
+    let index = usize::try_from(number).unwrap_or(0);
+    if index == 0 || index > info.segments.len().max(1) {
+        let mut err = S3Error::with_message(
+            S3ErrorCode::Custom("InvalidPartNumber".into()),
+            "the requested partnumber is not satisfiable",
+        );
+        err.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+        return Err(err);
+    }
+    let start: u64 = info.segments[..index - 1].iter().sum();
+    let size = info.segments.get(index - 1).copied().unwrap_or(info.size);
+    Ok(start..start + size)
+}
+
+/// The number of parts a multipart object has (None for others).
+fn parts_count(info: &ObjectInfo) -> Option<i32> {
+    info.headers.upload_id.as_ref()?;
+    Some(info.segments.len() as i32)
+}
+
+/// The stored checksums, when asked for and the whole object is read.
+fn checksums(info: &ObjectInfo, mode: Option<&ChecksumMode>, whole: bool) -> Checksum {
+    let mut out = Checksum::default();
+    if !whole || mode.is_none_or(|m| m.as_str() != ChecksumMode::ENABLED) {
+        return out;
+    }
+    let c = &info.headers.checksums;
+    out.checksum_crc32 = c.get("crc32").cloned();
+    out.checksum_crc32c = c.get("crc32c").cloned();
+    out.checksum_crc64nvme = c.get("crc64nvme").cloned();
+    out.checksum_sha1 = c.get("sha1").cloned();
+    out.checksum_sha256 = c.get("sha256").cloned();
+    if !c.is_empty() {
+        let kind = if c.values().any(|v| v.contains('-')) {
+            ChecksumType::COMPOSITE
+        } else {
+            ChecksumType::FULL_OBJECT
+        };
+        out.checksum_type = Some(ChecksumType::from_static(kind));
+    }
+    out
+}
+
+pub(super) async fn get(
+    front: &Front,
+    req: S3Request<GetObjectInput>,
+) -> S3Result<S3Response<GetObjectOutput>> {
+    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let input = &req.input;
+    let customer = encryption::customer(
+        input.sse_customer_algorithm.as_deref(),
+        input.sse_customer_key.as_deref(),
+        input.sse_customer_key_md5.as_deref(),
+    )?;
+    let opened = front
+        .storage
+        .provider()
+        .get_object(&bucket, &input.key)
+        .await
+        .map_err(s3_error)?;
+    let key = encryption::key_of(
+        &front.storage,
+        opened.info.headers.sse.as_ref(),
+        customer.as_ref(),
+    )?;
+    preconditions(
+        &opened.info,
+        input.if_match.as_ref(),
+        input.if_none_match.as_ref(),
+        input.if_modified_since.as_ref(),
+        input.if_unmodified_since.as_ref(),
+    )?;
+    let range = match (&input.range, input.part_number) {
+        (Some(_), Some(_)) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                "cannot specify both Range header and partNumber query parameter",
+            ));
+        }
+        (Some(r), None) => Some(r.check(opened.info.size).map_err(|_| {
+            S3Error::with_message(
+                S3ErrorCode::InvalidRange,
+                "the requested range is not satisfiable",
+            )
+        })?),
+        (None, Some(n)) => Some(part_range(&opened.info, n)?),
+        (None, None) => None,
+    };
+    let (info, stream) = opened.read(range.clone()).map_err(s3_error)?;
+    let stream = match key {
+        Some(key) => {
+            let start = range.as_ref().map_or(0, |r| r.start);
+            encryption::decrypt(stream, key, &info, start)
+        }
+        None => stream,
+    };
+    let (length, content_range) = match &range {
+        Some(r) => (
+            r.end - r.start,
+            Some(format!(
+                "bytes {}-{}/{}",
+                r.start,
+                r.end.max(1) - 1,
+                info.size
+            )),
+        ),
+        None => (info.size, None),
+    };
+    let sums = checksums(&info, input.checksum_mode.as_ref(), range.is_none());
+    let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
+    let h = &info.headers;
+    let mut out = S3Response::new(GetObjectOutput {
+        body: Some(blob(stream)),
+        content_length: Some(length as i64),
+        content_range,
+        accept_ranges: Some("bytes".to_owned()),
+        e_tag: Some(etag(&info)),
+        last_modified: Some(last_modified(&info)),
+        parts_count: input.part_number.and_then(|_| parts_count(&info)),
+        content_type: input
+            .response_content_type
+            .clone()
+            .or_else(|| h.content_type.clone()),
+        content_encoding: input
+            .response_content_encoding
+            .clone()
+            .or_else(|| h.content_encoding.clone()),
+        content_disposition: input
+            .response_content_disposition
+            .clone()
+            .or_else(|| h.content_disposition.clone()),
+        content_language: input
+            .response_content_language
+            .clone()
+            .or_else(|| h.content_language.clone()),
+        cache_control: input
+            .response_cache_control
+            .clone()
+            .or_else(|| h.cache_control.clone()),
+        expires: h.expires.map(timestamp),
+        metadata: metadata(h),
+        checksum_crc32: sums.checksum_crc32,
+        checksum_crc32c: sums.checksum_crc32c,
+        checksum_crc64nvme: sums.checksum_crc64nvme,
+        checksum_sha1: sums.checksum_sha1,
+        checksum_sha256: sums.checksum_sha256,
+        checksum_type: sums.checksum_type,
+        server_side_encryption: described.method,
+        sse_customer_algorithm: described.algorithm,
+        sse_customer_key_md5: described.key_md5,
+        ..Default::default()
+    });
+    if range.is_some() {
+        out.status = Some(http::StatusCode::PARTIAL_CONTENT);
+    }
+    Ok(out)
+}
+
+pub(super) async fn head(
+    front: &Front,
+    req: S3Request<HeadObjectInput>,
+) -> S3Result<S3Response<HeadObjectOutput>> {
+    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let input = &req.input;
+    let customer = encryption::customer(
+        input.sse_customer_algorithm.as_deref(),
+        input.sse_customer_key.as_deref(),
+        input.sse_customer_key_md5.as_deref(),
+    )?;
+    let info = front
+        .storage
+        .provider()
+        .head_object(&bucket, &input.key)
+        .await
+        .map_err(s3_error)?;
+    encryption::key_of(&front.storage, info.headers.sse.as_ref(), customer.as_ref())?;
+    preconditions(
+        &info,
+        input.if_match.as_ref(),
+        input.if_none_match.as_ref(),
+        input.if_modified_since.as_ref(),
+        input.if_unmodified_since.as_ref(),
+    )?;
+    let (length, content_range) = match input.part_number {
+        Some(n) => {
+            let r = part_range(&info, n)?;
+            (
+                r.end - r.start,
+                Some(format!(
+                    "bytes {}-{}/{}",
+                    r.start,
+                    r.end.max(1) - 1,
+                    info.size
+                )),
+            )
+        }
+        None => (info.size, None),
+    };
+    let sums = checksums(
+        &info,
+        input.checksum_mode.as_ref(),
+        input.part_number.is_none(),
+    );
+    let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
+    let h = &info.headers;
+    let mut out = S3Response::new(HeadObjectOutput {
+        content_length: Some(length as i64),
+        content_range,
+        accept_ranges: Some("bytes".to_owned()),
+        e_tag: Some(etag(&info)),
+        last_modified: Some(last_modified(&info)),
+        parts_count: input.part_number.and_then(|_| parts_count(&info)),
+        content_type: h.content_type.clone(),
+        content_encoding: h.content_encoding.clone(),
+        content_disposition: h.content_disposition.clone(),
+        content_language: h.content_language.clone(),
+        cache_control: h.cache_control.clone(),
+        expires: h.expires.map(timestamp),
+        metadata: metadata(h),
+        checksum_crc32: sums.checksum_crc32,
+        checksum_crc32c: sums.checksum_crc32c,
+        checksum_crc64nvme: sums.checksum_crc64nvme,
+        checksum_sha1: sums.checksum_sha1,
+        checksum_sha256: sums.checksum_sha256,
+        checksum_type: sums.checksum_type,
+        server_side_encryption: described.method,
+        sse_customer_algorithm: described.algorithm,
+        sse_customer_key_md5: described.key_md5,
+        ..Default::default()
+    });
+    if input.part_number.is_some() {
+        out.status = Some(http::StatusCode::PARTIAL_CONTENT);
+    }
+    Ok(out)
+}
