@@ -172,7 +172,9 @@ fn to_https(host: &str, port: u16, req: &Request<ListenBody>) -> Response<Body> 
 }
 
 fn full(bytes: Bytes) -> Body {
-    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 /// `response` with `Retry-After: 1`: the app serves again soon.

@@ -26,7 +26,11 @@ struct Echo;
 #[async_trait]
 impl Replicas for Echo {
     async fn handle(&self, mut request: http::Request<Body>) -> Result<http::Response<Body>> {
-        let empty = || Full::new(Bytes::new()).map_err(|n| match n {}).boxed_unsync();
+        let empty = || {
+            Full::new(Bytes::new())
+                .map_err(|n| match n {})
+                .boxed_unsync()
+        };
         if request.headers().contains_key(http::header::UPGRADE) {
             let upgrade = hyper::upgrade::on(&mut request);
             tokio::spawn(async move {
@@ -57,9 +61,17 @@ impl Replicas for Echo {
 
 /// An edge serving [`NAME`] over HTTPS with a fresh certificate; its
 /// address and the certificate a client trusts.
-async fn edge() -> (Arc<Edge>, std::net::SocketAddr, rustls::pki_types::CertificateDer<'static>) {
+async fn edge() -> (
+    Arc<Edge>,
+    std::net::SocketAddr,
+    rustls::pki_types::CertificateDer<'static>,
+) {
     let certified = rcgen::generate_simple_self_signed(vec![NAME.to_owned()]).unwrap();
-    let pem = format!("{}{}", certified.cert.pem(), certified.signing_key.serialize_pem());
+    let pem = format!(
+        "{}{}",
+        certified.cert.pem(),
+        certified.signing_key.serialize_pem()
+    );
     let cert = crate::tls::certified_key(pem.as_bytes()).unwrap();
     let edge = Arc::new(Edge::new("apps.localhost"));
     edge.set("shop", Target::Serving(Arc::new(Echo)));
@@ -71,7 +83,11 @@ async fn edge() -> (Arc<Edge>, std::net::SocketAddr, rustls::pki_types::Certific
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     edge.set_https_port(addr.port());
-    tokio::spawn(crate::serve_tls(listener, edge.clone(), Timeouts::default()));
+    tokio::spawn(crate::serve_tls(
+        listener,
+        edge.clone(),
+        Timeouts::default(),
+    ));
     (edge, addr, certified.cert.der().clone())
 }
 

@@ -72,7 +72,8 @@ pub async fn serve_tls<M, S, B>(
                     return;
                 }
             };
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(Linger::new(tls)), service);
+            let conn =
+                builder.serve_connection_with_upgrades(TokioIo::new(Linger::new(tls)), service);
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection ended");
             }

@@ -122,10 +122,16 @@ impl AppsArgs {
         let resolver = plateau_apps::domains::dns::parse_servers(&self.dns_resolver)
             .map_err(|e| anyhow::anyhow!("PLATEAU_DNS_RESOLVER: {e}"))?;
         let mut edge_addresses = Vec::new();
-        for s in self.edge_addresses.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for s in self
+            .edge_addresses
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             edge_addresses.push(
-                s.parse::<IpAddr>()
-                    .with_context(|| format!("PLATEAU_EDGE_ADDRESSES: {s:?} is not an IP address"))?,
+                s.parse::<IpAddr>().with_context(|| {
+                    format!("PLATEAU_EDGE_ADDRESSES: {s:?} is not an IP address")
+                })?,
             );
         }
         if edge_addresses.is_empty() {

@@ -43,7 +43,9 @@ pub async fn start(
         .with_context(|| format!("PLATEAU_EDGE_TLS_LISTEN: listening on {listen}"))?;
     let addr = listener.local_addr()?;
     edge.set_https_port(addr.port());
-    tasks.push(tokio::spawn(plateau_edge::serve_tls(listener, edge, timeouts)));
+    tasks.push(tokio::spawn(plateau_edge::serve_tls(
+        listener, edge, timeouts,
+    )));
     tracing::info!(edge = %addr, "apps: the edge serves HTTPS");
     Ok(tasks)
 }

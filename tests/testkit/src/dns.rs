@@ -34,7 +34,9 @@ fn key(name: &str) -> String {
 
 impl DnsServer {
     pub async fn start() -> DnsServer {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.expect("binding the DNS server");
+        let socket = UdpSocket::bind("127.0.0.1:0")
+            .await
+            .expect("binding the DNS server");
         let addr = socket.local_addr().unwrap();
         let records: Arc<Mutex<HashMap<String, Vec<DnsAnswer>>>> = Arc::default();
         let zone = records.clone();
@@ -97,7 +99,9 @@ fn answer(zone: &Mutex<HashMap<String, Vec<DnsAnswer>>>, query: &[u8]) -> Option
                 let data = match (a, wanted) {
                     (DnsAnswer::Ip(IpAddr::V4(ip)), RecordType::A) => RData::A(A(*ip)),
                     (DnsAnswer::Ip(IpAddr::V6(ip)), RecordType::AAAA) => RData::AAAA(AAAA(*ip)),
-                    (DnsAnswer::Txt(text), RecordType::TXT) => RData::TXT(TXT::new(vec![text.clone()])),
+                    (DnsAnswer::Txt(text), RecordType::TXT) => {
+                        RData::TXT(TXT::new(vec![text.clone()]))
+                    }
                     (DnsAnswer::Cname(target), _) => {
                         let target = Name::from_ascii(format!("{}.", key(target))).ok()?;
                         next = Some(target.clone());

@@ -80,8 +80,12 @@ impl Pebble {
             _dir: dir,
         };
         for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", listen)).await.is_ok()
-                && tokio::net::TcpStream::connect(("127.0.0.1", management)).await.is_ok()
+            if tokio::net::TcpStream::connect(("127.0.0.1", listen))
+                .await
+                .is_ok()
+                && tokio::net::TcpStream::connect(("127.0.0.1", management))
+                    .await
+                    .is_ok()
             {
                 return pebble;
             }
@@ -99,7 +103,11 @@ impl Pebble {
             .output()
             .await
             .expect("curl runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).expect("PEM is text")
     }
 

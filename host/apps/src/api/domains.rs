@@ -69,7 +69,12 @@ pub struct DomainList {
 fn view(apps: &Apps, app: &App, d: Domain) -> DomainView {
     let config = apps.config();
     let host_name = format!("{}.{}", app.slug, config.domain);
-    let records = domains::records(&d.domain, &host_name, &d.token, &config.domains.edge_addresses);
+    let records = domains::records(
+        &d.domain,
+        &host_name,
+        &d.token,
+        &config.domains.edge_addresses,
+    );
     let issued = d.cert_issued_at.is_some();
     let status = match (d.verified_at, issued) {
         (None, _) => "pending",
@@ -160,7 +165,10 @@ pub async fn attach(
         let detail = if holder.app_id == app.id {
             format!("{name} is attached to this app already")
         } else if holder.org_id == app.org_id {
-            format!("{name} is attached to app {}; detach it there first", holder.app_id)
+            format!(
+                "{name} is attached to app {}; detach it there first",
+                holder.app_id
+            )
         } else {
             format!("{name} is attached by another organisation")
         };
@@ -181,10 +189,12 @@ pub async fn attach(
         created_at: now,
         updated_at: now,
     };
-    db::insert(&mut tx, &domain).await.map_err(|e| match e.is_unique_violation() {
-        true => ApiError::conflict("domain_taken", format!("{name} was attached meanwhile")),
-        false => e.into(),
-    })?;
+    db::insert(&mut tx, &domain)
+        .await
+        .map_err(|e| match e.is_unique_violation() {
+            true => ApiError::conflict("domain_taken", format!("{name} was attached meanwhile")),
+            false => e.into(),
+        })?;
     let e = event(&app, "app.domain.attached", "create", &caller, &name);
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;

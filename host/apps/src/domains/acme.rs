@@ -123,15 +123,25 @@ impl Issuer {
                         .seal(&cert_context(domain), pem)
                         .map_err(|e| plateau_store::Error::Invalid(e.to_string()))?;
                     domains::store_certificate(&mut tx, domain, &sealed, now, *expires_at).await?;
-                    tracing::info!(domain, seconds = started.elapsed().as_secs_f64(), "domains: certificate issued");
-                    event(&row, "app.domain.certificate_issued")
-                        .data(json!({ "domain": domain, "expiresAt": time::to_rfc3339(*expires_at) }))
+                    tracing::info!(
+                        domain,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "domains: certificate issued"
+                    );
+                    event(&row, "app.domain.certificate_issued").data(
+                        json!({ "domain": domain, "expiresAt": time::to_rfc3339(*expires_at) }),
+                    )
                 }
                 Err(error) => {
                     let wait = backoff(row.cert_attempts);
                     let next_at = now + wait.as_millis() as i64;
                     domains::record_failure(&mut tx, domain, error, next_at, now).await?;
-                    tracing::warn!(domain, error, retry_in_s = wait.as_secs(), "domains: issuance failed");
+                    tracing::warn!(
+                        domain,
+                        error,
+                        retry_in_s = wait.as_secs(),
+                        "domains: issuance failed"
+                    );
                     event(&row, "app.domain.certificate_failed")
                         .data(json!({ "domain": domain, "error": error }))
                 }
@@ -271,7 +281,8 @@ impl Issuer {
 }
 
 fn event(row: &domains::Domain, kind: &str) -> NewEvent {
-    NewEvent::audited(&row.org_id, kind, "dns", "update", &Actor::system()).resource("app", &row.app_id)
+    NewEvent::audited(&row.org_id, kind, "dns", "update", &Actor::system())
+        .resource("app", &row.app_id)
 }
 
 /// The wait after `failures` failed tries in a row (before this one).

@@ -83,7 +83,11 @@ pub async fn check(
     let owned = match resolver.lookup(txt_name.as_str(), RecordType::TXT).await {
         Ok(lookup) => lookup.answers().iter().any(|r| match &r.data {
             RData::TXT(txt) => {
-                let joined: Vec<u8> = txt.txt_data.iter().flat_map(|p| p.iter().copied()).collect();
+                let joined: Vec<u8> = txt
+                    .txt_data
+                    .iter()
+                    .flat_map(|p| p.iter().copied())
+                    .collect();
                 joined == expected.as_bytes()
             }
             _ => false,

@@ -81,7 +81,9 @@ pub fn check_name(name: &str, apps_domain: &str) -> Result<String, String> {
             ));
         }
         if label.starts_with('-') || label.ends_with('-') {
-            return Err(format!("label {label:?} must not start or end with a hyphen"));
+            return Err(format!(
+                "label {label:?} must not start or end with a hyphen"
+            ));
         }
     }
     if labels
@@ -149,7 +151,10 @@ mod tests {
             ("a..example.com", Err("1 to 63")),
             ("*.example.com", Err("letters, digits and hyphens")),
             ("bücher.example", Err("xn--")),
-            ("hello.apps.localhost", Err("under the platform's apps domain")),
+            (
+                "hello.apps.localhost",
+                Err("under the platform's apps domain"),
+            ),
             ("apps.localhost", Err("under the platform's apps domain")),
             ("myapps.localhost", Ok("myapps.localhost")),
         ] {

@@ -61,11 +61,7 @@ impl DomainSync {
         let served = domains::served(&self.inner.db).await?;
         let mut table = HashMap::new();
         let mut challenges = HashMap::new();
-        let mut parsed = self
-            .inner
-            .parsed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut parsed = self.inner.parsed.lock().unwrap_or_else(|e| e.into_inner());
         let mut kept = HashMap::new();
         for row in served {
             let cert = match (&row.cert_sealed, row.cert_issued_at) {

@@ -118,10 +118,12 @@ pub async fn set_checked(
 /// Makes a verified domain whose issuance failed due again now (a user's
 /// verify asks for another try).
 pub async fn retry_now(tx: &mut Tx, domain: &str) -> Result<()> {
-    sqlx::query("UPDATE app_domains SET cert_next_at = 0 WHERE domain = $1 AND cert_error IS NOT NULL")
-        .bind(domain)
-        .execute(tx.conn())
-        .await?;
+    sqlx::query(
+        "UPDATE app_domains SET cert_next_at = 0 WHERE domain = $1 AND cert_error IS NOT NULL",
+    )
+    .bind(domain)
+    .execute(tx.conn())
+    .await?;
     Ok(())
 }
 
@@ -245,7 +247,12 @@ pub async fn acme_account(db: &Db, directory: &str) -> Result<Option<Vec<u8>>> {
 
 /// Keeps the account of `directory` unless a host stored one first; the
 /// account to use either way.
-pub async fn keep_acme_account(db: &Db, directory: &str, sealed: &[u8], now: i64) -> Result<Vec<u8>> {
+pub async fn keep_acme_account(
+    db: &Db,
+    directory: &str,
+    sealed: &[u8],
+    now: i64,
+) -> Result<Vec<u8>> {
     sqlx::query(
         "INSERT INTO acme_accounts (directory, sealed, created_at) VALUES ($1, $2, $3) \
          ON CONFLICT (directory) DO NOTHING",
@@ -255,5 +262,7 @@ pub async fn keep_acme_account(db: &Db, directory: &str, sealed: &[u8], now: i64
     .bind(now)
     .execute(db.pool())
     .await?;
-    Ok(acme_account(db, directory).await?.unwrap_or_else(|| sealed.to_vec()))
+    Ok(acme_account(db, directory)
+        .await?
+        .unwrap_or_else(|| sealed.to_vec()))
 }

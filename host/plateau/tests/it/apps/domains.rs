@@ -69,14 +69,21 @@ async fn custom_domain_with_https_from_acme() {
     let path = format!("/apps/{app_id}/domains");
 
     // Bad input names the field.
-    for bad in ["hello.apps.localhost", "not a domain", "localhost", "10.0.0.1"] {
+    for bad in [
+        "hello.apps.localhost",
+        "not a domain",
+        "localhost",
+        "10.0.0.1",
+    ] {
         let r = c.post(&path, json!({ "domain": bad })).await;
         assert_eq!(r.status, 400, "{bad}: {}", r.text());
         assert_eq!(r.json()["errors"][0]["field"], "domain", "{bad}");
     }
 
     // Attaching answers the records to set.
-    let r = c.post(&path, json!({ "domain": "Shop.Example.Test." })).await;
+    let r = c
+        .post(&path, json!({ "domain": "Shop.Example.Test." }))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let attached = r.json();
     assert_eq!(attached["domain"], DOMAIN);
@@ -88,7 +95,10 @@ async fn custom_domain_with_https_from_acme() {
             .find(|r| r["type"] == kind)
             .unwrap_or_else(|| panic!("a {kind} record in {attached}"))
     };
-    assert_eq!(record("CNAME")["value"], format!("{}.apps.localhost", app["slug"].as_str().unwrap()));
+    assert_eq!(
+        record("CNAME")["value"],
+        format!("{}.apps.localhost", app["slug"].as_str().unwrap())
+    );
     assert_eq!(record("A")["value"], "127.0.0.1");
     let txt = record("TXT");
     assert_eq!(txt["name"], format!("_plateau-challenge.{DOMAIN}"));
@@ -101,25 +111,49 @@ async fn custom_domain_with_https_from_acme() {
     let r = them.post("/apps", json!({ "name": "Squat" })).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let r = them
-        .post(&format!("/apps/{}/domains", id(&r.json())), json!({ "domain": DOMAIN }))
+        .post(
+            &format!("/apps/{}/domains", id(&r.json())),
+            json!({ "domain": DOMAIN }),
+        )
         .await;
     assert_eq!(r.status, 409, "{}", r.text());
-    assert!(r.json()["detail"].as_str().unwrap().contains("another organisation"), "{}", r.text());
+    assert!(
+        r.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("another organisation"),
+        "{}",
+        r.text()
+    );
 
     // Without its records the domain stays pending and says what is missing.
     let r = c.post(&format!("{path}/verify"), json!({})).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let listed = r.json();
     assert_eq!(domain(&listed, DOMAIN)["status"], "pending");
-    assert!(domain(&listed, DOMAIN)["dnsDetail"].as_str().unwrap().contains("TXT"), "{listed}");
+    assert!(
+        domain(&listed, DOMAIN)["dnsDetail"]
+            .as_str()
+            .unwrap()
+            .contains("TXT"),
+        "{listed}"
+    );
 
     // With them it verifies, and pebble issues a certificate.
     dns.add(DOMAIN, DnsAnswer::Ip("127.0.0.1".parse().unwrap()));
-    dns.add(txt["name"].as_str().unwrap(), DnsAnswer::Txt(txt["value"].as_str().unwrap().to_owned()));
+    dns.add(
+        txt["name"].as_str().unwrap(),
+        DnsAnswer::Txt(txt["value"].as_str().unwrap().to_owned()),
+    );
     let verified_at = Instant::now();
     let r = c.get(&format!("{path}?verify=1")).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_ne!(domain(&r.json(), DOMAIN)["status"], "pending", "{}", r.text());
+    assert_ne!(
+        domain(&r.json(), DOMAIN)["status"],
+        "pending",
+        "{}",
+        r.text()
+    );
     let root_dir = tempfile::tempdir().unwrap();
     let root = root_dir.path().join("pebble-root.pem");
     std::fs::write(&root, pebble.root_pem().await).unwrap();
@@ -147,11 +181,20 @@ async fn custom_domain_with_https_from_acme() {
 
     // HTTP/2 through ALPN, verified against pebble's root.
     let (code, version, body) = curl_https(&root, tls_port, "--http2").await;
-    assert_eq!((code, version.as_str(), body.as_str()), (0, "2", "hello from v1"));
+    assert_eq!(
+        (code, version.as_str(), body.as_str()),
+        (0, "2", "hello from v1")
+    );
 
     // Plain HTTP to the domain redirects to HTTPS.
     let out = tokio::process::Command::new("curl")
-        .args(["--silent", "--output", "/dev/null", "--write-out", "%{http_code} %{redirect_url}"])
+        .args([
+            "--silent",
+            "--output",
+            "/dev/null",
+            "--write-out",
+            "%{http_code} %{redirect_url}",
+        ])
         .arg("--resolve")
         .arg(format!("{DOMAIN}:{http_port}:127.0.0.1"))
         .arg(format!("http://{DOMAIN}:{http_port}/path?q=1"))
@@ -166,8 +209,15 @@ async fn custom_domain_with_https_from_acme() {
     // Every change is audited under dns.
     let audit = c.get("/audit?category=dns").await;
     assert_eq!(audit.status, 200, "{}", audit.text());
-    let types = crate::event_types(&audit.json()).into_iter().map(str::to_owned).collect::<Vec<_>>();
-    for kind in ["app.domain.attached", "app.domain.verified", "app.domain.certificate_issued"] {
+    let types = crate::event_types(&audit.json())
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    for kind in [
+        "app.domain.attached",
+        "app.domain.verified",
+        "app.domain.certificate_issued",
+    ] {
         assert!(types.iter().any(|t| t == kind), "{kind} in {types:?}");
     }
 
