@@ -38,6 +38,10 @@ const TEST_PACKAGES: &[&str] = &[
     // Built apps: git clones their repositories, buildah builds Dockerfiles.
     "buildah",
     "git",
+    // Custom domains: pebble is the ACME test CA, curl the HTTPS client
+    // (HTTP/1.1 and HTTP/2) that checks the chain against its root.
+    "pebble",
+    "curl",
     // The console's browser tests: headless Chromium through WebDriver.
     "chromium",
     "chromium-driver",

@@ -36,6 +36,8 @@ pub struct AppsConfig {
     pub build_memory_bytes: u64,
     /// CPUs a build may keep busy (`PLATEAU_APPS_BUILD_CPUS`).
     pub build_cpus: u32,
+    /// How custom domains are checked and pointed at.
+    pub domains: crate::domains::DomainsConfig,
 }
 
 impl AppsConfig {
@@ -55,6 +57,7 @@ impl AppsConfig {
             build_timeout: crate::build::BUILD_TIMEOUT,
             build_memory_bytes: crate::build::BUILD_MEMORY_BYTES,
             build_cpus: crate::build::BUILD_CPUS,
+            domains: crate::domains::DomainsConfig::default(),
         }
     }
 

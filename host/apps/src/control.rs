@@ -30,6 +30,8 @@ enum Request {
     Follow { app: String },
     /// The SHA-256 of one variable of the app's running replicas.
     EnvDigest { app: String, key: String },
+    /// Bring the edge's custom domains in step with the database now.
+    Domains,
 }
 
 /// What the plane runs for an app, as far as a variable goes.
@@ -84,6 +86,17 @@ impl AgentLink {
         let link = self.clone();
         let app = app_id.to_owned();
         tokio::spawn(async move { link.follow(&app).await });
+    }
+
+    /// Has the edge follow the database's custom domains now and waits
+    /// until it did (or no agent answers: it follows within a second of
+    /// its start).
+    pub async fn sync_domains(&self) {
+        match tokio::time::timeout(FOLLOW_WITHIN, self.ask(&Request::Domains)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::info!(error = %e, "domains: the agent will follow on its own"),
+            Err(_) => tracing::warn!("domains: the agent did not follow within 10 s"),
+        }
     }
 
     /// The digest of variable `key` in the app's running replicas; none
@@ -193,6 +206,10 @@ async fn answer(plane: &Plane, stream: UnixStream) -> std::io::Result<()> {
                     .env_value(&key)
                     .map(|v| hex::encode(Sha256::digest(v.as_bytes()))),
             }),
+        },
+        Ok(Request::Domains) => Reply {
+            error: plane.domains().sync().await.err().map(|e| e.to_string()),
+            env: None,
         },
         Err(e) => Reply {
             error: Some(format!("not a request: {e}")),

@@ -28,6 +28,7 @@ pub mod api;
 pub mod build;
 pub mod config;
 pub mod control;
+pub mod domains;
 pub mod env;
 pub mod image;
 pub mod launch;

@@ -18,6 +18,7 @@ use plateau_store::Db;
 use plateau_store::apps::deployments::{self, Deployment};
 use plateau_store::apps::{self, App};
 
+use crate::domains::sync::DomainSync;
 use crate::launch::Launched;
 use crate::logs::LogBuffer;
 use crate::{AppStatus, Containers};
@@ -61,6 +62,8 @@ struct Inner {
     busy: Mutex<HashSet<String>>,
     /// Live deployments that failed to start here, and when.
     failures: Mutex<HashMap<String, (String, Instant)>>,
+    /// The edge's custom domains.
+    domains: DomainSync,
 }
 
 impl Plane {
@@ -75,6 +78,7 @@ impl Plane {
         edge: Arc<Edge>,
     ) -> Plane {
         let logs = Arc::new(LogBuffer::new(db.clone(), log_retention));
+        let domains = DomainSync::new(db.clone(), sealer.clone(), edge.clone());
         Plane {
             inner: Arc::new(Inner {
                 db,
@@ -87,6 +91,7 @@ impl Plane {
                 local: Mutex::new(HashMap::new()),
                 busy: Mutex::new(HashSet::new()),
                 failures: Mutex::new(HashMap::new()),
+                domains,
             }),
         }
     }
@@ -111,6 +116,11 @@ impl Plane {
     fn lock_for(&self, app_id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.inner.locks.lock().unwrap_or_else(|e| e.into_inner());
         locks.entry(app_id.to_owned()).or_default().clone()
+    }
+
+    /// The edge's custom domains, as this plane follows them.
+    pub fn domains(&self) -> &DomainSync {
+        &self.inner.domains
     }
 
     pub fn edge(&self) -> &Arc<Edge> {
@@ -148,6 +158,7 @@ impl Plane {
         vec![
             tokio::spawn(logs.keep_flushing()),
             tokio::spawn(self.clone().supervise()),
+            tokio::spawn(self.inner.domains.clone().keep_following()),
         ]
     }
 

@@ -16,6 +16,12 @@
 //! edge runs before it forwards a request; the apps crate sets it per name
 //! ([`Edge::set_filters`]), replacing it whole.
 //!
+//! Custom domains are a second table ([`Edge::set_domains`]): a verified
+//! domain routes to its app, over HTTPS with the certificate the agent
+//! obtained for it ([`tls`]), and its plain HTTP requests are redirected
+//! to HTTPS once it has one. ACME HTTP-01 challenges the agent published
+//! ([`Edge::set_challenges`]) are answered on any name, before routing.
+//!
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
@@ -24,6 +30,9 @@ mod filter_tests;
 pub mod filters;
 mod rules;
 mod serve;
+pub mod tls;
+#[cfg(test)]
+mod tls_tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,10 +41,22 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use plateau_edge_rules::RuleSet;
 use plateau_runner::Replicas;
+use rustls::sign::CertifiedKey;
 use tokio::sync::watch;
 
 pub use filters::{Chain, Enabled, Filter};
 pub use serve::serve;
+pub use tls::serve_tls;
+
+/// What the edge serves for one verified custom domain.
+#[derive(Clone)]
+pub struct DomainRoute {
+    /// The app it routes to.
+    pub slug: String,
+    /// Its certificate, once issued: HTTPS serves it and plain HTTP
+    /// redirects there.
+    pub cert: Option<Arc<CertifiedKey>>,
+}
 
 /// What answers for one app's name.
 #[derive(Clone)]
@@ -67,6 +88,14 @@ pub struct Edge {
     changed: watch::Sender<u64>,
     /// How long a request to a loading app waits.
     hold: Duration,
+    /// Verified custom domains, lowercase, without a trailing dot.
+    domains: ArcSwap<HashMap<String, DomainRoute>>,
+    /// HTTP-01 answers by challenge token.
+    challenges: ArcSwap<HashMap<String, String>>,
+    /// The operator's certificate for `*.<domain>`.
+    wildcard: ArcSwap<Option<Arc<CertifiedKey>>>,
+    /// The public port of the HTTPS listener; 0 while there is none.
+    https_port: std::sync::atomic::AtomicU16,
 }
 
 impl Edge {
@@ -79,7 +108,69 @@ impl Edge {
             filters: ArcSwap::from_pointee(HashMap::new()),
             changed: watch::Sender::new(0),
             hold: HOLD,
+            domains: ArcSwap::from_pointee(HashMap::new()),
+            challenges: ArcSwap::from_pointee(HashMap::new()),
+            wildcard: ArcSwap::from_pointee(None),
+            https_port: std::sync::atomic::AtomicU16::new(0),
         }
+    }
+
+    /// Replaces the table of custom domains, atomically: a domain left
+    /// out stops serving from the next request and handshake.
+    pub fn set_domains(&self, domains: HashMap<String, DomainRoute>) {
+        self.domains.store(Arc::new(domains));
+    }
+
+    /// The route of custom domain `name`.
+    pub fn custom_domain(&self, name: &str) -> Option<DomainRoute> {
+        self.domains.load().get(&normalize(name)).cloned()
+    }
+
+    /// Replaces the HTTP-01 answers (token to key authorization).
+    pub fn set_challenges(&self, challenges: HashMap<String, String>) {
+        self.challenges.store(Arc::new(challenges));
+    }
+
+    /// Adds one HTTP-01 answer.
+    pub fn add_challenge(&self, token: &str, answer: &str) {
+        self.challenges.rcu(|all| {
+            let mut next = HashMap::clone(all);
+            next.insert(token.to_owned(), answer.to_owned());
+            next
+        });
+    }
+
+    /// The HTTP-01 answer for `token`.
+    pub fn challenge(&self, token: &str) -> Option<String> {
+        self.challenges.load().get(token).cloned()
+    }
+
+    /// Serves `cert` for every `<slug>.<domain>` over HTTPS.
+    pub fn set_wildcard(&self, cert: Option<Arc<CertifiedKey>>) {
+        self.wildcard.store(Arc::new(cert));
+    }
+
+    /// Records the public port of the HTTPS listener (for redirects).
+    pub fn set_https_port(&self, port: u16) {
+        self.https_port
+            .store(port, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The public port of the HTTPS listener, when there is one.
+    pub fn https_port(&self) -> Option<u16> {
+        match self.https_port.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            port => Some(port),
+        }
+    }
+
+    /// The certificate a TLS handshake for `name` gets.
+    pub fn certificate_for(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+        if let Some(route) = self.custom_domain(name) {
+            return route.cert;
+        }
+        self.slug_of(name)?;
+        Option::clone(&self.wildcard.load())
     }
 
     /// This edge holding requests to a loading app for `hold` instead of
@@ -207,6 +298,15 @@ impl Edge {
             && !slug.contains('.'))
         .then_some(slug)
     }
+}
+
+/// A host name as the tables key it: lowercase, no port, no final dot.
+fn normalize(host: &str) -> String {
+    let host = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
 }
 
 #[cfg(test)]

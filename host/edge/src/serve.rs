@@ -1,7 +1,11 @@
-//! The edge's listener: HTTP/1.1 with keep-alive, each request handed to
-//! the replicas its Host names. The edge's own answers (unknown name,
-//! paused, loading or undeployed app, failing app) are problem documents;
-//! a 503 of an app that will serve again says when to retry.
+//! The edge's routing of one request, on its plain listener (HTTP/1.1
+//! with keep-alive) and its HTTPS one ([`crate::tls`]): an ACME HTTP-01
+//! challenge is answered first, then the request is handed to the
+//! replicas its Host names, `<slug>.<apps domain>` or a verified custom
+//! domain (over plain HTTP, a domain with a certificate is redirected to
+//! HTTPS). The edge's own answers (unknown name, paused, loading or
+//! undeployed app, failing app) are problem documents; a 503 of an app
+//! that will serve again says when to retry.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,13 +30,22 @@ pub async fn serve(listener: TcpListener, edge: Arc<Edge>, timeouts: Timeouts) {
         let edge = edge.clone();
         service_fn(move |req| {
             let edge = edge.clone();
-            async move { Ok::<_, std::convert::Infallible>(route(&edge, req, peer).await) }
+            async move { Ok::<_, std::convert::Infallible>(route(&edge, req, peer, false).await) }
         })
     };
     plateau_listen::serve(listener, timeouts, make, std::future::pending()).await;
 }
 
-async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Response<Body> {
+/// Where ACME servers fetch HTTP-01 answers (RFC 8555, section 8.3).
+const CHALLENGE_PATH: &str = "/.well-known/acme-challenge/";
+
+/// Answers one request; `secure` when it came over HTTPS.
+pub(crate) async fn route(
+    edge: &Edge,
+    req: Request<ListenBody>,
+    peer: SocketAddr,
+    secure: bool,
+) -> Response<Body> {
     let host = req
         .headers()
         .get(header::HOST)
@@ -40,20 +53,40 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
         .or_else(|| req.uri().host())
         .unwrap_or("")
         .to_owned();
-    let Some(slug) = edge.slug_of(&host) else {
-        return problem(
-            StatusCode::NOT_FOUND,
-            "unknown_host",
-            &format!(
-                "no app is served at {host:?}; apps are served at <slug>.{}",
-                edge.domain()
-            ),
-        );
-    };
-    let replicas = match edge
-        .get_ready(&slug.to_ascii_lowercase(), edge.hold())
-        .await
+    if let Some(token) = req.uri().path().strip_prefix(CHALLENGE_PATH)
+        && let Some(answer) = edge.challenge(token)
     {
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "application/octet-stream")
+            .body(full(Bytes::from(answer)))
+            .expect("a static response is valid");
+    }
+    let slug = match edge.slug_of(&host) {
+        Some(slug) => slug.to_ascii_lowercase(),
+        None => match edge.custom_domain(&host) {
+            Some(route) => {
+                if !secure
+                    && route.cert.is_some()
+                    && let Some(port) = edge.https_port()
+                {
+                    return to_https(&host, port, &req);
+                }
+                route.slug
+            }
+            None => {
+                return problem(
+                    StatusCode::NOT_FOUND,
+                    "unknown_host",
+                    &format!(
+                        "no app is served at {host:?}; apps are served at <slug>.{}",
+                        edge.domain()
+                    ),
+                );
+            }
+        },
+    };
+    let slug = slug.as_str();
+    let replicas = match edge.get_ready(slug, edge.hold()).await {
         Some(Target::Serving(replicas)) => replicas,
         Some(Target::Paused) => {
             return problem(
@@ -105,6 +138,21 @@ async fn route(edge: &Edge, req: Request<ListenBody>, peer: SocketAddr) -> Respo
         "x-forwarded-for",
         http::HeaderValue::from_str(&peer.ip().to_string()).expect("an address is a header value"),
     );
+    parts.headers.insert(
+        "x-forwarded-proto",
+        http::HeaderValue::from_static(if secure { "https" } else { "http" }),
+    );
+    // Replicas speak HTTP/1.1: an HTTP/2 request's authority becomes its
+    // Host header.
+    if parts.version == http::Version::HTTP_2 {
+        if !parts.headers.contains_key(header::HOST)
+            && let Some(authority) = parts.uri.authority()
+            && let Ok(value) = http::HeaderValue::from_str(authority.as_str())
+        {
+            parts.headers.insert(header::HOST, value);
+        }
+        parts.version = http::Version::HTTP_11;
+    }
     let req = Request::from_parts(
         parts,
         body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
@@ -202,6 +250,31 @@ async fn after_app(chain: &Chain, head: &RequestHead, response: Response<Body>) 
     Response::from_parts(parts, body)
 }
 
+/// A permanent redirect of a plain HTTP request to the same address over
+/// HTTPS.
+fn to_https(host: &str, port: u16, req: &Request<ListenBody>) -> Response<Body> {
+    let name = match host.rsplit_once(':') {
+        Some((name, p)) if p.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let location = match port {
+        443 => format!("https://{name}{path}"),
+        port => format!("https://{name}:{port}{path}"),
+    };
+    Response::builder()
+        .status(StatusCode::PERMANENT_REDIRECT)
+        .header(header::LOCATION, location)
+        .body(full(Bytes::new()))
+        .expect("a redirect to a valid host is valid")
+}
+
+fn full(bytes: Bytes) -> Body {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
 /// `response` with `Retry-After: 1`: the app serves again soon.
 fn retry_later(mut response: Response<Body>) -> Response<Body> {
     response
@@ -217,11 +290,7 @@ fn problem(status: StatusCode, code: &str, detail: &str) -> Response<Body> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, plateau_contract::PROBLEM_CONTENT_TYPE)
-        .body(
-            Full::new(Bytes::from(body))
-                .map_err(|never| match never {})
-                .boxed_unsync(),
-        )
+        .body(full(Bytes::from(body)))
         .expect("a static response is valid")
 }
 

@@ -1,5 +1,6 @@
 //! Plateau's HTTP/1.1 listeners (the API with the registry, the apps
-//! edge, the S3 endpoint) all accept connections through [`serve`], so
+//! edge, the S3 endpoint) all accept connections through [`serve`] (the
+//! edge's HTTPS listener, HTTP/1.1 and HTTP/2, through [`serve_tls`]), so
 //! the limits a slow client meets are set in one place ([`Timeouts`]):
 //!
 //! - headers must arrive within `header_read` of the start of a request
@@ -15,6 +16,7 @@
 
 mod body;
 mod linger;
+mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -30,6 +32,7 @@ use tower::ServiceExt as _;
 use crate::linger::Linger;
 
 pub use body::{Body, BodyError};
+pub use tls::serve_tls;
 
 /// How long a client may keep the server waiting; `None` waits forever.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,14 +5,16 @@
 //! edge on its own listener, whose address it leaves in
 //! `<data dir>/agent/edge` for `plateau serve` to print.
 
-use std::net::SocketAddr;
-use std::path::Path;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 use plateau_apps::build::local::LocalBuilder;
 use plateau_apps::control::{self, AgentLink};
+use plateau_apps::domains::DomainsConfig;
+use plateau_apps::domains::acme::{AcmeConfig, Issuer};
 use plateau_apps::{Apps, AppsConfig, Containers, Plane, RegistryAccess, Volumes};
 use plateau_edge::Edge;
 use plateau_registry::Registry;
@@ -82,6 +84,83 @@ pub struct AppsArgs {
     /// `volume-backups` in the data directory.
     #[arg(long, env = "PLATEAU_APPS_VOLUME_BACKUP_STORE")]
     pub apps_volume_backup_store: Option<String>,
+    /// The edge's HTTPS address, bound by `plateau agent` (custom domains
+    /// with their certificates, and `<slug>.<apps domain>` with the
+    /// wildcard certificate); unset: no HTTPS.
+    #[arg(long, env = "PLATEAU_EDGE_TLS_LISTEN")]
+    pub edge_tls_listen: Option<SocketAddr>,
+    /// A PEM file with the certificate chain for `*.<apps domain>`, served
+    /// over HTTPS for every app's own name; read again when it changes.
+    #[arg(long, env = "PLATEAU_EDGE_TLS_CERT")]
+    pub edge_tls_cert: Option<PathBuf>,
+    /// The PEM file of that certificate's private key.
+    #[arg(long, env = "PLATEAU_EDGE_TLS_KEY")]
+    pub edge_tls_key: Option<PathBuf>,
+    /// The edge's public addresses, comma-separated: the A and AAAA
+    /// records custom domains may point at. Default: the address of
+    /// `PLATEAU_EDGE_TLS_LISTEN` (or `PLATEAU_EDGE_LISTEN`) unless it is a
+    /// wildcard address.
+    #[arg(long, env = "PLATEAU_EDGE_ADDRESSES", default_value = "")]
+    pub edge_addresses: String,
+    /// The DNS servers that check custom domains' records: `system`, or
+    /// comma-separated `ip[:port]`.
+    #[arg(long, env = "PLATEAU_DNS_RESOLVER", default_value = "system")]
+    pub dns_resolver: String,
+    /// The ACME directory verified domains get certificates from
+    /// (`https://acme-v02.api.letsencrypt.org/directory`); unset: none.
+    #[arg(long, env = "PLATEAU_ACME_DIRECTORY")]
+    pub acme_directory: Option<String>,
+    /// A PEM file with the root certificate of the ACME server's own
+    /// HTTPS, when it is not one the system trusts (a test CA).
+    #[arg(long, env = "PLATEAU_ACME_CA_ROOT")]
+    pub acme_ca_root: Option<PathBuf>,
+    /// The contact address of the ACME account.
+    #[arg(long, env = "PLATEAU_ACME_EMAIL")]
+    pub acme_email: Option<String>,
+    /// Renew a certificate this many days before it expires.
+    #[arg(long, env = "PLATEAU_ACME_RENEW_DAYS", default_value_t = 30)]
+    pub acme_renew_days: u64,
+}
+
+impl AppsArgs {
+    /// How custom domains are checked, from these settings.
+    pub fn domains(&self) -> anyhow::Result<DomainsConfig> {
+        let resolver = plateau_apps::domains::dns::parse_servers(&self.dns_resolver)
+            .map_err(|e| anyhow::anyhow!("PLATEAU_DNS_RESOLVER: {e}"))?;
+        let mut edge_addresses = Vec::new();
+        for s in self
+            .edge_addresses
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            edge_addresses.push(
+                s.parse::<IpAddr>().with_context(|| {
+                    format!("PLATEAU_EDGE_ADDRESSES: {s:?} is not an IP address")
+                })?,
+            );
+        }
+        if edge_addresses.is_empty() {
+            let listen = self.edge_tls_listen.unwrap_or(self.edge_listen);
+            if !listen.ip().is_unspecified() {
+                edge_addresses.push(listen.ip());
+            }
+        }
+        Ok(DomainsConfig {
+            resolver,
+            edge_addresses,
+        })
+    }
+
+    /// Where certificates come from, when a directory is set.
+    pub fn acme(&self) -> Option<AcmeConfig> {
+        Some(AcmeConfig {
+            directory: self.acme_directory.clone()?,
+            ca_root: self.acme_ca_root.clone(),
+            email: self.acme_email.clone(),
+            renew_before: std::time::Duration::from_secs(self.acme_renew_days * 86_400),
+        })
+    }
 }
 
 /// The volumes of this host's apps (`<data dir>/apps/volumes`), their
@@ -203,6 +282,7 @@ pub async fn prepare(
     config.build_timeout = std::time::Duration::from_secs(args.apps_build_timeout_seconds.max(1));
     config.build_memory_bytes = args.apps_build_memory_mb.max(16) << 20;
     config.build_cpus = args.apps_build_cpus.max(1);
+    config.domains = args.domains()?;
     // Upload URLs point at the host's public address, which serves the
     // API and the registry alike.
     config.public_url = registry_url
@@ -276,10 +356,18 @@ pub async fn plane(
     let socket = crate::dataplane::apps_socket(data_dir);
     let control = control::bind(&socket)
         .with_context(|| format!("binding the apps control socket {}", socket.display()))?;
-    let mut tasks = vec![
-        tokio::spawn(plateau_edge::serve(listener, edge, timeouts)),
-        tokio::spawn(control::serve(plane.clone(), control)),
-    ];
+    let mut tasks = crate::edge_tls::start(args, &plane, timeouts).await?;
+    tasks.push(tokio::spawn(plateau_edge::serve(listener, edge, timeouts)));
+    tasks.push(tokio::spawn(control::serve(plane.clone(), control)));
+    if let Some(acme) = args.acme() {
+        let issuer = Issuer::new(
+            db.clone(),
+            Arc::new(Sealer::new(&secret_key)),
+            plane.domains().clone(),
+            acme,
+        );
+        tasks.push(tokio::spawn(issuer.keep_issuing()));
+    }
     tasks.extend(plane.start());
     crate::dataplane::write_edge(data_dir, edge_addr)?;
     tracing::info!(edge = %edge_addr, "apps: the edge serves");

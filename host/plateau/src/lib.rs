@@ -12,6 +12,7 @@ mod commands;
 pub mod config;
 mod databases;
 mod dataplane;
+mod edge_tls;
 mod guides;
 mod host;
 pub mod logging;

@@ -5,8 +5,10 @@
 pub mod bounds;
 mod client;
 mod converge;
+pub mod dns;
 pub mod oci;
 mod orphans;
+pub mod pebble;
 pub use orphans::kill_under;
 mod postgres;
 mod server;
@@ -14,7 +16,7 @@ mod smtp_session;
 mod smtp_sink;
 
 pub use client::{Client, Request, Response};
-pub use postgres::PgCluster;
+pub use postgres::{PgCluster, free_port};
 pub use server::{Backend, Server, ServerOptions};
 pub use smtp_sink::{ReceivedMail, SinkTls, SmtpSink, SmtpSinkOptions};
 

@@ -4,6 +4,7 @@
 
 pub mod apps;
 pub mod deploy;
+pub mod domains;
 pub mod env;
 pub mod github;
 pub mod logs;
@@ -37,6 +38,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(env::list, env::set, env::delete))
         .routes(routes!(env::verify))
         .routes(routes!(logs::list))
+        .routes(routes!(domains::list, domains::attach, domains::detach))
+        .routes(routes!(domains::verify))
         .routes(routes!(upload::create))
         .routes(routes!(upload::put))
         .routes(routes!(volumes::list, volumes::create))

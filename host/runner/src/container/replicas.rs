@@ -1,5 +1,7 @@
 //! [`ContainerReplicas`]: one deployment's containers. Requests go to
-//! them in turn over HTTP/1.1; a scale change starts or stops containers;
+//! them in turn over HTTP/1.1 (an upgrade the replica accepts, such as a
+//! WebSocket, is spliced to the client's connection: [`splice_upgrade`]);
+//! a scale change starts or stops containers;
 //! `stop` (or the last reference going away) tears them all down once the
 //! requests in flight are answered.
 
@@ -153,6 +155,24 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Once both sides of an accepted upgrade are handed over, copies bytes
+/// both ways until either closes; the connection holds the replica.
+fn splice_upgrade(
+    client: hyper::upgrade::OnUpgrade,
+    replica_side: hyper::upgrade::OnUpgrade,
+    replica: Arc<Replica>,
+) {
+    tokio::spawn(async move {
+        let (Ok(client), Ok(upstream)) = tokio::join!(client, replica_side) else {
+            return;
+        };
+        let mut client = hyper_util::rt::TokioIo::new(client);
+        let mut upstream = hyper_util::rt::TokioIo::new(upstream);
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        drop(replica);
+    });
+}
+
 #[async_trait]
 impl Replicas for ContainerReplicas {
     async fn handle(&self, request: http::Request<Body>) -> Result<http::Response<Body>> {
@@ -164,6 +184,9 @@ impl Replicas for ContainerReplicas {
         }
         let replica = shared.pick().ok_or(Error::Stopped)?;
         let (mut parts, body) = request.into_parts();
+        // The client's side of an upgrade, taken before the request goes
+        // on (hyper's client ignores it).
+        let client_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         let path = parts
             .uri
             .path_and_query()
@@ -173,10 +196,15 @@ impl Replicas for ContainerReplicas {
             .parse()
             .map_err(|e| Error::Failed(format!("cannot address the replica: {e}")))?;
         let request = http::Request::from_parts(parts, body);
-        let response = tokio::time::timeout(REQUEST_DEADLINE, shared.client.request(request))
+        let mut response = tokio::time::timeout(REQUEST_DEADLINE, shared.client.request(request))
             .await
             .map_err(|_| Error::Timeout(REQUEST_DEADLINE.as_secs()))?
             .map_err(|e| Error::Failed(format!("the replica did not answer: {e}")))?;
+        if response.status() == http::StatusCode::SWITCHING_PROTOCOLS
+            && let Some(client) = client_upgrade
+        {
+            splice_upgrade(client, hyper::upgrade::on(&mut response), replica.clone());
+        }
         // The body streams after this returns: it keeps the replica alive.
         Ok(response.map(|body| {
             body.map_err(move |e| {

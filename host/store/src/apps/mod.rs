@@ -4,6 +4,7 @@
 
 pub mod components;
 pub mod deployments;
+pub mod domains;
 pub mod env;
 pub mod git_links;
 pub mod logs;

@@ -6,6 +6,7 @@ mod build_sandbox;
 mod builds;
 mod crates;
 mod deploy;
+mod domains;
 mod limits;
 mod linux;
 mod outage;
