@@ -28,7 +28,9 @@ impl Replicas for Mirror {
         let mut seen: Vec<String> = request
             .headers()
             .iter()
-            .filter(|(n, _)| n.as_str().starts_with("x-") && n.as_str() != "x-forwarded-for")
+            .filter(|(n, _)| {
+                n.as_str().starts_with("x-") && !n.as_str().starts_with("x-forwarded-")
+            })
             .map(|(n, v)| format!("{n}={}", v.to_str().unwrap_or("?")))
             .collect();
         seen.sort();

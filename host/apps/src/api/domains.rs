@@ -116,7 +116,7 @@ fn event(app: &App, kind: &str, action: &str, caller: &Caller, domain: &str) -> 
 #[utoipa::path(get, path = "/apps/{id}/domains", tag = "apps",
     security(("bearer" = ["apps:read"])),
     params(("id" = String, Path, description = "app id"),
-           ("verify" = Option<String>, Query, description = "1: check the DNS records of every domain first")),
+           ("verify" = Option<String>, Query, pattern = "^[01]$", description = "1: check the DNS records of every domain first")),
     responses((status = 200, description = "the domains", body = DomainList)))]
 pub async fn list(
     Extension(apps): Extension<Apps>,
