@@ -29,7 +29,9 @@ use utoipa_axum::routes;
 pub use state::{ApiConfig, AppState};
 
 use crate::auth::{Requirement, RouteTable};
-use crate::routes::{account, admin, changelog, connect, events, metrics, notifications, projects, tokens};
+use crate::routes::{
+    account, admin, changelog, connect, events, metrics, notifications, projects, tokens,
+};
 
 /// Where the API is served.
 pub const API_PREFIX: &str = "/api/v1";

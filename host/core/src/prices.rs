@@ -7,7 +7,7 @@
 //! - **counts and sizes** (apps, databases, caches, cron jobs, stored
 //!   bytes, database disk) are **refused** at the limit by each service,
 //!   as before: nothing past them is ever priced;
-//! - **consumption** (compute hours, GB-hours, requests, fuel) is
+//! - **consumption** (compute hours, GB-hours, plugin requests and fuel) is
 //!   **priced** past the plan's monthly inclusion at the list price below,
 //!   and added to the period's cost (`GET /usage`).
 //!
@@ -32,25 +32,14 @@ pub struct Price {
     pub included: [f64; 4],
 }
 
-/// The whole table; the documented prices of the platform.
-pub const PRICES: [Price; 11] = [
+/// The whole table; the documented prices of the platform. A metric is
+/// listed once something reports it.
+pub const PRICES: [Price; 6] = [
     Price {
         metric: "compute_hours",
         unit: "node-hour",
         cents_per_unit: 1.0,
         included: [750.0, 1_500.0, 5_000.0, 15_000.0],
-    },
-    Price {
-        metric: "cpu_seconds",
-        unit: "cpu-second",
-        cents_per_unit: 0.001,
-        included: [360_000.0, 2_000_000.0, 8_000_000.0, 25_000_000.0],
-    },
-    Price {
-        metric: "memory_gb_hours",
-        unit: "GB-hour",
-        cents_per_unit: 0.5,
-        included: [365.0, 2_190.0, 5_840.0, 14_600.0],
     },
     Price {
         metric: "disk_gb_hours",
@@ -69,24 +58,6 @@ pub const PRICES: [Price; 11] = [
         unit: "GB-hour",
         cents_per_unit: 0.003,
         included: [730.0, 7_300.0, 36_500.0, 146_000.0],
-    },
-    Price {
-        metric: "storage_requests",
-        unit: "request",
-        cents_per_unit: 0.0004,
-        included: [1_000_000.0, 10_000_000.0, 50_000_000.0, 200_000_000.0],
-    },
-    Price {
-        metric: "requests",
-        unit: "request",
-        cents_per_unit: 0.00002,
-        included: [1_000_000.0, 10_000_000.0, 50_000_000.0, 200_000_000.0],
-    },
-    Price {
-        metric: "bandwidth_gb",
-        unit: "GB",
-        cents_per_unit: 5.0,
-        included: [100.0, 500.0, 2_048.0, 5_120.0],
     },
     Price {
         metric: "plugin_requests",

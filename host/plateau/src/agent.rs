@@ -53,7 +53,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         std::time::Duration::from_secs(60),
     );
     let backups = databases.clone().spawn_backups();
-    let sampler = crate::usage::spawn_sampler(&args.usage, db.clone(), data_dir.clone(), host_id.clone());
+    let sampler =
+        crate::usage::spawn_sampler(&args.usage, db.clone(), data_dir.clone(), host_id.clone());
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
         .with(databases)

@@ -84,20 +84,48 @@ async fn sample(
                 continue;
             }
             let nodes = (r.replicas + 1) as f64;
-            add(&r.org_id, r.project_id.clone(), kind, &r.id, "compute_hours", nodes * hours);
+            add(
+                &r.org_id,
+                r.project_id.clone(),
+                kind,
+                &r.id,
+                "compute_hours",
+                nodes * hours,
+            );
             let path = data_dir.join(dir).join(&r.id);
             let bytes = tokio::task::spawn_blocking(move || dir_bytes(&path))
                 .await
                 .unwrap_or(0);
-            add(&r.org_id, r.project_id, kind, &r.id, "disk_gb_hours", bytes as f64 / GB * hours);
+            add(
+                &r.org_id,
+                r.project_id,
+                kind,
+                &r.id,
+                "disk_gb_hours",
+                bytes as f64 / GB * hours,
+            );
         }
     }
     if usage::samples_shared(db, host_id).await? {
         for (id, org, project, bytes) in usage::buckets(db).await? {
-            add(&org, project, "bucket", &id, "storage_gb_hours", bytes as f64 / GB * hours);
+            add(
+                &org,
+                project,
+                "bucket",
+                &id,
+                "storage_gb_hours",
+                bytes as f64 / GB * hours,
+            );
         }
         for (org, bytes) in usage::registry_bytes(db).await? {
-            add(&org, None, "registry", "registry", "registry_gb_hours", bytes as f64 / GB * hours);
+            add(
+                &org,
+                None,
+                "registry",
+                "registry",
+                "registry_gb_hours",
+                bytes as f64 / GB * hours,
+            );
         }
     }
     Ok(batch)

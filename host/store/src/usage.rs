@@ -132,7 +132,10 @@ pub async fn running_on_host(db: &Db, databases: bool, host_id: &str) -> Result<
         "SELECT id, org_id, CAST(NULL AS TEXT) AS project_id, status, replicas FROM caches \
          WHERE host_id = $1"
     };
-    Ok(sqlx::query_as(sql).bind(host_id).fetch_all(db.pool()).await?)
+    Ok(sqlx::query_as(sql)
+        .bind(host_id)
+        .fetch_all(db.pool())
+        .await?)
 }
 
 /// Every bucket: `(id, org, project, bytes)`.

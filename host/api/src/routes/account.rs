@@ -171,7 +171,13 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
         .plan
         .parse()
         .map_err(|e: plateau_core::plan::UnknownPlan| ApiError::Internal(e.to_string()))?;
-    let totals = usage::totals(db, &caller.org_id, &time::to_date(start), &time::to_date(now)).await?;
+    let totals = usage::totals(
+        db,
+        &caller.org_id,
+        &time::to_date(start),
+        &time::to_date(now),
+    )
+    .await?;
     let metrics: Vec<MetricUsage> = prices::PRICES
         .iter()
         .map(|price| {
