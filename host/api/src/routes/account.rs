@@ -149,10 +149,11 @@ pub struct Counts {
 pub struct Cost {
     /// The flat plan price for the period.
     pub plan_cents: i64,
-    /// What lies past the plan's inclusions this period, priced (the sum
-    /// of `metrics[].costCents`).
-    pub metered_cents: f64,
-    pub total_cents: f64,
+    /// What lies past the plan's inclusions this period, priced: the sum
+    /// of `metrics[].costCents`, rounded to the nearest whole cent (what
+    /// an invoice would charge).
+    pub metered_cents: i64,
+    pub total_cents: i64,
     pub currency: String,
 }
 
@@ -197,7 +198,7 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
             }
         })
         .collect();
-    let metered = prices::round_cents(metrics.iter().map(|m| m.cost_cents).sum());
+    let metered = metrics.iter().map(|m| m.cost_cents).sum::<f64>().round() as i64;
     let plugins = plugins::usage_since(db, &caller.org_id, &time::to_date(start))
         .await?
         .into_iter()
@@ -232,7 +233,7 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
         cost: Cost {
             plan_cents: limits.price_cents,
             metered_cents: metered,
-            total_cents: limits.price_cents as f64 + metered,
+            total_cents: limits.price_cents + metered,
             currency: "USD".to_owned(),
         },
         limits,

@@ -124,10 +124,11 @@ async fn series_fill_and_cost() {
         (row["includedQuantity"].as_f64(), row["costCents"].as_f64()),
         (Some(750.0), Some(0.0))
     );
+    // Whole cents, as before: plan plus the rounded overage.
     assert_eq!(
-        u["cost"]["totalCents"].as_f64(),
+        u["cost"]["totalCents"].as_i64(),
         Some(
-            u["cost"]["planCents"].as_f64().unwrap() + u["cost"]["meteredCents"].as_f64().unwrap()
+            u["cost"]["planCents"].as_i64().unwrap() + u["cost"]["meteredCents"].as_i64().unwrap()
         )
     );
 
