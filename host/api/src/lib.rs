@@ -29,7 +29,9 @@ use utoipa_axum::routes;
 pub use state::{ApiConfig, AppState};
 
 use crate::auth::{Requirement, RouteTable};
-use crate::routes::{account, admin, changelog, connect, events, notifications, projects, tokens};
+use crate::routes::{
+    account, admin, changelog, connect, events, metrics, notifications, projects, tokens,
+};
 
 /// Where the API is served.
 pub const API_PREFIX: &str = "/api/v1";
@@ -74,6 +76,7 @@ pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, Strin
         .routes(routes!(health))
         .routes(routes!(account::me))
         .routes(routes!(account::usage))
+        .routes(routes!(metrics::list))
         .routes(routes!(tokens::list, tokens::create))
         .routes(routes!(tokens::revoke))
         .routes(routes!(notifications::get, notifications::put))

@@ -5,6 +5,7 @@
 
 pub mod id;
 pub mod plan;
+pub mod prices;
 pub mod role;
 pub mod scope;
 pub mod secret;

@@ -3,7 +3,8 @@
 //! supervisors of this host's caches and databases (adoption after a
 //! restart, restarts of dead processes, failover), the sweep of expired
 //! cache snapshots, the databases' backups (WAL shipping, scheduled and
-//! asked-for base backups, retention), apps' volumes, and the apps data plane (the edge, the apps' replicas
+//! asked-for base backups, retention), the usage sampler
+//! ([`crate::usage`]), apps' volumes, and the apps data plane (the edge, the apps' replicas
 //! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
@@ -52,6 +53,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         std::time::Duration::from_secs(60),
     );
     let backups = databases.clone().spawn_backups();
+    let sampler =
+        crate::usage::spawn_sampler(&args.usage, db.clone(), data_dir.clone(), host_id.clone());
     let timeouts = args.listen_timeouts.timeouts();
     let allow = plateau_egress::parse_allow_list(&args.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
@@ -70,6 +73,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     supervisor.abort();
     sweeper.abort();
     backups.abort();
+    sampler.abort();
     apps.stop().await;
     db.close().await;
     tracing::info!("the agent stopped; what it supervised keeps running");

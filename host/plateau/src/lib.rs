@@ -21,6 +21,7 @@ mod plugin_push;
 mod plugins;
 pub mod serve;
 mod storage;
+mod usage;
 
 /// How many tasks a runtime worker runs from its own queue before it looks
 /// at the shared one (tokio tunes this itself when it is not set).

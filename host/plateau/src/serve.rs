@@ -94,6 +94,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
+    pub(crate) usage: crate::usage::UsageArgs,
+    #[command(flatten)]
     storage: crate::storage::StorageArgs,
     /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
     /// by default each request's Host.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use plateau_api::error::ApiError;
 use plateau_core::time;
+use plateau_store::usage::{self, Increment};
 use plateau_store::{Db, plugins, projects};
 
 /// Day (days since the Unix epoch, UTC) to organisation to plugin to
@@ -26,6 +27,30 @@ fn slot<'a, V: Default>(map: &'a mut HashMap<String, V>, key: &str) -> &'a mut V
         map.insert(key.to_owned(), V::default());
     }
     map.get_mut(key).expect("inserted above")
+}
+
+/// The series store's points of `pending`: requests and fuel per plugin.
+fn series(pending: &Pending) -> Vec<Increment> {
+    let mut batch = Vec::new();
+    for (day, orgs) in pending {
+        let day = time::to_date(day * MS_PER_DAY);
+        for (org, by_plugin) in orgs {
+            for (plugin, (requests, fuel)) in by_plugin {
+                for (metric, quantity) in [("plugin_requests", *requests), ("plugin_fuel", *fuel)] {
+                    batch.push(Increment {
+                        org_id: org.clone(),
+                        project_id: None,
+                        resource_type: "plugin",
+                        resource_id: plugin.clone(),
+                        metric,
+                        day: day.clone(),
+                        quantity: quantity as f64,
+                    });
+                }
+            }
+        }
+    }
+    batch
 }
 
 #[derive(Default)]
@@ -48,6 +73,9 @@ impl Meter {
     /// Writes what was recorded since the last flush.
     pub async fn flush(&self, db: &Db) {
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Err(e) = usage::add(db, &series(&pending)).await {
+            tracing::warn!(error = %e, "recording plugin usage in the series store");
+        }
         for (day, orgs) in pending {
             let day = time::to_date(day * MS_PER_DAY);
             for (org, by_plugin) in orgs {

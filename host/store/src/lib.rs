@@ -34,6 +34,7 @@ pub mod sessions;
 pub mod settings;
 pub mod storage;
 pub mod tokens;
+pub mod usage;
 
 pub use db::{Backend, Db, Tx};
 pub use error::{Error, Result};

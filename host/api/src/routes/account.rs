@@ -2,8 +2,8 @@
 
 use axum::Json;
 use axum::extract::State;
-use plateau_core::time;
-use plateau_store::{grants, orgs, plans, plugins, projects, storage, tokens};
+use plateau_core::{Plan, prices, time};
+use plateau_store::{grants, orgs, plans, plugins, projects, storage, tokens, usage};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -92,7 +92,24 @@ pub struct Usage {
     /// Object storage (objects and unfinished uploads), counted against
     /// the plan's storage limit.
     pub storage: StorageUsage,
+    /// This period's consumption per metric of the price table, from the
+    /// series store, against what the plan includes.
+    pub metrics: Vec<MetricUsage>,
     pub cost: Cost,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricUsage {
+    pub metric: String,
+    pub unit: String,
+    pub quantity: f64,
+    /// What the plan includes per month.
+    pub included_quantity: f64,
+    /// Past the inclusion: priced at `centsPerUnit`.
+    pub overage_quantity: f64,
+    pub cents_per_unit: f64,
+    pub cost_cents: f64,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -132,7 +149,9 @@ pub struct Counts {
 pub struct Cost {
     /// The flat plan price for the period.
     pub plan_cents: i64,
-    /// Metered spend recorded against the organisation's tokens.
+    /// What lies past the plan's inclusions this period, priced: the sum
+    /// of `metrics[].costCents`, rounded to the nearest whole cent (what
+    /// an invoice would charge).
     pub metered_cents: i64,
     pub total_cents: i64,
     pub currency: String,
@@ -149,7 +168,37 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
         .await?
         .ok_or_else(|| ApiError::Internal(format!("plan {} has no limits row", caller.plan)))?;
     let (start, end) = time::month_bounds(now);
-    let metered = tokens::spent_in_org(db, &caller.org_id).await?;
+    let plan: Plan = caller
+        .plan
+        .parse()
+        .map_err(|e: plateau_core::plan::UnknownPlan| ApiError::Internal(e.to_string()))?;
+    let totals = usage::totals(
+        db,
+        &caller.org_id,
+        &time::to_date(start),
+        &time::to_date(now),
+    )
+    .await?;
+    let metrics: Vec<MetricUsage> = prices::PRICES
+        .iter()
+        .map(|price| {
+            let quantity = totals
+                .iter()
+                .find(|(m, _)| m == price.metric)
+                .map_or(0.0, |(_, q)| *q);
+            let included = price.included(plan);
+            MetricUsage {
+                metric: price.metric.to_owned(),
+                unit: price.unit.to_owned(),
+                quantity,
+                included_quantity: included,
+                overage_quantity: (quantity - included).max(0.0),
+                cents_per_unit: price.cents_per_unit,
+                cost_cents: prices::round_cents(price.overage_cents(plan, quantity)),
+            }
+        })
+        .collect();
+    let metered = metrics.iter().map(|m| m.cost_cents).sum::<f64>().round() as i64;
     let plugins = plugins::usage_since(db, &caller.org_id, &time::to_date(start))
         .await?
         .into_iter()
@@ -180,6 +229,7 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
                 limit_bytes: limits.storage_gb.saturating_mul(1_000_000_000),
             }
         },
+        metrics,
         cost: Cost {
             plan_cents: limits.price_cents,
             metered_cents: metered,

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod changelog;
 pub mod connect;
 pub mod events;
+pub mod metrics;
 pub mod notifications;
 pub mod projects;
 pub mod tokens;

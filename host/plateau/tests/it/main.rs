@@ -28,6 +28,7 @@ mod idempotency;
 mod ids;
 mod input_rules;
 mod jobs;
+mod metrics;
 mod multihost;
 mod openapi_conformance;
 mod openapi_document;
