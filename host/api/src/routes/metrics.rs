@@ -21,7 +21,7 @@ pub const MAX_DAYS: i64 = 366;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Metrics {
+pub struct UsageSeries {
     /// First and last day of the range (UTC, inclusive).
     pub from: String,
     pub to: String,
@@ -96,17 +96,17 @@ fn filter_of(pairs: &[(String, String)]) -> Result<Filter, ApiError> {
 /// Daily usage series with the cost of each point.
 #[utoipa::path(get, path = "/metrics", tag = "observability",
     security(("bearer" = ["observability:read"])),
-    params(("resource" = Option<String>, Query, description = "one resource's id (app, database, cache, bucket; `registry`; a plugin's name)"),
-           ("project" = Option<String>, Query, description = "one project's id"),
-           ("metric" = Option<String>, Query, description = "one metric of the price table, e.g. compute_hours"),
-           ("from" = Option<String>, Query, description = "first day, YYYY-MM-DD (default: the first of this month)"),
-           ("to" = Option<String>, Query, description = "last day, YYYY-MM-DD, inclusive (default: today); at most 366 days after from")),
-    responses((status = 200, description = "daily points, oldest first", body = Metrics)))]
+    params(("resource" = Option<String>, Query, min_length = 1, description = "one resource's id (app, database, cache, bucket; `registry`; a plugin's name)"),
+           ("project" = Option<String>, Query, min_length = 1, description = "one project's id"),
+           ("metric" = Option<String>, Query, pattern = "^(compute_hours|disk_gb_hours|storage_gb_hours|registry_gb_hours|plugin_requests|plugin_fuel)$", description = "one metric of the price table, e.g. compute_hours"),
+           ("from" = Option<String>, Query, format = Date, description = "first day, YYYY-MM-DD (default: the first of this month)"),
+           ("to" = Option<String>, Query, format = Date, description = "last day, YYYY-MM-DD, inclusive (default: today); at most 366 days after from")),
+    responses((status = 200, description = "daily points, oldest first", body = UsageSeries)))]
 pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
     pairs: Pairs,
-) -> Result<Json<Metrics>, ApiError> {
+) -> Result<Json<UsageSeries>, ApiError> {
     let mut filter = filter_of(&pairs)?;
     if let Some(project) = &caller.project_id {
         // A project-scoped token sees its project only.
@@ -135,7 +135,7 @@ pub async fn list(
             }
         })
         .collect();
-    Ok(Json(Metrics {
+    Ok(Json(UsageSeries {
         from: filter.from,
         to: filter.to,
         items,

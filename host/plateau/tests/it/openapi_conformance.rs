@@ -32,6 +32,8 @@ const MAX_EXAMPLES: &str = "10";
 /// - `POST /connect/grants` skips it too: `projectId` must name a project
 ///   of the organisation, which no schema can say, and the server refuses
 ///   another with 400 naming the field.
+/// - `GET /metrics` skips `positive_data_acceptance`: `from` may not be
+///   after `to` nor more than 366 days before it, which a schema cannot say.
 /// - `PUT /apps/{id}/github` skips `positive_data_acceptance`: which git
 ///   URLs are allowed is the operator's setting (`PLATEAU_APPS_GIT_ALLOW`,
 ///   422 otherwise), which a schema cannot say.
@@ -66,6 +68,11 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-path = "/connect/grants"
 include-method = "POST"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/metrics"
+include-method = "GET"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]
