@@ -115,6 +115,7 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
                 req.method(),
             )
             .await;
+            let has_body = sends_body(req.headers());
             let mut response = if let Some(refused) = date::check_v2(&req) {
                 refused
             } else {
@@ -126,9 +127,29 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
             if let Some(cors) = cors {
                 cors.apply(&mut response);
             }
+            // A request refused before its body was read (a failed
+            // condition, a bad signature) leaves that body on the
+            // connection; closing it keeps the next request from being
+            // read after those bytes.
+            if has_body && response.status().is_client_error() {
+                response.headers_mut().insert(
+                    http::header::CONNECTION,
+                    http::HeaderValue::from_static("close"),
+                );
+            }
             Ok(response)
         })
     }
+}
+
+/// Whether a request carries a body (a length above zero, or chunks).
+fn sends_body(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(http::header::TRANSFER_ENCODING)
+        || headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
 }
 
 /// The bucket a request names: the host's first label under `domain`,
