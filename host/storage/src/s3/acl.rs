@@ -56,6 +56,21 @@ const KNOWN: [&str; 6] = [
 /// The canned ACL an access control policy amounts to: the owner's
 /// (`owner_id`) full control, and READ for everyone or not; a grant to
 /// anyone else is refused.
+/// The ACL a PutBucketAcl or PutObjectAcl asks for: a canned one (grant
+/// headers refused), or the one a policy amounts to.
+fn requested(
+    acl: Option<&str>,
+    grants: [&Option<String>; 5],
+    policy: Option<&AccessControlPolicy>,
+    owner_id: &str,
+) -> S3Result<Option<String>> {
+    let acl = canned(acl, &grants.map(Option::as_ref))?;
+    match policy {
+        Some(policy) => from_policy(policy, owner_id),
+        None => Ok(acl),
+    }
+}
+
 fn from_policy(policy: &AccessControlPolicy, owner_id: &str) -> S3Result<Option<String>> {
     let mut public = false;
     for grant in policy.grants.iter().flatten() {
@@ -127,20 +142,18 @@ pub(super) async fn put_bucket(
 ) -> S3Result<S3Response<PutBucketAclOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let i = &req.input;
-    let grants = [
-        &i.grant_full_control,
-        &i.grant_read,
-        &i.grant_read_acp,
-        &i.grant_write,
-        &i.grant_write_acp,
-    ];
-    let mut acl = canned(
+    let acl = requested(
         i.acl.as_ref().map(BucketCannedACL::as_str),
-        &grants.map(Option::as_ref),
+        [
+            &i.grant_full_control,
+            &i.grant_read,
+            &i.grant_read_acp,
+            &i.grant_write,
+            &i.grant_write_acp,
+        ],
+        i.access_control_policy.as_ref(),
+        &bucket.org_id,
     )?;
-    if let Some(policy) = &i.access_control_policy {
-        acl = from_policy(policy, &bucket.org_id)?;
-    }
     let provider = front.storage.provider();
     let json = acl.map(|a| serde_json::Value::from(a).to_string());
     provider
@@ -169,20 +182,18 @@ pub(super) async fn put_object(
 ) -> S3Result<S3Response<PutObjectAclOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let i = &req.input;
-    let grants = [
-        &i.grant_full_control,
-        &i.grant_read,
-        &i.grant_read_acp,
-        &i.grant_write,
-        &i.grant_write_acp,
-    ];
-    let mut acl = canned(
+    let acl = requested(
         i.acl.as_ref().map(ObjectCannedACL::as_str),
-        &grants.map(Option::as_ref),
+        [
+            &i.grant_full_control,
+            &i.grant_read,
+            &i.grant_read_acp,
+            &i.grant_write,
+            &i.grant_write_acp,
+        ],
+        i.access_control_policy.as_ref(),
+        &bucket.org_id,
     )?;
-    if let Some(policy) = &i.access_control_policy {
-        acl = from_policy(policy, &bucket.org_id)?;
-    }
     front
         .storage
         .provider()

@@ -239,7 +239,6 @@ async fn git_dockerfile_builds(backend: Backend) {
 
 /// Sends a push webhook for `branch` as GitHub does, signed with `secret`.
 async fn push_hook(
-    env: &Apps,
     hook: &str,
     secret: &str,
     delivery: &str,
@@ -264,7 +263,6 @@ async fn push_hook(
         .await
         .unwrap();
     let status = r.status().as_u16();
-    let _ = env;
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
@@ -308,11 +306,11 @@ async fn push_deploys(env: &Apps, app_id: &str, url: &str, repo: &Path, edge: &E
         .await
         .unwrap();
     assert_eq!(unsigned.status(), 401);
-    let (status, _) = push_hook(env, &hook, "whsec_wrong", "d-0", "push", "fixed").await;
+    let (status, _) = push_hook(&hook, "whsec_wrong", "d-0", "push", "fixed").await;
     assert_eq!(status, 401);
-    let (status, pong) = push_hook(env, &hook, &secret, "d-ping", "ping", "fixed").await;
+    let (status, pong) = push_hook(&hook, &secret, "d-ping", "ping", "fixed").await;
     assert_eq!((status, pong["status"].as_str()), (200, Some("pong")));
-    let (status, other) = push_hook(env, &hook, &secret, "d-1", "push", "main").await;
+    let (status, other) = push_hook(&hook, &secret, "d-1", "push", "main").await;
     assert_eq!(
         (status, other["status"].as_str()),
         (200, Some("ignored")),
@@ -325,7 +323,7 @@ async fn push_deploys(env: &Apps, app_id: &str, url: &str, repo: &Path, edge: &E
         "mkdir -p /www && echo pushed > /www/index.html",
         "pushed",
     );
-    let (status, started) = push_hook(env, &hook, &secret, "d-2", "push", "fixed").await;
+    let (status, started) = push_hook(&hook, &secret, "d-2", "push", "fixed").await;
     assert_eq!(
         (status, started["status"].as_str()),
         (202, Some("deploying")),
@@ -335,7 +333,7 @@ async fn push_deploys(env: &Apps, app_id: &str, url: &str, repo: &Path, edge: &E
     assert_eq!(pushed["status"], "live", "{pushed}");
     edge.until_body("pushed\n").await;
     // The same delivery again is acknowledged and ignored.
-    let (status, again) = push_hook(env, &hook, &secret, "d-2", "push", "fixed").await;
+    let (status, again) = push_hook(&hook, &secret, "d-2", "push", "fixed").await;
     assert_eq!((status, again["status"].as_str()), (200, Some("duplicate")));
     let events = c.get("/events?type=app.git.linked").await.json();
     assert_eq!(
