@@ -73,3 +73,14 @@ pub async fn read_body(body: axum::body::Body, limit: usize) -> Result<bytes::By
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(plateau_contract::parse_json(bytes)?)
 }
+
+/// For a field of a change that may be absent (left as it is), `null`
+/// (cleared) or a value: `#[serde(default, deserialize_with =
+/// "crate::json::present")]` on an `Option<Option<T>>`.
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
+}

@@ -4,6 +4,7 @@
 //! Only this crate knows about HTTP and JSON; the store below it knows
 //! about SQL, and the binary above it about processes and signals.
 
+pub mod alarms;
 pub mod auth;
 pub mod error;
 pub mod fault;
@@ -30,7 +31,8 @@ pub use state::{ApiConfig, AppState};
 
 use crate::auth::{Requirement, RouteTable};
 use crate::routes::{
-    account, admin, changelog, connect, events, metrics, notifications, projects, tokens,
+    account, admin, alarms as alarm_routes, changelog, connect, events, metrics, notifications,
+    projects, tokens,
 };
 
 /// Where the API is served.
@@ -77,6 +79,12 @@ pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, Strin
         .routes(routes!(account::me))
         .routes(routes!(account::usage))
         .routes(routes!(metrics::list))
+        .routes(routes!(alarm_routes::list, alarm_routes::create))
+        .routes(routes!(
+            alarm_routes::get,
+            alarm_routes::update,
+            alarm_routes::delete
+        ))
         .routes(routes!(tokens::list, tokens::create))
         .routes(routes!(tokens::revoke))
         .routes(routes!(notifications::get, notifications::put))

@@ -23,6 +23,10 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("checks", include_str!("../../../docs/checks.md")),
     ("heartbeats", include_str!("../../../docs/heartbeats.md")),
     ("flags", include_str!("../../../docs/flags.md")),
+    (
+        "observability",
+        include_str!("../../../docs/observability.md"),
+    ),
     ("webhooks", include_str!("../../../docs/webhooks.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
 ];

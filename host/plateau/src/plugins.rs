@@ -59,6 +59,8 @@ const JOB_CONCURRENCY: usize = 64;
 const CORE_PREFIXES: &[&str] = &[
     "/me",
     "/usage",
+    "/metrics",
+    "/alarms",
     "/tokens",
     "/notifications",
     "/connect",

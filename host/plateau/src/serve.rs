@@ -95,6 +95,10 @@ pub struct ServeArgs {
     registry_gc: RegistryGcArgs,
     #[command(flatten)]
     pub(crate) usage: crate::usage::UsageArgs,
+    /// Milliseconds between evaluations of every enabled alarm
+    /// (`/alarms`) against the series store.
+    #[arg(long, env = "PLATEAU_ALARMS_EVALUATE_MS", default_value_t = 60_000)]
+    alarms_evaluate_ms: u64,
     #[command(flatten)]
     storage: crate::storage::StorageArgs,
     /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
@@ -245,6 +249,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         },
     ));
     let maintenance = tokio::spawn(maintain(db.clone()));
+    let alarms = tokio::spawn(evaluate_alarms(db.clone(), args.alarms_evaluate_ms));
     let registry_gc = tokio::spawn(registry_gc(
         db.clone(),
         blob_store,
@@ -258,6 +263,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let _ = stop_storage.send(());
     let _ = s3.await;
     maintenance.abort();
+    alarms.abort();
     registry_gc.abort();
     agent.detach();
     plugins.stop(&db).await;
@@ -295,6 +301,18 @@ async fn maintain(db: Db) {
         }
         if let Err(e) = sessions::purge_expired(&db, now).await {
             tracing::warn!(error = %e, "purging admin sessions");
+        }
+    }
+}
+
+/// Evaluates every enabled alarm every `interval_ms`.
+async fn evaluate_alarms(db: Db, interval_ms: u64) {
+    let mut every = tokio::time::interval(Duration::from_millis(interval_ms.max(100)));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(e) = plateau_api::alarms::evaluate_all(&db, time::now_ms()).await {
+            tracing::warn!(error = %e, "evaluating alarms");
         }
     }
 }

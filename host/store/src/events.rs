@@ -77,6 +77,15 @@ impl NewEvent {
         }
     }
 
+    /// An event of the timeline only, not of the audit log: something the
+    /// platform noticed (an alarm's change) rather than a change made.
+    pub fn noticed(org_id: &str, kind: &str, category: &str, action: &str, actor: &Actor) -> Self {
+        NewEvent {
+            audit: false,
+            ..NewEvent::audited(org_id, kind, category, action, actor)
+        }
+    }
+
     pub fn resource(mut self, resource_type: &str, id: &str) -> Self {
         self.resource_type = Some(resource_type.to_owned());
         self.resource_id = Some(id.to_owned());

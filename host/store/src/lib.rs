@@ -8,6 +8,7 @@
 //! Everything the API promises (tokens, idempotency records, cursor keys,
 //! events, sessions) lives here, never only in a process's memory.
 
+pub mod alarms;
 pub mod apps;
 pub mod cache_snapshots;
 pub mod caches;

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use plateau_sdk::contract::mail::is_email;
+
 use crate::assertions::Assertion;
 use crate::status::StatusRange;
 use crate::verdict::Expectations;
@@ -592,23 +594,6 @@ pub fn url_problem(url: &str) -> Option<String> {
         return Some("must name a host".to_owned());
     }
     None
-}
-
-/// A plain `local@domain.tld` address, without display names.
-pub fn is_email(address: &str) -> bool {
-    let Some((local, domain)) = address.split_once('@') else {
-        return false;
-    };
-    let atom = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c);
-    address.len() <= 254
-        && !local.is_empty()
-        && local.chars().all(atom)
-        && domain.contains('.')
-        && !domain.starts_with(['.', '-'])
-        && !domain.ends_with(['.', '-'])
-        && domain
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
 }
 
 #[cfg(test)]

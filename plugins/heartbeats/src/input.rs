@@ -1,6 +1,7 @@
 //! The bodies of `POST /heartbeats` and `PATCH /heartbeats/{id}`, and their
 //! rules, reported all at once as `validation_failed`.
 
+use plateau_sdk::contract::mail::is_email;
 use plateau_sdk::{ApiError, Validator};
 use serde::{Deserialize, Deserializer};
 
@@ -180,30 +181,6 @@ pub fn check_emails(v: &mut Validator, emails: &[String]) {
             v.error(format!("alertEmails[{i}]"), "is listed twice");
         }
     }
-}
-
-/// A plain `local@domain` address: no display name, no spaces, no control
-/// or header characters, a dotted domain.
-pub fn is_email(email: &str) -> bool {
-    let Some((local, domain)) = email.rsplit_once('@') else {
-        return false;
-    };
-    let atom = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c);
-    email.len() <= 254
-        && !local.is_empty()
-        && local.len() <= 64
-        && local.chars().all(atom)
-        && !local.starts_with('.')
-        && !local.ends_with('.')
-        && !local.contains("..")
-        && domain.contains('.')
-        && domain.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        })
 }
 
 /// Checks a webhook URL: `http` or `https`, a host, no whitespace. Whether

@@ -2,6 +2,7 @@
 //! over the stored endpoint), event type patterns and how they match, and
 //! the retry schedule.
 
+use plateau_sdk::contract::mail::is_email;
 use plateau_sdk::{ApiError, Validator};
 use serde::Deserialize;
 
@@ -117,18 +118,6 @@ pub fn matches(pattern: &str, event_type: &str) -> bool {
         Some(prefix) => event_type.starts_with(prefix),
         None => pattern == event_type,
     }
-}
-
-fn is_email(address: &str) -> bool {
-    let Some((local, domain)) = address.split_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && domain.contains('.')
-        && address.len() <= 254
-        && !address
-            .bytes()
-            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control() || b == b'<' || b == b'>')
 }
 
 /// The retry schedule configured under [`RETRY_SCHEDULE_KEY`], else

@@ -43,6 +43,31 @@ pub const RESERVED_HEADERS: &[&str] = &[
 ];
 pub const RESERVED_HEADER_PREFIXES: &[&str] = &["content-", "resent-", "arc-"];
 
+/// A plain `local@domain` address, as alert recipients are given: no
+/// display name, no spaces, no control or header characters, a dotted
+/// domain of valid labels.
+pub fn is_email(email: &str) -> bool {
+    let Some((local, domain)) = email.rsplit_once('@') else {
+        return false;
+    };
+    let atom = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c);
+    email.len() <= 254
+        && !local.is_empty()
+        && local.len() <= 64
+        && local.chars().all(atom)
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && domain.contains('.')
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
 /// Whether the host refuses `name` (any case) as a custom header because it
 /// sets it itself.
 pub fn is_reserved_header(name: &str) -> bool {
@@ -241,5 +266,26 @@ mod tests {
         assert!(!is_header_name("X Tag"));
         assert!(!is_header_name("X:Tag"));
         assert!(!is_header_name(&"x".repeat(MAX_HEADER_NAME + 1)));
+    }
+
+    #[test]
+    fn plain_addresses_only() {
+        for good in ["ops+alerts@example.co.uk", "a.b@x-y.io"] {
+            assert!(is_email(good), "{good}");
+        }
+        for bad in [
+            "ops",
+            "@x.io",
+            "a@b",
+            "a b@x.io",
+            "A <a@x.io>",
+            "a@x.io\r\nBcc: b@y.io",
+            ".a@x.io",
+            "a..b@x.io",
+            "a@-x.io",
+            "a@x..io",
+        ] {
+            assert!(!is_email(bad), "{bad}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod alarms;
 pub mod changelog;
 pub mod connect;
 pub mod events;

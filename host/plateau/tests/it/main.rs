@@ -5,6 +5,7 @@
 mod account;
 mod admin;
 mod agent;
+mod alarms;
 mod apps;
 mod audit_export;
 mod auth;

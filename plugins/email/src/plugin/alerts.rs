@@ -1,4 +1,5 @@
-//! Alert emails asked for by other plugins: an event `checks.email.requested`,
+//! Alert emails asked for by other plugins and the host: an event
+//! `alarms.email.requested`, `checks.email.requested`,
 //! `heartbeats.email.requested` or `webhooks.email.requested` whose data is
 //! `{"to": ["a@example.com"], "subject": "...", "text": "...", "html": "..."}`
 //! (`html` optional) is queued like `POST /email/send` from the

@@ -13,10 +13,10 @@
 //! | `DELETE /email/suppressions/{address}` | `email:write` |
 //!
 //! Hooks: `on_job` delivers a queued message (`send:{id}` jobs, see
-//! [`delivery`]); `on_event` queues alerts that other plugins ask for with
+//! [`delivery`]); `on_event` queues alerts that other plugins and the host
+//! ask for with `alarms.email.requested` (the host's threshold alarms),
 //! `checks.email.requested`, `heartbeats.email.requested` and
-//! `webhooks.email.requested` (see
-//! [`alerts`]).
+//! `webhooks.email.requested` (see [`alerts`]).
 
 pub mod alerts;
 pub mod config;
@@ -34,7 +34,8 @@ use plateau_sdk::{Capability, Description, Event, Plugin, Router};
 pub struct EmailPlugin;
 
 /// The event types whose data asks for an alert email.
-pub const ALERT_EVENTS: [&str; 3] = [
+pub const ALERT_EVENTS: [&str; 4] = [
+    "alarms.email.requested",
     "checks.email.requested",
     "heartbeats.email.requested",
     "webhooks.email.requested",

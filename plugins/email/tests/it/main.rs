@@ -177,6 +177,7 @@ fn description_declares_scopes_capabilities_subscriptions_and_routes() {
     assert_eq!(
         description.subscriptions,
         [
+            "alarms.email.requested",
             "checks.email.requested",
             "heartbeats.email.requested",
             "webhooks.email.requested"
