@@ -6,10 +6,12 @@
 
 pub mod console;
 pub mod data;
+pub mod dump;
 pub mod extensions;
 pub mod ops;
 pub mod quota;
 pub mod roles;
+pub mod script;
 
 use crate::Error;
 

@@ -1,0 +1,422 @@
+//! A plain SQL dump read as the server will run it (issue 32, managed
+//! dump restore): split into statements the way the server's lexer sees
+//! them (quotes, quoted identifiers, dollar quotes, comments), with the
+//! rows of each `COPY ... FROM stdin` block kept apart for the COPY
+//! protocol. Nothing of psql runs: a line that would be a psql
+//! meta-command (`\!` runs a shell, `\o` writes a file, `\connect`
+//! leaves the database) is refused, save `\restrict`/`\unrestrict`, which
+//! pg_dump writes to keep psql from running any. What the host leaves out
+//! of a dump, since the database's owner role owns everything restored
+//! and holds no other role's privileges, is decided here too ([`Kind`]).
+
+use crate::{Error, Result};
+
+/// One piece of a dump, with the line it starts on.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// A statement, without its closing `;`.
+    Statement { line: usize, sql: String },
+    /// The end of a `COPY ... FROM stdin` block's rows (they went out as
+    /// [`Piece::Rows`]).
+    CopyEnd { line: usize },
+    /// Rows of the current COPY block, in COPY's text format.
+    Rows(Vec<u8>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Lex {
+    Normal,
+    Single { escapes: bool },
+    Double,
+    Dollar(String),
+    Block(u32),
+}
+
+/// Reads a dump line by line ([`Splitter::line`]).
+pub struct Splitter {
+    statement: String,
+    start: usize,
+    line: usize,
+    lex: Lex,
+    /// Inside the rows of a COPY block.
+    copying: bool,
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Splitter {
+            statement: String::new(),
+            start: 1,
+            line: 0,
+            lex: Lex::Normal,
+            copying: false,
+        }
+    }
+}
+
+/// Rows sent to the server in one message, at most.
+pub const ROWS_CHUNK: usize = 1 << 20;
+
+impl Splitter {
+    /// Takes the next line (with its `\n`), adding what it completes to
+    /// `out`.
+    pub fn line(&mut self, raw: &[u8], out: &mut Vec<Piece>) -> Result<()> {
+        self.line += 1;
+        if self.copying {
+            if raw == b"\\.\n" || raw == b"\\." || raw == b"\\.\r\n" {
+                self.copying = false;
+                out.push(Piece::CopyEnd { line: self.line });
+            } else {
+                match out.last_mut() {
+                    Some(Piece::Rows(rows)) if rows.len() < ROWS_CHUNK => rows.extend(raw),
+                    _ => out.push(Piece::Rows(raw.to_vec())),
+                }
+            }
+            return Ok(());
+        }
+        let text = std::str::from_utf8(raw)
+            .map_err(|_| refused(self.line, "the dump is not UTF-8 text"))?;
+        if self.lex == Lex::Normal && self.statement.trim().is_empty() {
+            let head = text.trim_start();
+            if let Some(command) = head.strip_prefix('\\') {
+                let name: String = command
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
+                if name == "restrict" || name == "unrestrict" {
+                    return Ok(());
+                }
+                return Err(refused(
+                    self.line,
+                    &format!(
+                        "psql meta-command \\{name} is not allowed in a dump; make it with pg_dump without -C, or remove the line"
+                    ),
+                ));
+            }
+        }
+        let chars: Vec<char> = text.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let next = chars.get(i + 1).copied();
+            if self.statement.trim().is_empty() && !c.is_whitespace() {
+                self.start = self.line;
+            }
+            match &mut self.lex {
+                Lex::Normal => match c {
+                    '\'' => {
+                        let before = i.checked_sub(1).map(|j| chars[j]);
+                        let word = i.checked_sub(2).map(|j| chars[j]);
+                        let escapes = matches!(before, Some('e' | 'E'))
+                            && !word.is_some_and(|w| w.is_alphanumeric() || w == '_');
+                        self.lex = Lex::Single { escapes };
+                    }
+                    '"' => self.lex = Lex::Double,
+                    '-' if next == Some('-') => {
+                        // A comment to the end of the line.
+                        self.statement.push('\n');
+                        break;
+                    }
+                    '/' if next == Some('*') => {
+                        self.lex = Lex::Block(1);
+                        self.statement.push_str("/*");
+                        i += 2;
+                        continue;
+                    }
+                    '$' => {
+                        let word_before = i
+                            .checked_sub(1)
+                            .is_some_and(|j| chars[j].is_alphanumeric() || chars[j] == '_');
+                        if !word_before && let Some(tag) = dollar_tag(&chars[i..]) {
+                            self.statement.push_str(&tag);
+                            i += tag.chars().count();
+                            self.lex = Lex::Dollar(tag);
+                            continue;
+                        }
+                    }
+                    ';' => {
+                        let sql = std::mem::take(&mut self.statement);
+                        let line = self.start;
+                        if is_copy_from_stdin(&sql) {
+                            self.copying = true;
+                        }
+                        out.push(Piece::Statement {
+                            line,
+                            sql: sql.trim().to_owned(),
+                        });
+                        i += 1;
+                        if self.copying {
+                            // The rows start on the next line.
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    _ => {}
+                },
+                Lex::Single { escapes } => {
+                    if *escapes && c == '\\' {
+                        self.statement.push(c);
+                        if let Some(n) = next {
+                            self.statement.push(n);
+                        }
+                        i += 2;
+                        continue;
+                    }
+                    if c == '\'' {
+                        self.lex = Lex::Normal;
+                    }
+                }
+                Lex::Double => {
+                    if c == '"' {
+                        self.lex = Lex::Normal;
+                    }
+                }
+                Lex::Dollar(tag) => {
+                    if c == '$'
+                        && chars[i..]
+                            .iter()
+                            .take(tag.chars().count())
+                            .copied()
+                            .eq(tag.chars())
+                    {
+                        let n = tag.chars().count();
+                        self.statement.push_str(tag);
+                        self.lex = Lex::Normal;
+                        i += n;
+                        continue;
+                    }
+                }
+                Lex::Block(depth) => {
+                    if c == '/' && next == Some('*') {
+                        *depth += 1;
+                        self.statement.push_str("/*");
+                        i += 2;
+                        continue;
+                    }
+                    if c == '*' && next == Some('/') {
+                        *depth -= 1;
+                        if *depth == 0 {
+                            self.lex = Lex::Normal;
+                        }
+                        self.statement.push_str("*/");
+                        i += 2;
+                        continue;
+                    }
+                }
+            }
+            self.statement.push(c);
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// The end of the dump: what is left must be nothing but blanks.
+    pub fn finish(self) -> Result<()> {
+        if self.copying {
+            return Err(refused(
+                self.line,
+                "the dump ends inside the rows of a COPY",
+            ));
+        }
+        if self.lex != Lex::Normal || !self.statement.trim().is_empty() {
+            return Err(refused(
+                self.start,
+                "the dump ends inside a statement (cut off?)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `$tag$` (or `$$`) at the start of `chars`, if it is one.
+fn dollar_tag(chars: &[char]) -> Option<String> {
+    let mut tag = String::from("$");
+    for (k, &c) in chars.iter().enumerate().skip(1) {
+        if c == '$' {
+            tag.push('$');
+            return Some(tag);
+        }
+        let ok = c == '_' || c.is_alphabetic() || (k > 1 && c.is_ascii_digit());
+        if !ok {
+            return None;
+        }
+        tag.push(c);
+    }
+    None
+}
+
+fn refused(line: usize, why: &str) -> Error {
+    Error::Refused {
+        code: "dump_refused",
+        detail: format!("line {line}: {why}"),
+    }
+}
+
+/// The statement's words, upper-cased, block comments and extra blanks
+/// left out (the splitter keeps no line comment).
+fn words(sql: &str) -> Vec<String> {
+    let mut text = String::new();
+    let mut depth = 0u32;
+    let mut rest = sql;
+    while !rest.is_empty() {
+        if rest.starts_with("/*") {
+            depth += 1;
+            rest = &rest[2..];
+        } else if depth > 0 && rest.starts_with("*/") {
+            depth -= 1;
+            text.push(' ');
+            rest = &rest[2..];
+        } else {
+            let c = rest.chars().next().unwrap_or(' ');
+            if depth == 0 {
+                text.push(c);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    text.split_whitespace().map(str::to_uppercase).collect()
+}
+
+/// Whether `sql` is a `COPY ... FROM stdin`, whose rows follow it.
+pub fn is_copy_from_stdin(sql: &str) -> bool {
+    let w = words(sql);
+    w.first().is_some_and(|f| f == "COPY")
+        && w.len() >= 2
+        && w[w.len() - 2] == "FROM"
+        && w[w.len() - 1] == "STDIN"
+}
+
+/// What the restore does with a statement.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Runs it.
+    Run,
+    /// Leaves it out: ownership and privileges (the owner role owns what
+    /// is restored, and grants nothing to roles of another database), and
+    /// comments on extensions (which the host's role owns).
+    Skip,
+    /// `CREATE EXTENSION name`: left out when the database has it (a
+    /// pre-seeded extension), refused otherwise.
+    Extension(String),
+    /// Refused: it would end the restore's one transaction.
+    Refuse(&'static str),
+}
+
+/// What the restore does with `sql`.
+pub fn kind(sql: &str) -> Kind {
+    let w = words(sql);
+    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or_default();
+    match at(0) {
+        "GRANT" | "REVOKE" => Kind::Skip,
+        "ALTER" if at(1) == "DEFAULT" && at(2) == "PRIVILEGES" => Kind::Skip,
+        "ALTER" if w.len() >= 3 && w[w.len() - 3] == "OWNER" && w[w.len() - 2] == "TO" => {
+            Kind::Skip
+        }
+        "COMMENT" if at(1) == "ON" && at(2) == "EXTENSION" => Kind::Skip,
+        "CREATE" if at(1) == "EXTENSION" => {
+            let name = if at(2) == "IF" { at(5) } else { at(2) };
+            Kind::Extension(name.trim_matches('"').to_lowercase())
+        }
+        "BEGIN" | "COMMIT" | "END" | "ROLLBACK" | "ABORT" | "SAVEPOINT" | "RELEASE" => {
+            Kind::Refuse("transaction control is not allowed in a dump")
+        }
+        "START" | "PREPARE" if at(1) == "TRANSACTION" => {
+            Kind::Refuse("transaction control is not allowed in a dump")
+        }
+        _ => Kind::Run,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(text: &str) -> Result<Vec<Piece>> {
+        let mut s = Splitter::default();
+        let mut out = Vec::new();
+        for line in text.split_inclusive('\n') {
+            s.line(line.as_bytes(), &mut out)?;
+        }
+        s.finish()?;
+        Ok(out)
+    }
+
+    fn sql(p: &Piece) -> &str {
+        match p {
+            Piece::Statement { sql, .. } => sql,
+            _ => "",
+        }
+    }
+
+    #[test]
+    fn statements_split_where_the_server_would_split_them() {
+        let dump = "SET a = 1; SET b = 'x;y';\n\
+                    CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql;\n\
+                    -- a comment; with a semicolon\n\
+                    CREATE TABLE \"we;ird\" (v text DEFAULT E'it\\'s;'); /* c; /* nested; */ */\n\
+                    COPY public.t (n, v) FROM stdin;\n\
+                    1\ta;b\n\
+                    \\.\n\
+                    SELECT 1;\n";
+        let pieces = split(dump).unwrap();
+        let statements: Vec<&str> = pieces.iter().map(sql).filter(|s| !s.is_empty()).collect();
+        assert_eq!(statements.len(), 6, "{pieces:?}");
+        assert_eq!(statements[1], "SET b = 'x;y'");
+        assert!(
+            statements[2].ends_with("$body$ LANGUAGE sql"),
+            "{}",
+            statements[2]
+        );
+        assert!(statements[3].contains("E'it\\'s;'"), "{}", statements[3]);
+        assert!(pieces.contains(&Piece::Rows(b"1\ta;b\n".to_vec())));
+        assert!(
+            pieces
+                .iter()
+                .any(|p| matches!(p, Piece::CopyEnd { line: 7 }))
+        );
+        assert!(is_copy_from_stdin(statements[4]), "{}", statements[4]);
+        assert_eq!(statements[5], "SELECT 1");
+    }
+
+    #[test]
+    fn psql_meta_commands_are_refused_but_restrict() {
+        assert!(split("\\restrict abc\nSELECT 1;\n\\unrestrict abc\n").is_ok());
+        for bad in [
+            "\\! rm -rf /\n",
+            "\\connect other\n",
+            "  \\o /tmp/x\n",
+            "\\copy t from '/etc/passwd'\n",
+        ] {
+            let e = split(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("meta-command") && e.starts_with("line 1"),
+                "{bad}: {e}"
+            );
+        }
+        // Inside a statement a backslash is the server's to refuse.
+        assert!(split("SELECT 1 \\! ls\n;\n").is_ok());
+    }
+
+    #[test]
+    fn a_cut_off_dump_is_refused() {
+        assert!(split("SELECT 'abc\n").is_err());
+        assert!(split("COPY t FROM stdin;\n1\n").is_err());
+    }
+
+    #[test]
+    fn ownership_privileges_and_transactions_are_decided() {
+        assert_eq!(kind("ALTER TABLE public.t OWNER TO postgres"), Kind::Skip);
+        assert_eq!(kind("GRANT ALL ON TABLE t TO bob"), Kind::Skip);
+        assert_eq!(kind("ALTER TABLE t ADD COLUMN owner text"), Kind::Run);
+        assert_eq!(
+            kind("CREATE EXTENSION IF NOT EXISTS \"uuid-ossp\" WITH SCHEMA public"),
+            Kind::Extension("uuid-ossp".to_owned())
+        );
+        assert_eq!(
+            kind("CREATE EXTENSION pgcrypto"),
+            Kind::Extension("pgcrypto".to_owned())
+        );
+        assert!(matches!(kind("COMMIT"), Kind::Refuse(_)));
+        assert!(matches!(kind("-- x\nSTART TRANSACTION"), Kind::Refuse(_)));
+    }
+}
