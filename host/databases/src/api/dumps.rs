@@ -140,6 +140,7 @@ pub struct StoredDump {
            ("token" = String, Query, description = "from the presigned URL")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the dump"),
     responses((status = 200, description = "the stored dump", body = StoredDump),
+              (status = 400, description = "no token, or a body cut off", body = plateau_api::error::Problem),
               (status = 403, description = "a wrong token, or an expired URL", body = plateau_api::error::Problem),
               (status = 409, description = "the URL already took its dump", body = plateau_api::error::Problem),
               (status = 413, description = "the dump is larger than the URL takes", body = plateau_api::error::Problem)))]

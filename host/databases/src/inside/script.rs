@@ -79,17 +79,14 @@ impl Splitter {
         if self.lex == Lex::Normal && self.statement.trim().is_empty() {
             let head = text.trim_start();
             if let Some(command) = head.strip_prefix('\\') {
-                let name: String = command
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric())
-                    .collect();
+                let name = command.split_whitespace().next().unwrap_or_default();
                 if name == "restrict" || name == "unrestrict" {
                     return Ok(());
                 }
                 return Err(refused(
                     self.line,
                     &format!(
-                        "psql meta-command \\{name} is not allowed in a dump; make it with pg_dump without -C, or remove the line"
+                        "psql meta-command \\{name} is not allowed in a dump (no psql runs it); remove the line (pg_dump -C writes \\connect)"
                     ),
                 ));
             }
@@ -252,14 +249,16 @@ fn refused(line: usize, why: &str) -> Error {
     }
 }
 
-/// The statement's words, upper-cased, block comments and extra blanks
-/// left out (the splitter keeps no line comment).
+/// The statement's words, upper-cased, comments and extra blanks left
+/// out (only its first and last words decide anything).
 fn words(sql: &str) -> Vec<String> {
     let mut text = String::new();
     let mut depth = 0u32;
     let mut rest = sql;
     while !rest.is_empty() {
-        if rest.starts_with("/*") {
+        if depth == 0 && rest.starts_with("--") {
+            rest = rest.find('\n').map_or("", |n| &rest[n..]);
+        } else if rest.starts_with("/*") {
             depth += 1;
             rest = &rest[2..];
         } else if depth > 0 && rest.starts_with("*/") {
