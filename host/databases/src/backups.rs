@@ -310,11 +310,11 @@ impl DatabaseService {
             .restore(&Self::spec(d), &credentials, &from)
             .await?;
         let branch = plateau_store::databases::branches::of(self.db(), &d.id).await?;
-        if branch.is_some_and(|b| b.schema_only != 0) {
-            if let Err(e) = self.empty_tables(&placement, &credentials).await {
-                let _ = self.provider().delete(&d.id, Some(&placement)).await;
-                return Err(e);
-            }
+        if branch.is_some_and(|b| b.schema_only != 0)
+            && let Err(e) = self.empty_tables(&placement, &credentials).await
+        {
+            let _ = self.provider().delete(&d.id, Some(&placement)).await;
+            return Err(e);
         }
         Ok(placement)
     }

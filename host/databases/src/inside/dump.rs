@@ -12,7 +12,8 @@ use sqlx::{Connection as _, Row as _};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _};
 
 use super::quote_ident;
-use super::script::{Kind, Piece, Splitter};
+use super::script::{Piece, Splitter};
+use super::statement::{self, Kind};
 use crate::{Error, Result};
 
 /// `line N: message (SQLSTATE x)` of a statement the server refused.
@@ -49,7 +50,7 @@ pub async fn restore(
             let Piece::Statement { line, sql } = piece else {
                 continue;
             };
-            match super::script::kind(&sql) {
+            match statement::kind(&sql) {
                 Kind::Skip => continue,
                 Kind::Refuse(why) => {
                     return Err(Error::Refused {
@@ -69,7 +70,7 @@ pub async fn restore(
                 }
                 Kind::Run => {}
             }
-            if super::script::is_copy_from_stdin(&sql) {
+            if statement::is_copy_from_stdin(&sql) {
                 copy(&mut tx, &mut splitter, &mut input, line, &sql).await?;
             } else {
                 sqlx::Executor::execute(&mut *tx, sqlx::raw_sql(&sql))

@@ -12,6 +12,7 @@ pub mod ops;
 pub mod quota;
 pub mod roles;
 pub mod script;
+pub mod statement;
 
 use crate::Error;
 
