@@ -99,6 +99,14 @@ impl DatabaseService {
             {
                 tracing::warn!(error = %e, "failing interrupted database backups");
             }
+            let interrupted = plateau_store::databases::dumps::fail_interrupted(
+                self.db(),
+                self.host_id(),
+                time::now_ms(),
+            );
+            if let Err(e) = interrupted.await {
+                tracing::warn!(error = %e, "failing interrupted dump restores");
+            }
             let mut pruned: Option<Instant> = None;
             loop {
                 let prune = pruned.is_none_or(|t| t.elapsed() >= PRUNE_EVERY);
@@ -152,6 +160,12 @@ impl DatabaseService {
             if backups::start(self.db(), &b.id, time::now_ms()).await? {
                 let service = self.clone();
                 tokio::spawn(async move { service.take(b).await });
+            }
+        }
+        for job in plateau_store::databases::dumps::pending(self.db(), self.host_id()).await? {
+            if plateau_store::databases::dumps::start(self.db(), &job.id, time::now_ms()).await? {
+                let service = self.clone();
+                tokio::spawn(async move { service.run_dump_job(job).await });
             }
         }
         if prune {
@@ -281,19 +295,7 @@ impl DatabaseService {
             .await?
             .ok_or_else(|| Error::Missing(format!("backup {} is gone", r.backup_id)))?;
         let source = Source::read(&backup.settings);
-        if let Some(s) = plateau_store::databases::get(self.db(), &r.org_id, &r.source_id).await?
-            && s.host_id == self.host_id()
-            && let Ok(placement) = Self::placement(&s)
-        {
-            let flushed = async {
-                let credentials = self.credentials(&s)?;
-                self.provider().flush_wal(&placement, &credentials).await
-            }
-            .await;
-            if let Err(e) = flushed {
-                tracing::warn!(database = %s.id, error = %e, "closing the WAL of a restore's source");
-            }
-        }
+        self.close_wal_of(&r.org_id, &r.source_id).await?;
         let from = RestoreFrom {
             source: r.source_id.clone(),
             backup_id: backup.id.clone(),
@@ -308,27 +310,53 @@ impl DatabaseService {
             .restore(&Self::spec(d), &credentials, &from)
             .await?;
         let branch = plateau_store::databases::branches::of(self.db(), &d.id).await?;
-        if branch.is_some_and(|b| b.schema_only != 0) {
-            let emptied = async {
-                let mut conn = self
-                    .provider()
-                    .connect(
-                        &placement,
-                        crate::spec::ADMIN_ROLE,
-                        &credentials.admin_password,
-                        &placement.database,
-                    )
-                    .await?;
-                sqlx::Executor::execute(&mut conn, sqlx::raw_sql(EMPTY_TABLES)).await?;
-                Ok::<_, Error>(())
-            }
-            .await;
-            if let Err(e) = emptied {
-                let _ = self.provider().delete(&d.id, Some(&placement)).await;
-                return Err(e);
-            }
+        if branch.is_some_and(|b| b.schema_only != 0)
+            && let Err(e) = self.empty_tables(&placement, &credentials).await
+        {
+            let _ = self.provider().delete(&d.id, Some(&placement)).await;
+            return Err(e);
         }
         Ok(placement)
+    }
+
+    /// Closes the current WAL segment of the source of a copy (a restore,
+    /// a branch, a reset) and ships it, when that source runs here: the
+    /// copy then holds every commit made before now.
+    pub(crate) async fn close_wal_of(&self, org_id: &str, source_id: &str) -> Result<()> {
+        if let Some(s) = plateau_store::databases::get(self.db(), org_id, source_id).await?
+            && s.host_id == self.host_id()
+            && let Ok(placement) = Self::placement(&s)
+        {
+            let flushed = async {
+                let credentials = self.credentials(&s)?;
+                self.provider().flush_wal(&placement, &credentials).await
+            }
+            .await;
+            if let Err(e) = flushed {
+                tracing::warn!(database = %s.id, error = %e, "closing the WAL of a copy's source");
+            }
+        }
+        Ok(())
+    }
+
+    /// Empties every table of cluster `placement` (a structure-only
+    /// branch).
+    pub(crate) async fn empty_tables(
+        &self,
+        placement: &Placement,
+        credentials: &crate::spec::Credentials,
+    ) -> Result<()> {
+        let mut conn = self
+            .provider()
+            .connect(
+                placement,
+                crate::spec::ADMIN_ROLE,
+                &credentials.admin_password,
+                &placement.database,
+            )
+            .await?;
+        sqlx::Executor::execute(&mut conn, sqlx::raw_sql(EMPTY_TABLES)).await?;
+        Ok(())
     }
 
     /// Before cluster `d` is deleted: its last WAL shipped, and its

@@ -14,11 +14,13 @@
 pub mod api;
 pub mod backups;
 pub mod bins;
+pub mod dumps;
 pub mod host_session;
 pub mod inside;
 pub mod install;
 pub mod local;
 pub mod reconciler;
+pub mod reset;
 pub mod rotation;
 pub mod scram;
 pub mod service;
@@ -196,6 +198,32 @@ pub trait DatabaseProvider: Send + Sync + 'static {
         from: &RestoreFrom,
     ) -> Result<Placement>;
 
+    /// The first half of a branch reset: makes a fresh copy of `from`
+    /// (recovered to the end of its archive, promoted, with the passwords
+    /// of `credentials`) beside the placed cluster, which keeps serving;
+    /// the placement that names the copy as the cluster's only member, on
+    /// the cluster's own pooler and write endpoint. What it made is removed
+    /// if it fails, and what an interrupted earlier try left before it
+    /// starts.
+    async fn prepare_reset(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        from: &RestoreFrom,
+    ) -> Result<Placement>;
+
+    /// The second half, once the store keeps the copy's placement: the
+    /// endpoints point at its leader, and the members it does not list
+    /// finish their transactions and are removed. `apply` with that
+    /// placement does it too (a reset interrupted after the swap).
+    async fn finish_reset(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<()>;
+
     /// Removes base backups `ids` of cluster `cluster` from the backup
     /// store, and its WAL segments before `wal_before` (a segment name).
     async fn prune_backups(
@@ -207,6 +235,10 @@ pub trait DatabaseProvider: Send + Sync + 'static {
 
     /// Removes every backup and archived WAL of cluster `cluster`.
     async fn drop_backups(&self, cluster: &str) -> Result<()>;
+
+    /// The backup store, where uploaded dumps are kept too
+    /// ([`dumps::dump_key`]).
+    fn dump_store(&self) -> std::sync::Arc<dyn object_store::ObjectStore>;
 }
 
 /// How long a leader whose process lives may refuse connections before

@@ -1,11 +1,12 @@
 //! The databases as the kernel reconciles them ([`Resources`]): a
-//! database's recorded spec is applied by the provider (created, or its
-//! standbys scaled), then its read-only role made sure of; a running one
-//! is observed every `supervise_every` (every [`WATCH_EVERY`] with
-//! replicas, so a failover starts within a second or so of the leader's
-//! death), with a failover's new placement kept with its event, and its
-//! disk checked against its quota every `disk_check_every`. The kernel
-//! decides when, and records every change of status.
+//! database's recorded spec is applied by the provider (created, restored,
+//! its standbys scaled, or a branch reset: `reset`), then its read-only
+//! role made sure of; a running one is observed every `supervise_every`
+//! (every [`WATCH_EVERY`] with replicas, so a failover starts within a
+//! second or so of the leader's death), with a failover's new placement
+//! kept with its event, and its disk checked against its quota every
+//! `disk_check_every`. The kernel decides when, and records every change
+//! of status.
 
 use std::time::{Duration, Instant};
 
@@ -121,17 +122,19 @@ impl Resources for DatabaseService {
         let spec = Self::spec(&d);
         let credentials = self.credentials(&d)?;
         let placement = Self::placed(&d)?;
-        let restore = match &placement {
-            None => plateau_store::databases::backups::restore_of(self.db(), &d.id).await?,
-            Some(_) => None,
-        };
-        let next = match restore {
-            Some(r) => self.restore_into(&d, &r).await?,
-            None => {
-                self.provider()
-                    .apply(&spec, placement.as_ref(), &credentials)
-                    .await?
-            }
+        let next = match &placement {
+            None => match plateau_store::databases::backups::restore_of(self.db(), &d.id).await? {
+                Some(r) => self.restore_into(&d, &r).await?,
+                None => self.provider().apply(&spec, None, &credentials).await?,
+            },
+            Some(placed) => match plateau_store::databases::resets::of(self.db(), &d.id).await? {
+                Some(r) => self.reset_branch(&d, placed, &r).await?,
+                None => {
+                    self.provider()
+                        .apply(&spec, Some(placed), &credentials)
+                        .await?
+                }
+            },
         };
         self.ensure_reader(&d, &next).await?;
         Ok(next.to_json())
@@ -179,6 +182,9 @@ impl Resources for DatabaseService {
             self.keep_backups(&d).await?;
         }
         plateau_store::databases::rotations::remove(self.db(), &state.id).await?;
+        let mut tx = self.db().begin().await?;
+        plateau_store::databases::resets::remove(&mut tx, &state.id).await?;
+        tx.commit().await?;
         let placement = match state.placement.as_str() {
             "" => None,
             json => Some(Placement::from_json(json)?),

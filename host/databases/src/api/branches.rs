@@ -4,7 +4,9 @@
 //! table emptied). It counts against the plan as a database, may expire
 //! (`ttlHours`, deleted by the agent) and may be protected. The parent is
 //! the production branch, listed first; it and protected branches cannot
-//! be deleted.
+//! be deleted. A reset (`POST .../reset`) makes the branch a fresh copy of
+//! its parent as it is now, in place: the branch serves until the copy
+//! answers, then its URIs lead to the copy (see `crate::reset`).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -17,7 +19,10 @@ use plateau_core::time;
 use plateau_kernel::Status;
 use plateau_store::databases::backups::Restore;
 use plateau_store::databases::branches::{self, Branch};
+use plateau_store::databases::resets::{self, Reset};
 use plateau_store::databases::{self as db, Database};
+use plateau_store::events::{self, NewEvent};
+use plateau_store::managed::{self, Table};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -270,4 +275,72 @@ pub async fn delete(
         ));
     }
     super::clusters::delete(State(app), service, caller, Path(d.id)).await
+}
+
+/// Reset a branch: it becomes a fresh copy of its parent as it is now
+/// (structure only for a structure-only branch). The branch serves as it
+/// was until the copy answers; then its URIs, which do not change, lead
+/// to the copy. The answer comes first, with the branch `updating`.
+#[utoipa::path(post, path = "/databases/{id}/branches/{branchId}/reset", tag = "databases",
+    security(("bearer" = ["databases:write"])),
+    params(("id" = String, Path, description = "database id"),
+           ("branchId" = String, Path, description = "branch id")),
+    responses((status = 202, description = "the branch, `updating`", body = BranchView),
+              (status = 409, description = "the production branch, a branch being changed, or a parent with no backup yet", body = plateau_api::error::Problem)))]
+pub async fn reset(
+    State(app): State<AppState>,
+    caller: Caller,
+    Path((id, branch_id)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<BranchView>), ApiError> {
+    let (d, b) = find_branch(&app, &caller, &id, &branch_id).await?;
+    let Some(b) = b else {
+        return Err(ApiError::conflict(
+            "production_branch",
+            "the production branch has no parent to be reset to",
+        ));
+    };
+    let status = Status::read(&d.status);
+    if d.placement.is_empty() || status.pending() {
+        return Err(ApiError::conflict(
+            "branch_busy",
+            format!(
+                "branch {branch_id} is {}; reset it once it is running",
+                status.as_str()
+            ),
+        ));
+    }
+    let base = nearest_backup(&app, &caller, &id, None, "id").await?;
+    let now = time::now_ms();
+    let event = NewEvent::audited(
+        &caller.org_id,
+        "database.branch_reset_requested",
+        "resources",
+        "update",
+        &caller.actor(),
+    )
+    .resource("database", &d.id)
+    .data(serde_json::json!({ "parent": id, "backup": base.id }));
+    let mut tx = app.db().begin().await?;
+    let r = Reset {
+        database_id: d.id.clone(),
+        org_id: caller.org_id.clone(),
+        source_id: id.clone(),
+        backup_id: base.id,
+        requested_at: now,
+    };
+    resets::put(&mut tx, &r).await?;
+    let updating = Status::Updating.as_str();
+    managed::request(
+        &mut tx,
+        Table::Databases,
+        &caller.org_id,
+        &d.id,
+        updating,
+        now,
+    )
+    .await?;
+    events::record(&mut tx, &event, now).await?;
+    tx.commit_last().await?;
+    let d = find(&app, &caller, &d.id).await?;
+    Ok((StatusCode::ACCEPTED, Json(view(d, Some(&b)))))
 }

@@ -5,6 +5,7 @@
 mod backups;
 mod branches;
 mod clusters;
+mod dumps;
 mod inside;
 mod members;
 mod rotation;
@@ -50,6 +51,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(backups::restore))
         .routes(routes!(branches::list, branches::create))
         .routes(routes!(branches::get, branches::update, branches::delete))
+        .routes(routes!(branches::reset))
+        .routes(routes!(dumps::upload_url))
+        .routes(routes!(dumps::put))
+        .routes(routes!(dumps::list, dumps::restore))
+        .routes(routes!(dumps::get))
         .routes(routes!(rotation::get, rotation::set))
         .routes(routes!(rotation::rotate))
         .routes(routes!(rotation::migrate))

@@ -6,10 +6,13 @@
 
 pub mod console;
 pub mod data;
+pub mod dump;
 pub mod extensions;
 pub mod ops;
 pub mod quota;
 pub mod roles;
+pub mod script;
+pub mod statement;
 
 use crate::Error;
 

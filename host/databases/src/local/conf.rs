@@ -271,15 +271,23 @@ fn archiving(spec: &ClusterSpec) -> String {
 /// a private socket (in `socket_dir`) the host's role reaches without a
 /// password (see [`restore_hba`]), the archived WAL in `wal_dir`, and the
 /// target; promoted at the target (at the end of the archive without one).
-pub fn recovery(socket_dir: &Path, wal_dir: &Path, target: Option<&str>) -> String {
+/// Recovery follows `timeline` when given (the newest of the archive's
+/// otherwise).
+pub fn recovery(
+    socket_dir: &Path,
+    wal_dir: &Path,
+    target: Option<&str>,
+    timeline: Option<u32>,
+) -> String {
     let mut text = format!(
         "listen_addresses = ''\n\
          unix_socket_directories = '{socket}'\n\
          restore_command = 'cp \"{wal}/%f\" \"%p\"'\n\
          recovery_target_action = 'promote'\n\
-         recovery_target_timeline = 'latest'\n",
+         recovery_target_timeline = '{timeline}'\n",
         socket = socket_dir.display(),
         wal = wal_dir.display(),
+        timeline = timeline.map_or_else(|| "latest".to_owned(), |t| t.max(1).to_string()),
     );
     if let Some(target) = target {
         text.push_str(&format!("recovery_target_time = '{target}'\n"));

@@ -16,6 +16,7 @@ mod failover;
 mod members;
 mod ports;
 mod provider;
+mod reset;
 mod restore;
 mod router;
 pub mod supervise;
@@ -373,10 +374,16 @@ impl LocalProvider {
         if let Some(pid) = supervise::pooler_pid(&self.pooler_dir(&placement.cluster)) {
             supervise::stop_pid(pid, Signal::SIGINT).await;
         }
-        for node in placement.nodes() {
-            if let Some(pid) =
-                supervise::postgres_pid(&self.data_dir(&placement.cluster, &node.name))
-            {
+        let members = placement
+            .nodes()
+            .into_iter()
+            .map(|n| self.data_dir(&placement.cluster, &n.name));
+        let strays = self
+            .strays(placement)
+            .into_iter()
+            .map(|(d, _)| d.join("data"));
+        for data in members.chain(strays) {
+            if let Some(pid) = supervise::postgres_pid(&data) {
                 // Immediate shutdown: the data goes next.
                 supervise::stop_pid(pid, Signal::SIGQUIT).await;
             }

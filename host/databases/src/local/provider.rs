@@ -67,6 +67,11 @@ impl DatabaseProvider for LocalProvider {
                     .await?;
                 self.create(spec, credentials).await
             }
+            Some(placement) if !self.strays(placement).is_empty() => {
+                // What an interrupted branch reset left.
+                self.finish_reset(spec, placement, credentials).await?;
+                self.apply(spec, Some(placement), credentials).await
+            }
             Some(placement) if placement.standbys().len() != spec.replicas as usize => {
                 self.scale(spec, placement, credentials, spec.replicas)
                     .await
@@ -167,6 +172,29 @@ impl DatabaseProvider for LocalProvider {
         self.destroy(&self.leftovers(&spec.id, &spec.version))
             .await?;
         self.restore_cluster(spec, credentials, from).await
+    }
+
+    async fn prepare_reset(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+        from: &RestoreFrom,
+    ) -> Result<Placement> {
+        LocalProvider::prepare_reset(self, spec, placement, credentials, from).await
+    }
+
+    async fn finish_reset(
+        &self,
+        spec: &ClusterSpec,
+        placement: &Placement,
+        credentials: &Credentials,
+    ) -> Result<()> {
+        LocalProvider::finish_reset(self, spec, placement, credentials).await
+    }
+
+    fn dump_store(&self) -> std::sync::Arc<dyn object_store::ObjectStore> {
+        self.config.backups.store.clone()
     }
 
     async fn prune_backups(

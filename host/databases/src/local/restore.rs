@@ -40,24 +40,39 @@ impl LocalProvider {
         let mut placement = self.place(spec)?;
         placement.owner = from.owner.clone();
         placement.database = from.database.clone();
-        if let Err(e) = self.recover(spec, &placement, credentials, from).await {
+        let made = async {
+            let owner = self.new_cluster_owner(&spec.id)?;
+            self.mkdir_owned(&self.cluster_dir(&spec.id), owner.as_ref())?;
+            self.recover_member(spec, &placement, credentials, from, None)
+                .await?;
+            self.complete_cluster(spec, &placement, credentials).await
+        }
+        .await;
+        if let Err(e) = made {
             let _ = self.destroy(&placement).await;
             return Err(e);
         }
         Ok(placement)
     }
 
-    async fn recover(
+    /// Makes the leader of `placement` (its member `leader` on `port`, in
+    /// the cluster's directory, which exists) from a base backup of
+    /// another cluster and its WAL, recovered, promoted, given the
+    /// passwords of `credentials` and started with the cluster's own
+    /// settings. `beside`: the names of the timeline histories the cluster
+    /// already used (a reset of a branch), which the copy's new timeline
+    /// must not take; recovery then follows the source's newest timeline.
+    pub(super) async fn recover_member(
         &self,
         spec: &ClusterSpec,
         placement: &Placement,
         credentials: &Credentials,
         from: &RestoreFrom,
+        beside: Option<&[(String, Bytes)]>,
     ) -> Result<()> {
         let bin = self.bin(&spec.version)?;
         let cluster = self.cluster_dir(&spec.id);
-        let owner = self.new_cluster_owner(&spec.id)?;
-        self.mkdir_owned(&cluster, owner.as_ref())?;
+        let owner = users::owner_of(&cluster).filter(|_| self.root);
         self.mkdir(&cluster.join(&placement.leader))?;
         let data = self.data_dir(&spec.id, &placement.leader);
         self.mkdir(&data)?;
@@ -81,11 +96,29 @@ impl LocalProvider {
         std::fs::write(data.join("recovery.signal"), "")?;
         let wal = cluster.join(conf::RESTORE_WAL);
         let socket = cluster.join(conf::RESTORE_SOCKET);
-        self.mkdir(&wal)?;
-        self.mkdir(&socket)?;
-        self.fetch_wal(from, &wal).await?;
+        // What a killed earlier try left.
+        for dir in [&wal, &socket] {
+            if dir.exists() {
+                std::fs::remove_dir_all(dir)?;
+            }
+            self.mkdir(dir)?;
+        }
+        let source_timelines = self.fetch_wal(from, &wal).await?;
+        let timeline = match beside {
+            None => None,
+            Some(histories) => {
+                for (name, text) in histories {
+                    if !wal.join(name).exists() {
+                        std::fs::write(wal.join(name), text)?;
+                    }
+                }
+                Some(source_timelines.max(timeline_of(&from.wal_start)))
+            }
+        };
         if let Some(owner) = &owner {
-            users::chown_tree(&cluster, owner)?;
+            for dir in [&cluster.join(&placement.leader), &wal, &socket] {
+                users::chown_tree(dir, owner)?;
+            }
         }
         // PostgreSQL's `recovery_target_time` takes no `T` nor `Z`.
         let target = from.target_time.map(|ms| {
@@ -96,7 +129,7 @@ impl LocalProvider {
         self.write_private(
             &data.join(conf::PG_CONF),
             &(conf::postgres(spec, &self.config.address, placement.port)
-                + &conf::recovery(&socket, &wal, target.as_deref())),
+                + &conf::recovery(&socket, &wal, target.as_deref(), timeline)),
         )?;
         self.write_private(&data.join("pg_hba.conf"), &conf::restore_hba())?;
         self.ensure_spool(&spec.id)?;
@@ -152,15 +185,19 @@ impl LocalProvider {
             &conf::postgres(spec, &self.config.address, placement.port),
         )?;
         self.write_private(&data.join("pg_hba.conf"), &conf::hba())?;
-        supervise::start_postgres(user.as_deref(), &bin, &data).await?;
-        self.complete_cluster(spec, placement, credentials).await
+        supervise::start_postgres(user.as_deref(), &bin, &data).await
     }
 
     /// Fetches the archived WAL a restore of `from` may ask for: its
-    /// segments from the backup's first on, and every timeline history.
-    async fn fetch_wal(&self, from: &RestoreFrom, into: &Path) -> Result<()> {
+    /// segments from the backup's first on, and every timeline history;
+    /// the source's newest timeline that has a history (0 for none).
+    async fn fetch_wal(&self, from: &RestoreFrom, into: &Path) -> Result<u32> {
         let store = &self.config.backups.store;
+        let mut newest = 0;
         for name in self.archived_wal(&from.source).await? {
+            if name.ends_with(".history") {
+                newest = newest.max(timeline_of(&name));
+            }
             let wanted = name.ends_with(".history")
                 || (!name.ends_with(".partial")
                     && segment_of(&name) >= segment_of(&from.wal_start));
@@ -179,7 +216,7 @@ impl LocalProvider {
                 tokio::io::AsyncWriteExt::write_all(&mut file, &chunk).await?;
             }
         }
-        Ok(())
+        Ok(newest)
     }
 
     /// Waits until the server recovering in `data` has promoted itself; a
@@ -233,4 +270,12 @@ impl LocalProvider {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
+
+/// The timeline of a WAL file or history file name (its first 8 hex
+/// digits); 0 for a name that has none.
+pub(super) fn timeline_of(name: &str) -> u32 {
+    name.get(..8)
+        .and_then(|t| u32::from_str_radix(t, 16).ok())
+        .unwrap_or(0)
 }

@@ -5,6 +5,8 @@
 
 pub mod backups;
 pub mod branches;
+pub mod dumps;
+pub mod resets;
 pub mod rotations;
 
 use sqlx::FromRow;

@@ -15,7 +15,7 @@ use crate::{create_org, start};
 
 /// Polls the ledger of `id` until an entry of `kind` is completed; the
 /// ledger. Panics on a failed entry.
-async fn until_backed_up(c: &Client, id: &str, kind: &str) -> Vec<Value> {
+pub(super) async fn until_backed_up(c: &Client, id: &str, kind: &str) -> Vec<Value> {
     let start = Instant::now();
     loop {
         let r = c.get(&format!("/databases/{id}/backups")).await;

@@ -5,8 +5,10 @@
 
 mod api;
 mod backups;
+mod branch_reset;
 mod converge;
 mod drivers;
+mod dump_restore;
 mod ha;
 mod inside;
 mod isolation;
