@@ -27,12 +27,25 @@ use object_store::path::Path as ObjectPath;
 use plateau_core::time;
 use plateau_store::databases::dumps::{self, Job};
 use sqlx::Connection as _;
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::inside::{dump, extensions};
 use crate::service::DatabaseService;
 use crate::spec::extension_sql_name;
 use crate::{Error, Result};
+
+/// The most SQL one dump may expand to (un-gzipped, or written by
+/// pg_restore): a small compressed upload must not fill the agent's
+/// memory (a gzip bomb).
+pub const MAX_SQL_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// Refused: the dump expands past [`MAX_SQL_BYTES`].
+fn too_large() -> Error {
+    Error::Refused {
+        code: "dump_refused",
+        detail: format!("the dump expands to more than {MAX_SQL_BYTES} bytes of SQL"),
+    }
+}
 
 /// Where upload `key` of database `database_id` is kept.
 pub fn dump_key(database_id: &str, key: &str) -> ObjectPath {
@@ -152,11 +165,15 @@ impl DatabaseService {
         if data.starts_with(&[0x1f, 0x8b]) {
             let mut plain = Vec::new();
             flate2::read::MultiGzDecoder::new(&data[..])
+                .take(MAX_SQL_BYTES + 1)
                 .read_to_end(&mut plain)
                 .map_err(|e| Error::Refused {
                     code: "dump_refused",
                     detail: format!("the dump is not a whole gzip file: {e}"),
                 })?;
+            if plain.len() as u64 > MAX_SQL_BYTES {
+                return Err(too_large());
+            }
             data = plain;
         }
         if !data.starts_with(b"PGDMP") {
@@ -179,13 +196,23 @@ impl DatabaseService {
             "-f",
             "-",
         ])
-        .stdin(std::process::Stdio::piped());
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
         let mut child = cmd.spawn()?;
         let mut stdin = child.stdin.take().expect("piped");
         let feed = tokio::spawn(async move {
             let _ = stdin.write_all(&data).await;
             let _ = stdin.shutdown().await;
         });
+        let mut stdout = child.stdout.take().expect("piped").take(MAX_SQL_BYTES + 1);
+        let mut sql = Vec::new();
+        stdout.read_to_end(&mut sql).await?;
+        if sql.len() as u64 > MAX_SQL_BYTES {
+            let _ = child.kill().await;
+            let _ = feed.await;
+            return Err(too_large());
+        }
         let out = child.wait_with_output().await?;
         let _ = feed.await;
         if !out.status.success() {
@@ -198,6 +225,6 @@ impl DatabaseService {
                 ),
             });
         }
-        Ok(out.stdout)
+        Ok(sql)
     }
 }
