@@ -67,7 +67,7 @@ fn sha256_hex(text: &str) -> String {
 #[utoipa::path(post, path = "/databases/{id}/restore-dump/upload-url", tag = "databases",
     security(("bearer" = ["databases:write"])),
     params(("id" = String, Path, description = "database id")),
-    request_body = UploadUrlRequest,
+    request_body = Option<UploadUrlRequest>,
     responses((status = 201, description = "where to PUT the dump", body = UploadTicket)))]
 pub async fn upload_url(
     State(app): State<AppState>,
