@@ -75,12 +75,36 @@ pub async fn footprint(db: &Db, org_id: &str) -> Result<Footprint> {
     })
 }
 
-/// Sets an organisation's plan inside `tx`.
-pub async fn set_org_plan(tx: &mut crate::Tx, org_id: &str, plan: &str) -> Result<()> {
+/// Moves an organisation to `plan`, with its audited event
+/// (`organization.plan_changed`, category `billing`); false when it was
+/// already on it. The caller checks the plan's limits first.
+pub async fn change_org_plan(
+    db: &Db,
+    org_id: &str,
+    from: &str,
+    plan: &str,
+    actor: &crate::events::Actor,
+) -> Result<bool> {
+    if from == plan {
+        return Ok(false);
+    }
+    let now = plateau_core::time::now_ms();
+    let mut tx = db.begin().await?;
     sqlx::query("UPDATE organizations SET plan = $2 WHERE id = $1")
         .bind(org_id)
         .bind(plan)
         .execute(tx.conn())
         .await?;
-    Ok(())
+    let event = crate::events::NewEvent::audited(
+        org_id,
+        "organization.plan_changed",
+        "billing",
+        "update",
+        actor,
+    )
+    .resource("organization", org_id)
+    .data(serde_json::json!({ "from": from, "to": plan }));
+    crate::events::record(&mut tx, &event, now).await?;
+    tx.commit().await?;
+    Ok(true)
 }

@@ -14,12 +14,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use plateau_core::{Plan, time};
-use plateau_store::events::{self, Actor, NewEvent};
+use plateau_core::Plan;
+use plateau_store::events::Actor;
 use plateau_store::orgs;
 use plateau_store::plans::{self, Footprint, PlanLimits};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::ToSchema;
 
 use super::admin::OrganizationView;
@@ -153,21 +152,8 @@ pub async fn change_plan(
         };
         return Ok(problem_response(&problem));
     }
-    if org.plan != plan.as_str() {
-        let now = time::now_ms();
-        let mut tx = app.db().begin().await?;
-        plans::set_org_plan(&mut tx, &id, plan.as_str()).await?;
-        let event = NewEvent::audited(
-            &id,
-            "organization.plan_changed",
-            "billing",
-            "update",
-            &Actor::admin(session.ip.clone()),
-        )
-        .resource("organization", &id)
-        .data(json!({ "from": org.plan, "to": plan }));
-        events::record(&mut tx, &event, now).await?;
-        tx.commit().await?;
+    let actor = Actor::admin(session.ip.clone());
+    if plans::change_org_plan(app.db(), &id, &org.plan, plan.as_str(), &actor).await? {
         // Tokens carry the plan they authenticated with: forget them.
         app.token_cache().evict_org(&id);
     }

@@ -84,7 +84,7 @@ pub struct CreateInvite {
     pub email: String,
     /// owner, admin, member, billing or viewer; only owners invite owners.
     pub role: String,
-    /// 60 to 2592000 (30 days); default 604800 (7 days).
+    /// 1 to 2592000 (30 days); default 604800 (7 days).
     pub expires_in_seconds: Option<i64>,
 }
 
@@ -178,9 +178,9 @@ pub async fn invite(
             "email must be an address like ann@example.com",
         )
         .check(
-            (60..=MAX_INVITE_TTL_SECS).contains(&ttl),
+            (1..=MAX_INVITE_TTL_SECS).contains(&ttl),
             "expiresInSeconds",
-            "expiresInSeconds must be between 60 and 2592000 (30 days)",
+            "expiresInSeconds must be between 1 and 2592000 (30 days)",
         )
         .finish()?;
     let role = parse_role("role", &input.role)?;
