@@ -30,8 +30,8 @@ pub use state::{ApiConfig, AppState};
 
 use crate::auth::{Requirement, RouteTable};
 use crate::routes::{
-    account, admin, admin_plans, changelog, connect, events, invites, members, metrics, notifications, projects,
-    tokens,
+    account, admin, admin_plans, changelog, connect, events, invites, members, metrics,
+    notifications, projects, tokens,
 };
 
 /// Where the API is served.

@@ -77,8 +77,7 @@ impl Role {
             Role::Member => !MEMBER_DENIED.contains(&scope),
             Role::Billing => BILLING_SCOPES.contains(&scope),
             Role::Viewer => {
-                scope != "audit:read"
-                    && (scope.ends_with(":read") || scope == "tokens:write")
+                scope != "audit:read" && (scope.ends_with(":read") || scope == "tokens:write")
             }
         }
     }
@@ -142,7 +141,13 @@ mod tests {
         assert_eq!(Role::Admin.restrict(&Scopes::All, known), Scopes::All);
         assert_eq!(
             names(Role::Member),
-            ["apps:read", "apps:write", "members:read", "tokens:write", "usage:read"]
+            [
+                "apps:read",
+                "apps:write",
+                "members:read",
+                "tokens:write",
+                "usage:read"
+            ]
         );
         assert_eq!(
             names(Role::Billing),

@@ -147,7 +147,11 @@ pub async fn list_objects(
     let prefix = param(&pairs, "prefix").unwrap_or("");
     let delimiter = param(&pairs, "delimiter").filter(|d| !d.is_empty());
     let mut v = plateau_api::json::Validator::new();
-    v.check(prefix.len() <= 1024, "prefix", "prefix must be at most 1024 bytes");
+    v.check(
+        prefix.len() <= 1024,
+        "prefix",
+        "prefix must be at most 1024 bytes",
+    );
     v.check(
         delimiter.is_none_or(|d| d.len() <= 16),
         "delimiter",
@@ -167,9 +171,18 @@ pub async fn list_objects(
     let after = keyset.after.clone().unwrap_or_default();
     let rows = match keyset.limit {
         // One more than the page: the pager tells a next page by it.
-        Some(limit) => items(&storage, &bucket, prefix, delimiter, &after, limit as usize + 1)
+        Some(limit) => {
+            items(
+                &storage,
+                &bucket,
+                prefix,
+                delimiter,
+                &after,
+                limit as usize + 1,
+            )
             .await?
-            .0,
+            .0
+        }
         None => {
             let mut all = Vec::new();
             let mut after = after;

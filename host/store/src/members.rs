@@ -53,9 +53,14 @@ pub async fn list(db: &Db, org_id: &str, keyset: &Keyset) -> Result<Listed<Membe
 
 /// One member, read inside `tx`.
 pub async fn get(tx: &mut Tx, org_id: &str, user_id: &str) -> Result<Option<Member>> {
-    let lock = if tx.is_sqlite() { "" } else { " FOR UPDATE OF m" };
-    let sql =
-        format!("SELECT {MEMBER_COLUMNS} FROM {MEMBER_FROM} WHERE m.org_id = $1 AND m.user_id = $2{lock}");
+    let lock = if tx.is_sqlite() {
+        ""
+    } else {
+        " FOR UPDATE OF m"
+    };
+    let sql = format!(
+        "SELECT {MEMBER_COLUMNS} FROM {MEMBER_FROM} WHERE m.org_id = $1 AND m.user_id = $2{lock}"
+    );
     Ok(sqlx::query_as(&sql)
         .bind(org_id)
         .bind(user_id)

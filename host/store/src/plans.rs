@@ -61,10 +61,11 @@ pub async fn footprint(db: &Db, org_id: &str) -> Result<Footprint> {
     .bind(org_id)
     .fetch_one(db.pool())
     .await?;
-    let (cache_instances,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM caches WHERE org_id = $1")
-        .bind(org_id)
-        .fetch_one(db.pool())
-        .await?;
+    let (cache_instances,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM caches WHERE org_id = $1")
+            .bind(org_id)
+            .fetch_one(db.pool())
+            .await?;
     let storage_bytes = crate::storage::usage(db, org_id).await?.bytes;
     Ok(Footprint {
         apps,

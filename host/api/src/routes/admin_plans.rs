@@ -59,15 +59,30 @@ pub fn over_limits(footprint: &Footprint, limits: &PlanLimits) -> Vec<FieldError
     let storage_gb = (footprint.storage_bytes + gb - 1) / gb;
     [
         ("apps", footprint.apps, limits.apps, "apps"),
-        ("databases", footprint.databases, limits.databases, "databases"),
+        (
+            "databases",
+            footprint.databases,
+            limits.databases,
+            "databases",
+        ),
         (
             "cacheInstances",
             footprint.cache_instances,
             limits.cache_instances,
             "cache instances",
         ),
-        ("dbDiskGb", footprint.db_disk_gb, limits.db_disk_gb, "GB of database disk"),
-        ("storageGb", storage_gb, limits.storage_gb, "GB of object storage"),
+        (
+            "dbDiskGb",
+            footprint.db_disk_gb,
+            limits.db_disk_gb,
+            "GB of database disk",
+        ),
+        (
+            "storageGb",
+            storage_gb,
+            limits.storage_gb,
+            "GB of object storage",
+        ),
     ]
     .into_iter()
     .filter(|(_, count, limit, _)| count > limit)

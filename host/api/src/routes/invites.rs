@@ -125,7 +125,10 @@ fn origin(headers: &HeaderMap) -> String {
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("localhost");
-    let scheme = match headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()) {
+    let scheme = match headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+    {
         Some("https") => "https",
         _ => "http",
     };
@@ -318,10 +321,9 @@ pub async fn accept(
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<AcceptedInvite>), ApiError> {
     let ip = client_ip(&request);
-    let Body(input) = <Body<AcceptInvite> as axum::extract::FromRequest<AppState>>::from_request(
-        request, &app,
-    )
-    .await?;
+    let Body(input) =
+        <Body<AcceptInvite> as axum::extract::FromRequest<AppState>>::from_request(request, &app)
+            .await?;
     Validator::new().name("name", &input.name).finish()?;
     if !secret::is_well_formed(&input.secret, INVITE_PREFIX) {
         return Err(ApiError::invalid(

@@ -22,9 +22,7 @@ pub fn routes() -> Router<Console> {
 }
 
 async fn organization(ctx: Ctx, Path(id): Path<String>) -> Response {
-    let detail = ctx
-        .get(&format!("/admin/organizations/{}", seg(&id)))
-        .await;
+    let detail = ctx.get(&format!("/admin/organizations/{}", seg(&id))).await;
     let s = &ctx.session;
     let title = detail
         .as_ref()

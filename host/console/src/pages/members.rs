@@ -125,8 +125,7 @@ async fn invite(ctx: Ctx, headers: HeaderMap, fields: Fields) -> Response {
                 (html::copyable("Invitation link", "link", &link))
                 p { a href="/console/members" { "Back to members" } }
             };
-            html::page(&ctx.session, "/console/members", "Invitation made", content)
-                .into_response()
+            html::page(&ctx.session, "/console/members", "Invitation made", content).into_response()
         }
         Err(p) => refused(&ctx, &p, "/console/members"),
     }
@@ -219,7 +218,12 @@ async fn accept(
             status: answer.status,
             body: value,
         };
-        return invite_form(&headers, &secret_value, answer.status, Some(&problem.message()));
+        return invite_form(
+            &headers,
+            &secret_value,
+            answer.status,
+            Some(&problem.message()),
+        );
     }
     let token = html::text(&value["member"]["token"]);
     let session = Session::new(Kind::Token, token.clone());

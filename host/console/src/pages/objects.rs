@@ -155,6 +155,10 @@ async fn delete_object(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Resp
             None,
         )
         .await;
-    let back = format!("/console/storage/buckets/{}?prefix={}", seg(&id), enc(prefix));
+    let back = format!(
+        "/console/storage/buckets/{}?prefix={}",
+        seg(&id),
+        enc(prefix)
+    );
     after(&ctx, result, &back)
 }

@@ -67,7 +67,11 @@ pub async fn run(args: MembersArgs) -> Result<(), String> {
     match args.command {
         MembersCommand::List => {
             let list = api.get("/members").await?;
-            output::list(json, &list, &["userId", "name", "email", "role", "joinedAt"]);
+            output::list(
+                json,
+                &list,
+                &["userId", "name", "email", "role", "joinedAt"],
+            );
         }
         MembersCommand::Invite {
             email,
@@ -123,7 +127,8 @@ async fn accept(global: &Global, link: &str, name: &str) -> Result<(), String> {
     let secret = link.rsplit('/').next().unwrap_or(link);
     let url = global.url.clone().or_else(|| {
         // A link carries its server: everything before /console/.
-        link.split_once("/console/").map(|(base, _)| base.to_owned())
+        link.split_once("/console/")
+            .map(|(base, _)| base.to_owned())
     });
     let global = Global {
         url,
@@ -133,10 +138,7 @@ async fn accept(global: &Global, link: &str, name: &str) -> Result<(), String> {
     };
     let api = Api::from(&global)?;
     let answer = api
-        .post(
-            "/members/accept",
-            json!({ "secret": secret, "name": name }),
-        )
+        .post("/members/accept", json!({ "secret": secret, "name": name }))
         .await?;
     if global.json {
         println!("{answer:#}");

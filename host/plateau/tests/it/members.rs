@@ -55,13 +55,29 @@ async fn invitations_roles_and_the_last_owner() {
 
     // Bad input names its field.
     let r = owner
-        .post("/members/invites", json!({ "email": "nope", "role": "viewer" }))
+        .post(
+            "/members/invites",
+            json!({ "email": "nope", "role": "viewer" }),
+        )
         .await;
-    assert_eq!((r.status, field_of(&r).as_str()), (422, "email"), "{}", r.text());
+    assert_eq!(
+        (r.status, field_of(&r).as_str()),
+        (422, "email"),
+        "{}",
+        r.text()
+    );
     let r = owner
-        .post("/members/invites", json!({ "email": "a@example.com", "role": "boss" }))
+        .post(
+            "/members/invites",
+            json!({ "email": "a@example.com", "role": "boss" }),
+        )
         .await;
-    assert_eq!((r.status, field_of(&r).as_str()), (422, "role"), "{}", r.text());
+    assert_eq!(
+        (r.status, field_of(&r).as_str()),
+        (422, "role"),
+        "{}",
+        r.text()
+    );
 
     // A viewer joins through the link, once.
     let created = invite(&owner, "ann@example.com", "viewer").await;
@@ -70,9 +86,15 @@ async fn invitations_roles_and_the_last_owner() {
     let secret = created["secret"].as_str().unwrap();
     let again = s
         .anonymous()
-        .post("/members/accept", json!({ "secret": secret, "name": "Eve" }))
+        .post(
+            "/members/accept",
+            json!({ "secret": secret, "name": "Eve" }),
+        )
         .await;
-    assert_eq!((again.status, again.code().as_str()), (409, "invite_closed"));
+    assert_eq!(
+        (again.status, again.code().as_str()),
+        (409, "invite_closed")
+    );
     let invites = owner.get("/members/invites").await.json();
     assert_eq!(invites["items"][0]["status"], "accepted");
     assert_eq!(invites["items"][0]["acceptedUserId"], ann_id.as_str());
@@ -81,7 +103,12 @@ async fn invitations_roles_and_the_last_owner() {
     let ann = s.anonymous().with_token(&ann_token);
     assert_eq!(ann.get("/projects").await.status, 200);
     let r = ann.post("/projects", json!({ "name": "anns" })).await;
-    assert_eq!((r.status, r.code().as_str()), (403, "missing_scope"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (403, "missing_scope"),
+        "{}",
+        r.text()
+    );
     let r = owner
         .patch(&format!("/members/{ann_id}"), json!({ "role": "member" }))
         .await;
@@ -99,9 +126,19 @@ async fn invitations_roles_and_the_last_owner() {
     let r = owner
         .patch(&format!("/members/{owner_id}"), json!({ "role": "admin" }))
         .await;
-    assert_eq!((r.status, r.code().as_str()), (409, "last_owner"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "last_owner"),
+        "{}",
+        r.text()
+    );
     let r = owner.delete(&format!("/members/{owner_id}")).await;
-    assert_eq!((r.status, r.code().as_str()), (409, "last_owner"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "last_owner"),
+        "{}",
+        r.text()
+    );
 
     // Only owners make owners.
     owner
@@ -110,7 +147,12 @@ async fn invitations_roles_and_the_last_owner() {
     let r = ann
         .patch(&format!("/members/{ann_id}"), json!({ "role": "owner" }))
         .await;
-    assert_eq!((r.status, r.code().as_str()), (403, "owner_required"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (403, "owner_required"),
+        "{}",
+        r.text()
+    );
     let r = owner
         .patch(&format!("/members/{ann_id}"), json!({ "role": "owner" }))
         .await;
@@ -123,7 +165,12 @@ async fn invitations_roles_and_the_last_owner() {
     let r = ann.delete(&format!("/members/{owner_id}")).await;
     assert_eq!(r.status, 204, "{}", r.text());
     let r = owner.get("/me").await;
-    assert_eq!(r.status, 401, "a removed member's token still works: {}", r.text());
+    assert_eq!(
+        r.status,
+        401,
+        "a removed member's token still works: {}",
+        r.text()
+    );
     let r = ann.delete(&format!("/members/{ann_id}")).await;
     assert_eq!((r.status, r.code().as_str()), (409, "last_owner"));
 
@@ -146,21 +193,35 @@ async fn invitations_roles_and_the_last_owner() {
     .await;
     let r = s
         .anonymous()
-        .post("/members/accept", json!({ "secret": late["secret"], "name": "Bob" }))
+        .post(
+            "/members/accept",
+            json!({ "secret": late["secret"], "name": "Bob" }),
+        )
         .await;
-    assert_eq!((r.status, r.code().as_str()), (409, "invite_closed"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "invite_closed"),
+        "{}",
+        r.text()
+    );
     let revoked = invite(&ann, "cy@example.com", "viewer").await;
     let id = revoked["invite"]["id"].as_str().unwrap();
     let r = ann.delete(&format!("/members/invites/{id}")).await;
     assert_eq!(r.json()["status"], "revoked", "{}", r.text());
     let r = s
         .anonymous()
-        .post("/members/accept", json!({ "secret": revoked["secret"], "name": "Cy" }))
+        .post(
+            "/members/accept",
+            json!({ "secret": revoked["secret"], "name": "Cy" }),
+        )
         .await;
     assert_eq!(r.code(), "invite_closed");
     let r = s
         .anonymous()
-        .post("/members/accept", json!({ "secret": "plti_unknown", "name": "Cy" }))
+        .post(
+            "/members/accept",
+            json!({ "secret": "plti_unknown", "name": "Cy" }),
+        )
         .await;
     assert_eq!((r.status, field_of(&r).as_str()), (422, "secret"));
 
@@ -178,10 +239,15 @@ async fn invitations_roles_and_the_last_owner() {
     ] {
         assert!(types.contains(&t), "{t} missing from {types:?}");
     }
-    assert!(!audit.to_string().contains("plti_"), "a secret reached the audit log");
+    assert!(
+        !audit.to_string().contains("plti_"),
+        "a secret reached the audit log"
+    );
 
     // Another organisation sees none of this.
-    let other = s.anonymous().with_token(&create_org(&s, "Other", "free").await);
+    let other = s
+        .anonymous()
+        .with_token(&create_org(&s, "Other", "free").await);
     assert_eq!(other.get("/members").await.json()["total"], 1);
     let r = other
         .patch(&format!("/members/{ann_id}"), json!({ "role": "viewer" }))
@@ -192,9 +258,23 @@ async fn invitations_roles_and_the_last_owner() {
 
     // The CLI: invite, then accept from the printed link.
     let out = s
-        .command(&["members", "invite", "dee@example.com", "--role", "viewer", "--url", &s.url, "--token", &ann_token])
+        .command(&[
+            "members",
+            "invite",
+            "dee@example.com",
+            "--role",
+            "viewer",
+            "--url",
+            &s.url,
+            "--token",
+            &ann_token,
+        ])
         .await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let link = stdout
         .lines()
@@ -204,11 +284,17 @@ async fn invitations_roles_and_the_last_owner() {
     let out = s
         .command(&["members", "accept", &link, "--name", "Dee", "--url", &s.url])
         .await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(stdout.contains("as viewer"), "{stdout}");
     let out = s
-        .command(&["members", "list", "--json", "--url", &s.url, "--token", &ann_token])
+        .command(&[
+            "members", "list", "--json", "--url", &s.url, "--token", &ann_token,
+        ])
         .await;
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed["total"], 2, "{listed}");

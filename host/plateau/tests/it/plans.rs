@@ -15,7 +15,9 @@ use crate::{admin, create_org, eventually, start};
 async fn operator_changes_a_plan_and_refuses_a_downgrade_past_its_limits() {
     let s = start(Backend::Sqlite).await;
     let admin = s.anonymous().with_cookie(&admin::login(&s).await);
-    let owner = s.anonymous().with_token(&create_org(&s, "Acme", "free").await);
+    let owner = s
+        .anonymous()
+        .with_token(&create_org(&s, "Acme", "free").await);
     let org = owner.get("/me").await.json()["organization"]["id"]
         .as_str()
         .unwrap()
@@ -28,7 +30,13 @@ async fn operator_changes_a_plan_and_refuses_a_downgrade_past_its_limits() {
     let r = admin.patch(&path, json!({ "plan": "platinum" })).await;
     assert_eq!(r.status, 422, "{}", r.text());
     assert_eq!(r.json()["errors"][0]["field"], "plan");
-    assert_eq!(admin.patch("/admin/organizations/org_nope", json!({ "plan": "pro" })).await.status, 404);
+    assert_eq!(
+        admin
+            .patch("/admin/organizations/org_nope", json!({ "plan": "pro" }))
+            .await
+            .status,
+        404
+    );
 
     // Up to pro: two caches fit.
     let r = admin.patch(&path, json!({ "plan": "pro" })).await;
@@ -49,7 +57,12 @@ async fn operator_changes_a_plan_and_refuses_a_downgrade_past_its_limits() {
 
     // Down to free (one cache): refused, naming what is over.
     let r = admin.patch(&path, json!({ "plan": "free" })).await;
-    assert_eq!((r.status, r.code().as_str()), (409, "plan_limits_exceeded"), "{}", r.text());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "plan_limits_exceeded"),
+        "{}",
+        r.text()
+    );
     let problem = r.json();
     assert_eq!(problem["errors"].as_array().unwrap().len(), 1, "{problem}");
     assert_eq!(problem["errors"][0]["field"], "cacheInstances");
@@ -59,22 +72,37 @@ async fn operator_changes_a_plan_and_refuses_a_downgrade_past_its_limits() {
     );
     assert_eq!(owner.get("/me").await.json()["organization"]["plan"], "pro");
     // The CLI refuses the same way.
-    let out = s.command(&["admin", "set-plan", "--org", &org, "free"]).await;
+    let out = s
+        .command(&["admin", "set-plan", "--org", &org, "free"])
+        .await;
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("cacheInstances: 2 cache instances"), "{stderr}");
+    assert!(
+        stderr.contains("cacheInstances: 2 cache instances"),
+        "{stderr}"
+    );
 
     // Once one cache is gone, the downgrade applies.
     let r = owner.delete(&format!("/caches/{}", caches[1])).await;
     assert!(r.status < 300, "{}", r.text());
-    let detail = eventually("the second cache to be gone", Duration::from_secs(60), || async {
-        let d = admin.get(&path).await.json();
-        (d["footprint"]["cacheInstances"] == 1).then_some(d)
-    })
+    let detail = eventually(
+        "the second cache to be gone",
+        Duration::from_secs(60),
+        || async {
+            let d = admin.get(&path).await.json();
+            (d["footprint"]["cacheInstances"] == 1).then_some(d)
+        },
+    )
     .await;
     eprintln!("footprint after the delete: {}", detail["footprint"]);
-    let out = s.command(&["admin", "set-plan", "--org", &org, "free"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = s
+        .command(&["admin", "set-plan", "--org", &org, "free"])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = admin.get(&path).await.json();
     assert_eq!(r["organization"]["plan"], "free");
 

@@ -45,7 +45,13 @@ async fn objects_list_with_folders_pages_and_deletes() {
     let bucket = create_bucket(&s, &s.token, "files").await;
     let id = bucket["id"].as_str().unwrap().to_owned();
     let key = create_key(&s, &s.token, json!({ "name": "browser" })).await;
-    let names = ["a.txt", "docs/1.txt", "docs/2.txt", "docs/sub/3.txt", "z.txt"];
+    let names = [
+        "a.txt",
+        "docs/1.txt",
+        "docs/2.txt",
+        "docs/sub/3.txt",
+        "z.txt",
+    ];
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), b"twelve bytes").unwrap();
     for name in names {
@@ -69,7 +75,11 @@ async fn objects_list_with_folders_pages_and_deletes() {
     let top = list(&c, &id, "?delimiter=/").await;
     assert_eq!(
         keys_of(&top),
-        pairs(&[("object", "a.txt"), ("folder", "docs/"), ("object", "z.txt")])
+        pairs(&[
+            ("object", "a.txt"),
+            ("folder", "docs/"),
+            ("object", "z.txt")
+        ])
     );
     assert_eq!(top["total"], 3);
     assert_eq!(top["items"][0]["size"], 12);
@@ -106,7 +116,9 @@ async fn objects_list_with_folders_pages_and_deletes() {
     assert_eq!(keys_of(&second), pairs(&[("object", "z.txt")]));
     // A cursor continues only its own listing.
     let r = c
-        .get(&format!("/storage/buckets/{id}/objects?prefix=docs/&limit=2&cursor={next}"))
+        .get(&format!(
+            "/storage/buckets/{id}/objects?prefix=docs/&limit=2&cursor={next}"
+        ))
         .await;
     assert_eq!((r.status, r.code().as_str()), (400, "invalid_cursor"));
 
@@ -117,16 +129,25 @@ async fn objects_list_with_folders_pages_and_deletes() {
     assert_eq!(r.status, 204, "{}", r.text());
     let docs = list(&c, &id, "?delimiter=/&prefix=docs/").await;
     assert_eq!(docs["total"], 2);
-    assert_eq!(c.get(&format!("/storage/buckets/{id}")).await.json()["usage"]["objects"], 4);
+    assert_eq!(
+        c.get(&format!("/storage/buckets/{id}")).await.json()["usage"]["objects"],
+        4
+    );
 
     // Bad input names its field.
     let long = "p".repeat(1025);
     let r = c
         .get(&format!("/storage/buckets/{id}/objects?prefix={long}"))
         .await;
-    assert_eq!((r.status, r.json()["errors"][0]["field"].as_str()), (422, Some("prefix")));
+    assert_eq!(
+        (r.status, r.json()["errors"][0]["field"].as_str()),
+        (422, Some("prefix"))
+    );
     let r = c.delete(&format!("/storage/buckets/{id}/objects")).await;
-    assert_eq!((r.status, r.json()["errors"][0]["field"].as_str()), (422, Some("key")));
+    assert_eq!(
+        (r.status, r.json()["errors"][0]["field"].as_str()),
+        (422, Some("key"))
+    );
 
     // Scopes, and another organisation's bucket is not found.
     let reader = c.with_token(&mint(&s, json!({ "scopes": ["storage:read"] })).await);
@@ -135,7 +156,9 @@ async fn objects_list_with_folders_pages_and_deletes() {
         .delete(&format!("/storage/buckets/{id}/objects?key=a.txt"))
         .await;
     assert_eq!(r.status, 403, "{}", r.text());
-    let other = s.anonymous().with_token(&create_org(&s, "Other", "free").await);
+    let other = s
+        .anonymous()
+        .with_token(&create_org(&s, "Other", "free").await);
     let r = other.get(&format!("/storage/buckets/{id}/objects")).await;
     assert_eq!(r.status, 404, "{}", r.text());
     let r = other

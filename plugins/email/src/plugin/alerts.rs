@@ -16,8 +16,8 @@
 //! retry would not fix it). Alerts count against the rate limit but are
 //! never refused by it.
 
-use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::jobs::Job;
+use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{ApiError, Bucket, Event, Namespace, Request, clock, log};
 use serde::Deserialize;
 
@@ -69,9 +69,7 @@ fn queue_request(org: &str, id: &str, kind: &str, data: &str) -> Result<(), ApiE
     let namespace = Namespace::Organization(org.to_owned());
     let bucket = Bucket::open(namespace.clone())?;
     let drop = |why: &str| {
-        log::warn(&format!(
-            "alert {id} ({kind}) of {org} is not sent: {why}"
-        ));
+        log::warn(&format!("alert {id} ({kind}) of {org} is not sent: {why}"));
         Ok(())
     };
     let marker = keys::event_marker(id);

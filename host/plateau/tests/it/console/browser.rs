@@ -390,7 +390,8 @@ async fn a_person_in_chromium() {
     // Members: invite someone, who accepts through the link and is signed in.
     b.visit(&format!("{base}/console/members"), "members").await;
     b.fill("#f-email", "ann@example.com").await;
-    b.click("form[action='/console/members/invites'] button").await;
+    b.click("form[action='/console/members/invites'] button")
+        .await;
     let link = b
         .client
         .find(Locator::Css("#link"))
@@ -423,7 +424,9 @@ async fn a_person_in_chromium() {
     )
     .await;
     b.client
-        .find(Locator::Css("table a[href^='/console/admin/organizations/']"))
+        .find(Locator::Css(
+            "table a[href^='/console/admin/organizations/']",
+        ))
         .await
         .unwrap()
         .click()
