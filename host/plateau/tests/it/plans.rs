@@ -28,7 +28,7 @@ async fn operator_changes_a_plan_and_refuses_a_downgrade_past_its_limits() {
     let r = owner.patch(&path, json!({ "plan": "pro" })).await;
     assert_eq!(r.status, 401, "{}", r.text());
     let r = admin.patch(&path, json!({ "plan": "platinum" })).await;
-    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["errors"][0]["field"], "plan");
     assert_eq!(
         admin
