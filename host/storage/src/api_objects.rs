@@ -132,8 +132,8 @@ async fn count(
 #[utoipa::path(get, path = "/storage/buckets/{id}/objects", tag = "storage",
     security(("bearer" = ["storage:read"])),
     params(("id" = String, Path, description = "bucket id"),
-           ("prefix" = Option<String>, Query, description = "only keys that start with it"),
-           ("delimiter" = Option<String>, Query, description = "roll keys continuing past it (after the prefix) into folders; usually /"),
+           ("prefix" = Option<String>, Query, max_length = 1024, description = "only keys that start with it"),
+           ("delimiter" = Option<String>, Query, max_length = 16, description = "roll keys continuing past it (after the prefix) into folders; usually /"),
            ("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
            ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
     responses((status = 200, description = "objects and folders", body = Page<ObjectItem>)))]
@@ -214,7 +214,7 @@ pub async fn list_objects(
 #[utoipa::path(delete, path = "/storage/buckets/{id}/objects", tag = "storage",
     security(("bearer" = ["storage:write"])),
     params(("id" = String, Path, description = "bucket id"),
-           ("key" = String, Query, description = "the object's key")),
+           ("key" = String, Query, min_length = 1, max_length = 1024, description = "the object's key")),
     responses((status = 204, description = "the object is gone")))]
 pub async fn delete_object(
     State(app): State<AppState>,
