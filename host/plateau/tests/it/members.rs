@@ -299,3 +299,37 @@ async fn invitations_roles_and_the_last_owner() {
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed["total"], 2, "{listed}");
 }
+
+/// With the relay configured, the invitation is mailed to the invitee
+/// from the alert sender, and its secret never reaches the timeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invitations_are_mailed_through_the_relay() {
+    let s = crate::start_with(
+        plateau_testkit::ServerOptions::new(Backend::Sqlite)
+            .env("PLATEAU_EGRESS_ALLOW", "127.0.0.0/8"),
+    )
+    .await;
+    let sink = plateau_testkit::SmtpSink::plain().await;
+    let c = s.client();
+    let r = c
+        .put(
+            "/email/config",
+            json!({ "host": "127.0.0.1", "port": sink.port(), "tlsMode": "none",
+                    "allowedSenders": ["*@example.org"], "alertsFrom": "Plateau <team@example.org>" }),
+        )
+        .await;
+    assert!(matches!(r.status, 200 | 201), "{}", r.text());
+    let created = invite(&c, "ann@example.com", "viewer").await;
+    assert_eq!(created["emailed"], true, "{created}");
+    let mail = sink.wait_for(1, std::time::Duration::from_secs(30)).await;
+    assert_eq!(mail.len(), 1, "the invitation is relayed");
+    assert_eq!(mail[0].from, "team@example.org");
+    assert_eq!(mail[0].recipients, ["ann@example.com"]);
+    let subject = mail[0].header("Subject").unwrap_or_default();
+    assert!(subject.contains("invited"), "{subject}");
+    let events = c.get("/events").await.text();
+    assert!(
+        !events.contains("plti_"),
+        "an invitation secret reached the timeline"
+    );
+}
