@@ -391,7 +391,11 @@ pub async fn authenticate_token(
         user_name: found.user_name,
         user_email: found.user_email,
         role,
-        scopes: Scopes::from_stored(&token.scopes),
+        // The token's scopes that its user's role allows (plateau_core::role).
+        scopes: role.restrict(
+            &Scopes::from_stored(&token.scopes),
+            app.known_scopes().keys().map(String::as_str),
+        ),
         project_id: token.project_id,
         max_cost_cents: token.max_cost_cents,
         spent_cents: token.spent_cents,

@@ -236,7 +236,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn problem_response(problem: &Problem) -> Response {
+/// A problem as a response, `application/problem+json` with its status.
+pub fn problem_response(problem: &Problem) -> Response {
     let body = problem.to_json();
     let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, body).into_response();

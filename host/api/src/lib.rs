@@ -31,8 +31,8 @@ pub use state::{ApiConfig, AppState};
 
 use crate::auth::{Requirement, RouteTable};
 use crate::routes::{
-    account, admin, alarms as alarm_routes, changelog, connect, events, metrics, notifications,
-    projects, tokens,
+    account, admin, admin_plans, alarms as alarm_routes, changelog, connect, events, invites,
+    members, metrics, notifications, projects, tokens,
 };
 
 /// Where the API is served.
@@ -72,9 +72,10 @@ pub fn app(state: AppState) -> Result<Router, String> {
     app_with(state, Extensions::default())
 }
 
-/// [`app`] with extensions.
-pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, String> {
-    let mut core = OpenApiRouter::with_openapi(openapi::base())
+/// The core's documented operations (on the base document), before other
+/// crates' areas are merged in.
+pub fn core_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(health))
         .routes(routes!(account::me))
         .routes(routes!(account::usage))
@@ -97,10 +98,21 @@ pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, Strin
         .routes(routes!(events::audit))
         .routes(routes!(events::export))
         .routes(routes!(changelog::list))
+        .routes(routes!(members::list))
+        .routes(routes!(members::update, members::remove))
+        .routes(routes!(invites::list_invites, invites::invite))
+        .routes(routes!(invites::revoke_invite))
+        .routes(routes!(invites::accept))
         .routes(routes!(admin::login))
         .routes(routes!(admin::logout))
         .routes(routes!(admin::list_orgs, admin::create_org))
-        .routes(routes!(admin::add_member));
+        .routes(routes!(admin_plans::get_org, admin_plans::change_plan))
+        .routes(routes!(admin::add_member))
+}
+
+/// [`app`] with extensions.
+pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, String> {
+    let mut core = core_routes();
     if let Some(routes) = extensions.routes {
         core = core.merge(routes);
     }

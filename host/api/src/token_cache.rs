@@ -51,6 +51,19 @@ impl TokenCache {
         entries.insert(secret_hash, (Instant::now(), caller));
     }
 
+    /// Forgets every token of a user in an organisation (after their role
+    /// changed or they were removed here).
+    pub fn evict_user(&self, org_id: &str, user_id: &str) {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|_, (_, c)| c.org_id != org_id || c.user_id != user_id);
+    }
+
+    /// Forgets every token of an organisation (after its plan changed here).
+    pub fn evict_org(&self, org_id: &str) {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|_, (_, c)| c.org_id != org_id);
+    }
+
     /// Forgets a token (after it was revoked here).
     pub fn evict_token(&self, token_id: &str) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());

@@ -1,7 +1,7 @@
 //! The one CSRF rule, as middleware over every console route: a request
 //! that may change something (any method but GET and HEAD) must come from
 //! this origin and carry the secret of its session (or, for the sign-in
-//! form, of the pre-session cookie), in the `csrf` field of its form or in
+//! and invitation forms, of the pre-session cookie), in the `csrf` field of its form or in
 //! the `x-csrf-token` header. Anything else is refused with 403 before a
 //! handler runs.
 
@@ -26,7 +26,9 @@ pub async fn check(State(console): State<Console>, request: Request, next: Next)
     if !session::same_origin(headers) {
         return refuse("the request came from another site");
     }
-    let expected = if request.uri().path() == "/console/sign-in" {
+    // Forms shown before any session: sign-in, and accepting an invitation.
+    let path = request.uri().path();
+    let expected = if path == "/console/sign-in" || path.starts_with("/console/invite/") {
         session::cookie(headers, PRE_COOKIE).map(str::to_owned)
     } else {
         session::cookie(headers, COOKIE)

@@ -12,6 +12,7 @@ use crate::session::{Kind, Session};
 const AREAS: &[(&str, &str)] = &[
     ("/console/", "Overview"),
     ("/console/account", "Account"),
+    ("/console/members", "Members"),
     ("/console/projects", "Projects"),
     ("/console/apps", "Apps"),
     ("/console/databases", "Databases"),

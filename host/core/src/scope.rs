@@ -30,6 +30,14 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
     ("manifest:write", "apply multi-service manifests"),
     ("rewards:read", "read rewards, referral and redemption data"),
     ("rewards:write", "claim and redeem rewards"),
+    (
+        "members:read",
+        "list the organisation's members and invitations",
+    ),
+    (
+        "members:write",
+        "invite, change the role of and remove members (owners and admins)",
+    ),
     ("projects:read", "list projects"),
     ("projects:write", "create and delete projects"),
     ("apps:read", "read apps"),

@@ -10,6 +10,8 @@ use sha2::{Digest, Sha256};
 pub const TOKEN_PREFIX: &str = "plt_";
 /// Prefix of connect-grant secrets, accepted only on `POST /connect/token`.
 pub const GRANT_PREFIX: &str = "pltc_";
+/// Prefix of invitation secrets, the last part of an invitation link.
+pub const INVITE_PREFIX: &str = "plti_";
 /// Prefix of admin session cookies.
 pub const SESSION_PREFIX: &str = "plts_";
 

@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use plateau_core::{Plan, Role};
 use plateau_store::events::Actor;
-use plateau_store::{orgs, provision};
+use plateau_store::{orgs, plans, provision};
 
 use crate::config::{RegistryGcArgs, RegistryStoreArgs, StoreArgs};
 
@@ -24,11 +24,20 @@ pub enum AdminCommand {
         #[arg(long)]
         org: String,
         name: String,
-        /// owner, admin or member.
+        /// owner, admin, member, billing or viewer.
         #[arg(long, default_value = "member")]
         role: String,
         #[arg(long)]
         email: Option<String>,
+    },
+    /// Change an organisation's plan. A plan whose limits it is past is
+    /// refused, naming each resource kind over with its count and limit.
+    SetPlan {
+        /// The organisation id (org_...).
+        #[arg(long)]
+        org: String,
+        /// free, starter, pro or scale.
+        plan: String,
     },
     /// Delete stale registry uploads and blobs that no manifest references.
     RegistryGc {
@@ -78,6 +87,32 @@ pub async fn run(store: StoreArgs, command: AdminCommand) -> anyhow::Result<()> 
                 member.user.id, member.user.name, member.role
             );
             println!("token (shown once): {}", member.secret);
+        }
+        AdminCommand::SetPlan { org, plan } => {
+            let plan: Plan = plan.parse()?;
+            let found = orgs::get(&db, &org)
+                .await?
+                .with_context(|| format!("organization {org} does not exist"))?;
+            let limits = plans::get(&db, plan.as_str())
+                .await?
+                .with_context(|| format!("plan {plan} has no limits row"))?;
+            let footprint = plans::footprint(&db, &org).await?;
+            let over = plateau_api::routes::admin_plans::over_limits(&footprint, &limits);
+            if !over.is_empty() {
+                let what: Vec<String> = over
+                    .iter()
+                    .map(|e| format!("{}: {}", e.field, e.message))
+                    .collect();
+                anyhow::bail!(
+                    "{org} holds more than the {plan} plan allows ({}): remove what is over, then change the plan (plan_limits_exceeded)",
+                    what.join("; ")
+                );
+            }
+            if plans::change_org_plan(&db, &org, &found.plan, plan.as_str(), &actor).await? {
+                println!("{org}: plan {} -> {plan}", found.plan);
+            } else {
+                println!("{org}: already on plan {plan}");
+            }
         }
         AdminCommand::RegistryGc { registry, gc } => {
             let blob_store = registry.open(&store.data_dir)?;

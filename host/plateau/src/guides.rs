@@ -29,6 +29,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ),
     ("webhooks", include_str!("../../../docs/webhooks.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
+    ("members", include_str!("../../../docs/members.md")),
 ];
 
 const INDEX: &str = include_str!("../../../docs/README.md");

@@ -120,6 +120,47 @@ pub struct ServeArgs {
     pub(crate) log_format: LogFormat,
 }
 
+/// The documented areas of the API besides the core, by name. Merging
+/// keeps one component schema per name, so two areas must never give one
+/// name to two schemas (see [`schema_collisions`]).
+pub fn areas() -> Vec<(&'static str, OpenApiRouter<AppState>)> {
+    vec![
+        ("plugin admin", plateau_plugin_host::admin::routes()),
+        ("plugin jobs", plateau_plugin_host::admin_jobs::routes()),
+        ("caches", plateau_cache::api::routes()),
+        ("databases", plateau_databases::api::routes()),
+        ("apps", plateau_apps::api::routes()),
+        ("storage", plateau_storage::api::routes()),
+    ]
+}
+
+/// Component schema names that two areas (the core among them) define
+/// differently, each with the areas that do: merged into one document,
+/// one of the two would silently describe the other's operations.
+pub fn schema_collisions() -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<String, (&'static str, serde_json::Value)> =
+        Default::default();
+    let mut collisions = Vec::new();
+    let all = std::iter::once(("core", plateau_api::core_routes())).chain(areas());
+    for (area, routes) in all {
+        let doc = routes.into_openapi();
+        let schemas = doc.components.map(|c| c.schemas).unwrap_or_default();
+        for (name, schema) in schemas {
+            let schema = serde_json::to_value(&schema).unwrap_or_default();
+            match seen.get(&name) {
+                Some((first, known)) if *known != schema => {
+                    collisions.push(format!("{name} (in {first} and {area})"));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(name, (area, schema));
+                }
+            }
+        }
+    }
+    collisions
+}
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     run_with(args, OpenApiRouter::new()).await
 }
@@ -174,12 +215,9 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let edge_addr = crate::dataplane::edge_address(&args.store.data_dir)?;
     let (storage, storage_listener) =
         crate::storage::open(&args.storage, &args.store.data_dir, &state, &secret_key).await?;
-    let routes = plateau_plugin_host::admin::routes()
-        .merge(plateau_plugin_host::admin_jobs::routes())
-        .merge(plateau_cache::api::routes())
-        .merge(plateau_databases::api::routes())
-        .merge(plateau_apps::api::routes())
-        .merge(plateau_storage::api::routes())
+    let routes = areas()
+        .into_iter()
+        .fold(OpenApiRouter::new(), |all, (_, area)| all.merge(area))
         .merge(routes);
     let extensions = Extensions {
         routes: Some(routes),

@@ -1,5 +1,6 @@
 //! `/storage` under `/api/v1`: buckets, access keys and presigned URLs
-//! (spec section 4.9), with scopes `storage:read` and `storage:write`.
+//! (spec section 4.9), with scopes `storage:read` and `storage:write`;
+//! a bucket's objects are in [`crate::api_objects`].
 //! Another organisation's bucket or key answers 404.
 
 use axum::extract::{Path, State};
@@ -28,6 +29,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_buckets, create_bucket))
         .routes(routes!(get_bucket, delete_bucket))
         .routes(routes!(presign_url))
+        .routes(routes!(
+            crate::api_objects::list_objects,
+            crate::api_objects::delete_object
+        ))
         .routes(routes!(list_keys, create_key))
         .routes(routes!(delete_key))
 }
@@ -78,7 +83,7 @@ pub struct CreateBucket {
 }
 
 /// Turns a storage error into the API's.
-fn api_error(e: Error) -> ApiError {
+pub(crate) fn api_error(e: Error) -> ApiError {
     match e {
         Error::NameTaken(_) => ApiError::conflict("name_taken", e.to_string()),
         Error::BucketNotEmpty => ApiError::conflict("bucket_not_empty", e.to_string()),
@@ -89,7 +94,7 @@ fn api_error(e: Error) -> ApiError {
     }
 }
 
-fn page(pairs: &[(String, String)]) -> PageQuery {
+pub(crate) fn page(pairs: &[(String, String)]) -> PageQuery {
     PageQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
@@ -160,7 +165,7 @@ pub async fn create_bucket(
     Ok((StatusCode::CREATED, Json(bucket_view(&storage, bucket))))
 }
 
-async fn find(app: &AppState, caller: &Caller, id: &str) -> Result<Bucket, ApiError> {
+pub(crate) async fn find(app: &AppState, caller: &Caller, id: &str) -> Result<Bucket, ApiError> {
     buckets::get(app.db(), &caller.org_id, id)
         .await?
         .filter(|b| {

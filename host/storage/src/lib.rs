@@ -13,6 +13,7 @@
 //! sees it.
 
 pub mod api;
+pub mod api_objects;
 pub mod blobs;
 pub mod error;
 pub mod keys;

@@ -23,6 +23,7 @@ pub mod hosts;
 pub mod idempotency;
 pub mod jobs;
 pub mod managed;
+pub mod members;
 pub mod orgs;
 pub mod plans;
 pub mod plugins;

@@ -133,7 +133,7 @@ pub async fn add_member(
     Ok(member)
 }
 
-async fn add_member_in(
+pub async fn add_member_in(
     tx: &mut Tx,
     org_id: &str,
     name: &str,

@@ -25,7 +25,7 @@ pub struct MeUser {
     pub id: String,
     pub name: String,
     pub email: Option<String>,
-    /// owner, admin or member.
+    /// owner, admin, member, billing or viewer.
     pub role: String,
 }
 

@@ -168,7 +168,7 @@ impl From<provision::NewMember> for CreatedMember {
 pub struct AddMember {
     pub name: String,
     pub email: Option<String>,
-    /// owner, admin or member.
+    /// owner, admin, member, billing or viewer.
     pub role: String,
 }
 

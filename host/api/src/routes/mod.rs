@@ -2,10 +2,13 @@
 
 pub mod account;
 pub mod admin;
+pub mod admin_plans;
 pub mod alarms;
 pub mod changelog;
 pub mod connect;
 pub mod events;
+pub mod invites;
+pub mod members;
 pub mod metrics;
 pub mod notifications;
 pub mod projects;

@@ -1,5 +1,6 @@
 //! The operator's pages: organisations (create, with the owner token
-//! shown once; add members) and plugins (load a version from a registry
+//! shown once; add members; each one's page, with its plan, is
+//! [`super::admin_org`]) and plugins (load a version from a registry
 //! reference, switch to a version, roll back).
 
 use axum::Router;
@@ -36,7 +37,8 @@ async fn organizations(ctx: Ctx) -> Response {
         (section(&list, |l| {
             let items = html::items(l);
             html! {
-                (html::table("Organisations", &items, &[col("Name", "name"), col("Id", "id"), col("Plan", "plan"), col("Created", "createdAt")], None))
+                (html::table("Organisations", &items, &[col("Name", "name"), col("Id", "id"), col("Plan", "plan"), col("Created", "createdAt")],
+                    Some(&|o: &serde_json::Value| format!("/console/admin/organizations/{}", seg(&html::text(&o["id"]))))))
                 @for o in &items {
                     @let name = html::text(&o["name"]);
                     h3 { "Add a member to " (name) }
@@ -45,9 +47,9 @@ async fn organizations(ctx: Ctx) -> Response {
                         div class="field" {
                             label for=(format!("f-role-{}", html::text(&o["id"]))) { "Role" }
                             select id=(format!("f-role-{}", html::text(&o["id"]))) name="role" {
-                                option value="member" { "member" }
-                                option value="admin" { "admin" }
-                                option value="owner" { "owner" }
+                                @for role in plateau_core::Role::ALL {
+                                    option value=(role.as_str()) { (role.as_str()) }
+                                }
                             }
                         }
                     }, "Add member"))
@@ -57,7 +59,7 @@ async fn organizations(ctx: Ctx) -> Response {
         h2 { "Create an organisation" }
         (html::form(s, "/console/admin/organizations", html! {
             (html::input("Name", "name", "text", true, None))
-            (html::input("Plan", "plan", "text", false, Some("free, pro or enterprise")))
+            (html::input("Plan", "plan", "text", false, Some("free, starter, pro or scale; free when empty")))
         }, "Create organisation"))
     };
     html::page(s, "/console/admin/organizations", "Organisations", content).into_response()

@@ -3,12 +3,15 @@
 
 pub mod account;
 pub mod admin;
+pub mod admin_org;
 pub mod app_logs;
 pub mod apps;
 pub mod areas;
 pub mod backups;
 pub mod caches;
 pub mod databases;
+pub mod members;
+pub mod objects;
 pub mod sign;
 pub mod storage;
 
@@ -35,8 +38,11 @@ pub fn routes() -> Router<Console> {
         .merge(backups::routes())
         .merge(caches::routes())
         .merge(storage::routes())
+        .merge(objects::routes())
+        .merge(members::routes())
         .merge(areas::routes())
         .merge(admin::routes())
+        .merge(admin_org::routes())
 }
 
 /// A submitted form's fields.

@@ -126,17 +126,27 @@ fn key_select(keys: &[Value], id: &str) -> Markup {
     }
 }
 
-async fn bucket(ctx: Ctx, Path(id): Path<String>) -> Response {
-    bucket_page(&ctx, &id, html! {}).await
+async fn bucket(
+    ctx: Ctx,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let prefix = query.get("prefix").map(String::as_str).unwrap_or("");
+    let cursor = field(&query, "cursor");
+    bucket_page(&ctx, &id, html! {}, prefix, cursor).await
 }
 
-async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup) -> Response {
+async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup, prefix: &str, cursor: &str) -> Response {
     let b = ctx.get(&format!("/storage/buckets/{}", seg(id))).await;
     let keys = ctx
         .get("/storage/keys")
         .await
         .map(|k| html::items(&k))
         .unwrap_or_default();
+    let objects = match &b {
+        Ok(_) => super::objects::listing(ctx, id, &keys, prefix, cursor).await,
+        Err(_) => html! {},
+    };
     let s = &ctx.session;
     let here = format!("/console/storage/buckets/{}", seg(id));
     let title = b
@@ -153,6 +163,7 @@ async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup) -> Response {
             }
         }))
         (extra)
+        (objects)
         @if keys.is_empty() {
             p { "Uploads and downloads are signed with an access key: " a href="/console/storage" { "create one" } " first." }
         } @else {
@@ -163,7 +174,7 @@ async fn bucket_page(ctx: &Ctx, id: &str, extra: Markup) -> Response {
                     label for="f-file" { "File" }
                     input id="f-file" type="file" name="file" required;
                 }
-                (html::input("Object key", "key", "text", false, Some("the file's name when empty")))
+                (html::input("Object key", "key", "text", false, Some("the file's name when empty; a/b.txt puts it in folder a")))
                 (key_select(&keys, "f-upload-key"))
                 button type="submit" { "Upload" }
                 p role="status" aria-live="polite" {}
@@ -205,7 +216,7 @@ async fn download(ctx: Ctx, Path(id): Path<String>, fields: Fields) -> Response 
             let extra = html! {
                 p class="notice" role="status" { "Download link for " (key) ", valid 15 minutes: " a href=(url) download { "download " (key) } }
             };
-            bucket_page(&ctx, &id, extra).await
+            bucket_page(&ctx, &id, extra, "", "").await
         }
         Err(p) => refused(&ctx, &p, &format!("/console/storage/buckets/{}", seg(&id))),
     }

@@ -1,5 +1,5 @@
 //! The user's command line: `plateau login`, `apps`, `deploy`, `db`,
-//! `cache`, `storage`, `queues`, `cron`, `workflows` and `completions`.
+//! `cache`, `members`, `storage`, `queues`, `cron`, `workflows` and `completions`.
 //! Each is a client of the public API only, with a token from `login` (or
 //! `--token`, `PLATEAU_TOKEN`), `--json` for scripts, and errors as one
 //! sentence naming the problem's code.
@@ -11,6 +11,7 @@ mod api;
 mod apps;
 mod backups;
 mod deploy;
+mod members;
 mod output;
 mod plugins;
 mod services;
@@ -51,6 +52,8 @@ pub enum Command {
     Db(services::DbArgs),
     /// Managed Redis caches.
     Cache(services::CacheArgs),
+    /// Members and invitations: list, invite, accept, role, remove.
+    Members(members::MembersArgs),
     /// Object storage: buckets, keys, and the AWS_* settings of a client.
     Storage(storage::StorageArgs),
     /// Queues: list, create, send, receive.
@@ -71,6 +74,7 @@ pub async fn run(command: Command, cli: &mut clap::Command) -> Result<(), String
         Command::Deploy(args) => deploy::run(args).await,
         Command::Db(args) => services::db(args).await,
         Command::Cache(args) => services::cache(args).await,
+        Command::Members(args) => members::run(args).await,
         Command::Storage(args) => storage::run(args).await,
         Command::Queues(args) => plugins::queues(args).await,
         Command::Cron(args) => plugins::cron(args).await,

@@ -166,3 +166,16 @@ async fn clients_can_generate_from_the_document() {
     .await;
     eprintln!("{}", out.trim());
 }
+
+/// Two areas of the API never give one component schema name to two
+/// different schemas: merged into one document, one would silently
+/// describe the other's operations (as `Metrics` once did for the caches'
+/// metrics and the usage series).
+#[test]
+fn component_schema_names_are_unique_across_areas() {
+    let collisions = plateau::serve::schema_collisions();
+    assert!(
+        collisions.is_empty(),
+        "component schemas defined differently by two areas (rename one): {collisions:?}"
+    );
+}

@@ -6,6 +6,10 @@
 //! organisation's alert sender (`alertsFrom`, else its first allowed sender
 //! that is a plain address).
 //!
+//! The host asks the same way for an invitation's email (`/members`),
+//! with a job `invite:<id>` whose payload is that data: the link in it is
+//! a credential, so it never goes through the event timeline.
+//!
 //! Events arrive at least once: the event id is recorded with the queued
 //! message, so a second delivery of the same event queues nothing. An
 //! organisation without configuration or alert sender, an invalid request
@@ -13,6 +17,7 @@
 //! retry would not fix it). Alerts count against the rate limit but are
 //! never refused by it.
 
+use plateau_sdk::jobs::Job;
 use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{ApiError, Bucket, Event, Namespace, Request, clock, log};
 use serde::Deserialize;
@@ -40,18 +45,35 @@ pub fn on_event(event: &Event) -> Result<(), String> {
     queue_alert(event).map_err(|e| format!("queueing the alert of event {}: {e}", event.id))
 }
 
+/// Handles the host's `invite:<id>` job.
+pub fn on_invite_job(job: &Job) -> Result<(), String> {
+    let Some(org) = &job.organization_id else {
+        log::warn(&format!("ignoring the global job {}", job.key));
+        return Ok(());
+    };
+    queue_request(org, &job.key, "members.invite", &job.payload)
+        .map_err(|e| format!("queueing the email of job {}: {e}", job.key))
+}
+
 fn queue_alert(event: &Event) -> Result<(), ApiError> {
-    let org = event.organization_id.as_str();
+    queue_request(
+        &event.organization_id,
+        &event.id,
+        &event.event_type,
+        &event.data,
+    )
+}
+
+/// Queues the email that `data` asks for, once per `id` (an event id, or
+/// the host's job key).
+fn queue_request(org: &str, id: &str, kind: &str, data: &str) -> Result<(), ApiError> {
     let namespace = Namespace::Organization(org.to_owned());
     let bucket = Bucket::open(namespace.clone())?;
     let drop = |why: &str| {
-        log::warn(&format!(
-            "alert event {} ({}) of {org} is not sent: {why}",
-            event.id, event.event_type
-        ));
+        log::warn(&format!("alert {id} ({kind}) of {org} is not sent: {why}"));
         Ok(())
     };
-    let marker = keys::event_marker(&event.id);
+    let marker = keys::event_marker(id);
     if bucket.get_raw(&marker)?.is_some() {
         return Ok(());
     }
@@ -61,7 +83,7 @@ fn queue_alert(event: &Event) -> Result<(), ApiError> {
     let Some(from) = config.alert_sender() else {
         return drop("the configuration has no alertsFrom and no plain allowed sender");
     };
-    let alert: AlertRequest = match event.data_as() {
+    let alert: AlertRequest = match plateau_sdk::serde_json::from_str(data) {
         Ok(alert) => alert,
         Err(e) => return drop(&format!("its data is not an alert request: {e}")),
     };
@@ -106,8 +128,8 @@ fn queue_alert(event: &Event) -> Result<(), ApiError> {
         suppressed,
         Origin::Event {
             organization_id: org,
-            id: &event.id,
-            event_type: &event.event_type,
+            id,
+            event_type: kind,
         },
         now,
     )?;

@@ -28,6 +28,9 @@ use crate::limits::{MAX_ATTEMPTS, backoff_ms};
 
 /// Runs a due job of the plugin.
 pub fn run(job: &Job) -> Result<(), String> {
+    if job.key.starts_with("invite:") {
+        return super::alerts::on_invite_job(job);
+    }
     let (Some(id), Some(organization)) = (job.key.strip_prefix("send:"), &job.organization_id)
     else {
         log::warn(&format!("ignoring the unknown job {}", job.key));

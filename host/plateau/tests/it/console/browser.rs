@@ -322,6 +322,7 @@ async fn a_person_in_chromium() {
         .click()
         .await
         .unwrap();
+    let bucket_page = b.client.current_url().await.unwrap().to_string();
     let file = tempfile::NamedTempFile::new().unwrap();
     let content = format!("uploaded from Chromium at {:?}", started.elapsed());
     std::fs::write(file.path(), &content).unwrap();
@@ -353,6 +354,14 @@ async fn a_person_in_chromium() {
         "the object downloaded through the presigned link"
     );
     b.check("bucket").await;
+    // The object browser lists it, and deletes it.
+    b.client.goto(&bucket_page).await.unwrap();
+    let listed = b.until_text("1 objects and folders here").await;
+    assert!(listed.contains("hello.txt"), "{listed}");
+    b.check("bucket-objects").await;
+    b.click("form[action$='/objects/delete'] button").await;
+    let emptied = b.until_text("No objects here yet").await;
+    assert!(emptied.contains("0 objects and folders here"), "{emptied}");
 
     // Every other page of the organisation.
     for (path, name) in [
@@ -378,6 +387,32 @@ async fn a_person_in_chromium() {
     b.visit(&backups_page, "database-backups-phone").await;
     b.client.set_window_size(1280, 900).await.unwrap();
 
+    // Members: invite someone, who accepts through the link and is signed in.
+    b.visit(&format!("{base}/console/members"), "members").await;
+    b.fill("#f-email", "ann@example.com").await;
+    b.click("form[action='/console/members/invites'] button")
+        .await;
+    let link = b
+        .client
+        .find(Locator::Css("#link"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    b.check("invitation").await;
+    b.click("nav form button").await;
+    b.visit(&link, "invite-accept").await;
+    b.fill("#f-name", "Ann").await;
+    b.click("form:has(#f-name) button").await;
+    let welcome = b.until_text("signed in").await;
+    assert!(welcome.contains("as member"), "{welcome}");
+    b.check("invite-accepted").await;
+    b.visit(&format!("{base}/console/members"), "members-as-member")
+        .await;
+    assert!(b.text().await.contains("Ann"), "{}", b.text().await);
+
     // The operator's pages.
     b.click("nav form button").await;
     b.fill("#f-password", &env.server.admin_password).await;
@@ -388,6 +423,27 @@ async fn a_person_in_chromium() {
         "admin-organizations",
     )
     .await;
+    b.client
+        .find(Locator::Css(
+            "table a[href^='/console/admin/organizations/']",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.until_text("Holdings against the plan").await;
+    b.check("admin-organization").await;
+    b.client
+        .find(Locator::Css("#f-plan option[value='pro']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.click("form[action$='/plan'] button").await;
+    let changed = b.until_text("Holdings against the plan").await;
+    assert!(changed.contains("pro"), "{changed}");
     b.visit(&format!("{base}/console/admin/plugins"), "admin-plugins")
         .await;
     assert!(b.text().await.contains("flags"), "{}", b.text().await);
