@@ -1,0 +1,405 @@
+//! `cargo xtask bench edge`: the edge figures of issue 30, each against
+//! its peer in the same run, on a Linux app (busybox httpd in runc, its
+//! page dated 2020 so that a shared cache may keep it by heuristic).
+//!
+//! 1. HTTPS through the edge (rustls, the wildcard certificate of the
+//!    apps domain) against nginx (Debian's) terminating TLS in front of
+//!    the same replicas: kept-alive connections, and a new connection
+//!    (a full handshake, no resumption) per request. Target: the edge at
+//!    least 90% of nginx's requests per second.
+//! 2. The same app with 10 rules and the CDN on (every request a miss: a
+//!    query of its own) against an app with neither. Target: 90%.
+//! 3. A CDN hit against a miss. Target: at least 3 times the req/s.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use plateau_testkit::Client;
+use plateau_testkit::oci::{ImagePusher, busybox_layer};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::json;
+use tokio::process::{Child, Command};
+use tokio_rustls::TlsConnector;
+
+use crate::apps_bench::{deploy_app, replica_addresses};
+use crate::harness::percentile;
+use crate::load::{self, Scenario};
+use crate::server::Server;
+
+pub async fn run(opts: load::Options) -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let (cert, key) = certificate(scratch.path())?;
+    let tls_port = plateau_testkit::free_port();
+    let server = Server::start_release_with(&[
+        ("PLATEAU_EDGE_TLS_LISTEN", &format!("127.0.0.1:{tls_port}")),
+        ("PLATEAU_EDGE_TLS_CERT", &cert),
+        ("PLATEAU_EDGE_TLS_KEY", &key),
+    ])
+    .await?;
+    let token = server.create_org("edge-bench", "pro").await?;
+    let api = Client::new(&server.base).with_token(&token);
+    let org = api.get("/me").await.json()["organization"]["id"]
+        .as_str()
+        .context("/me names no organisation")?
+        .to_owned();
+    let config = serde_json::to_vec(&json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": { "Cmd": ["/bin/sh", "-c",
+            "mkdir /tmp/www && echo hello > /tmp/www/index.html \
+             && touch -d '2020-01-01 00:00:00' /tmp/www/index.html \
+             && exec httpd -f -p $PORT -h /tmp/www"] },
+        "rootfs": { "type": "layers", "diff_ids": [] },
+    }))?;
+    let pusher = ImagePusher::new(&server.base, &token);
+    let image = pusher
+        .push_image(&format!("{org}/web"), "v1", &config, &busybox_layer(), false)
+        .await;
+
+    // 1. HTTPS: the edge against nginx in front of the same replicas.
+    let plain = deploy_app(&api, "plain", &image).await?;
+    let replicas = replica_addresses(server.data_dir())?;
+    let nginx_port = plateau_testkit::free_port();
+    let nginx = Nginx::start(scratch.path(), nginx_port, &cert, &key, &replicas).await?;
+    let tls = TlsLoad::new(&cert)?;
+    println!(
+        "HTTPS, GET / of a busybox httpd app ({} replicas): {} connections, {} s in {} rounds",
+        replicas.len(),
+        opts.connections,
+        opts.seconds,
+        opts.rounds
+    );
+    let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+    let rows = tls
+        .rounds(
+            &[
+                ("nginx, kept alive (peer)", at(nginx_port), true),
+                ("edge, kept alive", at(tls_port), true),
+                ("nginx, new connections (peer)", at(nginx_port), false),
+                ("edge, new connections", at(tls_port), false),
+            ],
+            &plain.host,
+            &opts,
+        )
+        .await?;
+    drop(nginx);
+
+    // 2. 10 rules and the CDN (all misses) against neither.
+    let edged = deploy_app(&api, "edged", &image).await?;
+    for i in 0..8 {
+        rule(&api, &edged.id, json!({ "type": "redirect", "source": format!("/old{i}/:rest*"), "destination": "/new/:rest*" })).await?;
+    }
+    rule(&api, &edged.id, json!({ "type": "rewrite", "source": "/app/:rest*", "destination": "/index.html" })).await?;
+    rule(&api, &edged.id, json!({ "type": "header", "source": "/:any*", "headerName": "X-Frame-Options", "headerValue": "DENY" })).await?;
+    for (path, body) in [
+        ("scale-out", json!({ "enabled": true })),
+        ("cdn", json!({ "enabled": true })),
+    ] {
+        let r = api.put(&format!("/apps/{}/{path}", edged.id), body).await;
+        if r.status != 200 {
+            bail!("PUT {path}: {} {}", r.status, r.text());
+        }
+    }
+    let edge = server.edge.clone();
+    let on = |host: &str| Scenario::get(&edge, "/", None).with_host(host);
+    println!("\nHTTP through the edge, {} connections", opts.connections);
+    let extras = load::run_rounds(
+        vec![
+            ("neither (peer)", on(&plain.host).unique(), server.pid()),
+            ("10 rules + CDN, all misses", on(&edged.host).unique(), server.pid()),
+        ],
+        &opts,
+    )
+    .await?;
+
+    // 3. A hit against a miss.
+    let cached = x_cache(&edge, &edged.host).await?;
+    if cached != "HIT" {
+        bail!("GET / of the edged app is a {cached:?}, not a HIT");
+    }
+    let hits = load::run_rounds(
+        vec![
+            ("CDN miss (peer)", on(&edged.host).unique(), server.pid()),
+            ("CDN hit", on(&edged.host), server.pid()),
+        ],
+        &opts,
+    )
+    .await?;
+    let stats = api.get(&format!("/apps/{}/cdn", edged.id)).await.json();
+    println!("\nthe edged app's CDN: {}", stats["stats"]);
+    println!(
+        "\ntargets: HTTPS edge/nginx kept alive {:.0}%, new connections {:.0}% (at least 90%); \
+         rules+CDN/neither {:.0}% (at least 90%); hit/miss {:.1}x (at least 3x)",
+        100.0 * rows[1] / rows[0],
+        100.0 * rows[3] / rows[2],
+        100.0 * extras[1].rps / extras[0].rps,
+        hits[1].rps / hits[0].rps
+    );
+    Ok(())
+}
+
+async fn rule(api: &Client, app: &str, body: serde_json::Value) -> anyhow::Result<()> {
+    let r = api.post(&format!("/apps/{app}/rules"), body).await;
+    if r.status != 201 {
+        bail!("adding a rule: {} {}", r.status, r.text());
+    }
+    Ok(())
+}
+
+/// The `X-Cache` of `GET /` at the edge after a first one.
+async fn x_cache(edge: &str, host: &str) -> anyhow::Result<String> {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<Bytes>>();
+    let mut seen = String::new();
+    for _ in 0..2 {
+        let req = hyper::Request::get(format!("{edge}/"))
+            .header("host", host)
+            .body(Empty::new())?;
+        let response = client.request(req).await?;
+        seen = response
+            .headers()
+            .get("x-cache")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let _ = response.into_body().collect().await;
+    }
+    Ok(seen)
+}
+
+/// A self-signed certificate for `*.apps.localhost`, by openssl.
+fn certificate(dir: &Path) -> anyhow::Result<(String, String)> {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=*.apps.localhost"])
+        .args(["-addext", "subjectAltName=DNS:*.apps.localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .context("running openssl")?;
+    if !out.status.success() {
+        bail!("openssl: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    Ok((path(&cert), path(&key)))
+}
+
+/// nginx terminating TLS in front of `replicas`, until dropped.
+struct Nginx(Child);
+
+impl Nginx {
+    async fn start(
+        dir: &Path,
+        port: u16,
+        cert: &str,
+        key: &str,
+        replicas: &[String],
+    ) -> anyhow::Result<Nginx> {
+        let dir = dir.join("nginx");
+        std::fs::create_dir_all(&dir)?;
+        let d = dir.display();
+        let upstream: String = replicas
+            .iter()
+            .map(|r| format!("server {};", r.trim_start_matches("http://")))
+            .collect();
+        let conf = format!(
+            "daemon off; worker_processes 2; pid {d}/nginx.pid; error_log {d}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  upstream app {{ {upstream} }}
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert}; ssl_certificate_key {key};
+    location / {{ proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Host $host; }}
+  }}
+}}
+"
+        );
+        let file = dir.join("nginx.conf");
+        std::fs::write(&file, conf)?;
+        let child = Command::new("nginx")
+            .arg("-c")
+            .arg(&file)
+            .arg("-p")
+            .arg(&dir)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting nginx (apt-get install nginx; cargo xtask test installs it)")?;
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return Ok(Nginx(child));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("nginx did not listen on {port}: see {d}/error.log")
+    }
+}
+
+/// A closed-loop HTTPS load: each client sends its next `GET /` when the
+/// answer to the last one arrived, on one kept-alive connection or on a
+/// new one (a full handshake: resumption off) each time.
+struct TlsLoad {
+    connector: TlsConnector,
+}
+
+impl TlsLoad {
+    fn new(cert: &str) -> anyhow::Result<TlsLoad> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_file(cert)?)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.resumption = rustls::client::Resumption::disabled();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(TlsLoad {
+            connector: TlsConnector::from(Arc::new(config)),
+        })
+    }
+
+    /// Runs `scenarios` (name, address, kept alive) in turn, in rounds;
+    /// prints a table with each row against the row before it when that
+    /// is a peer; answers each scenario's req/s.
+    async fn rounds(
+        &self,
+        scenarios: &[(&str, SocketAddr, bool)],
+        host: &str,
+        opts: &load::Options,
+    ) -> anyhow::Result<Vec<f64>> {
+        let window = Duration::from_secs(opts.seconds) / opts.rounds;
+        let mut latencies: Vec<Vec<u32>> = vec![Vec::new(); scenarios.len()];
+        let mut errors = vec![0u64; scenarios.len()];
+        for _ in 0..opts.rounds {
+            for (i, (_, addr, alive)) in scenarios.iter().enumerate() {
+                let (l, e) = self.measure(*addr, host, *alive, opts.connections, window).await?;
+                latencies[i].extend(l);
+                errors[i] += e;
+            }
+        }
+        let measured = (window * opts.rounds).as_secs_f64();
+        println!(
+            "{:<34} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "scenario", "req/s", "p50 ms", "p99 ms", "vs peer", "errors"
+        );
+        let mut rps = Vec::new();
+        for (i, (name, _, _)) in scenarios.iter().enumerate() {
+            let all = &mut latencies[i];
+            all.sort_unstable();
+            let ms: Vec<f64> = all.iter().map(|us| f64::from(*us) / 1000.0).collect();
+            let r = all.len() as f64 / measured;
+            let vs = if name.ends_with("(peer)") || i == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.0}%", 100.0 * r / rps[i - 1])
+            };
+            println!(
+                "{:<34} {:>10.0} {:>10.3} {:>10.3} {:>10} {:>8}",
+                name,
+                r,
+                percentile(&ms, 0.50),
+                percentile(&ms, 0.99),
+                vs,
+                errors[i]
+            );
+            rps.push(r);
+        }
+        Ok(rps)
+    }
+
+    /// `connections` clients for a short warm-up, then `window`: the
+    /// latencies (microseconds) measured and the errors.
+    async fn measure(
+        &self,
+        addr: SocketAddr,
+        host: &str,
+        alive: bool,
+        connections: usize,
+        window: Duration,
+    ) -> anyhow::Result<(Vec<u32>, u64)> {
+        let start = Instant::now() + Duration::from_millis(500);
+        let until = start + window;
+        let mut tasks = Vec::new();
+        for _ in 0..connections {
+            let connector = self.connector.clone();
+            let host = host.to_owned();
+            tasks.push(tokio::spawn(async move {
+                let (mut latencies, mut errors) = (Vec::new(), 0u64);
+                let mut sender = None;
+                loop {
+                    let began = Instant::now();
+                    if began >= until {
+                        break;
+                    }
+                    let ok = match exchange(&connector, addr, &host, alive, &mut sender).await {
+                        Ok(ok) => ok,
+                        Err(_) => {
+                            sender = None;
+                            false
+                        }
+                    };
+                    if began >= start {
+                        latencies.push(began.elapsed().as_micros() as u32);
+                        errors += u64::from(!ok);
+                    }
+                }
+                (latencies, errors)
+            }));
+        }
+        let (mut latencies, mut errors) = (Vec::new(), 0);
+        for task in tasks {
+            let (l, e) = task.await?;
+            latencies.extend(l);
+            errors += e;
+        }
+        Ok((latencies, errors))
+    }
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
+
+/// One `GET /`: on `sender` when it is kept alive, else on a connection
+/// of its own. Whether it answered 2xx.
+async fn exchange(
+    connector: &TlsConnector,
+    addr: SocketAddr,
+    host: &str,
+    alive: bool,
+    sender: &mut Option<Sender>,
+) -> anyhow::Result<bool> {
+    if sender.is_none() || !alive {
+        let tcp = tokio::net::TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let name = ServerName::try_from(host.to_owned())?;
+        let tls = connector.connect(name, tcp).await?;
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+        tokio::spawn(conn);
+        *sender = Some(send);
+    }
+    let send = sender.as_mut().context("a connection")?;
+    send.ready().await?;
+    let mut req = hyper::Request::get("/").header("host", host);
+    if !alive {
+        req = req.header("connection", "close");
+    }
+    let response = send.send_request(req.body(Empty::new())?).await?;
+    let ok = response.status().is_success();
+    response.into_body().collect().await?;
+    if !alive {
+        *sender = None;
+    }
+    Ok(ok)
+}
