@@ -35,7 +35,7 @@ use crate::server::Server;
 
 pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     let scratch = tempfile::tempdir()?;
-    let (cert, key) = certificate(scratch.path())?;
+    let (ca, cert, key) = certificate(scratch.path())?;
     let tls_port = plateau_testkit::free_port();
     let server = Server::start_release_with(&[
         ("PLATEAU_EDGE_TLS_LISTEN", &format!("127.0.0.1:{tls_port}")),
@@ -60,7 +60,13 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     }))?;
     let pusher = ImagePusher::new(&server.base, &token);
     let image = pusher
-        .push_image(&format!("{org}/web"), "v1", &config, &busybox_layer(), false)
+        .push_image(
+            &format!("{org}/web"),
+            "v1",
+            &config,
+            &busybox_layer(),
+            false,
+        )
         .await;
 
     // 1. HTTPS: the edge against nginx in front of the same replicas.
@@ -68,7 +74,7 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     let replicas = replica_addresses(server.data_dir())?;
     let nginx_port = plateau_testkit::free_port();
     let nginx = Nginx::start(scratch.path(), nginx_port, &cert, &key, &replicas).await?;
-    let tls = TlsLoad::new(&cert)?;
+    let tls = TlsLoad::new(&ca)?;
     println!(
         "HTTPS, GET / of a busybox httpd app ({} replicas): {} connections, {} s in {} rounds",
         replicas.len(),
@@ -96,7 +102,12 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     for i in 0..8 {
         rule(&api, &edged.id, json!({ "type": "redirect", "source": format!("/old{i}/:rest*"), "destination": "/new/:rest*" })).await?;
     }
-    rule(&api, &edged.id, json!({ "type": "rewrite", "source": "/app/:rest*", "destination": "/index.html" })).await?;
+    rule(
+        &api,
+        &edged.id,
+        json!({ "type": "rewrite", "source": "/app/:rest*", "destination": "/index.html" }),
+    )
+    .await?;
     rule(&api, &edged.id, json!({ "type": "header", "source": "/:any*", "headerName": "X-Frame-Options", "headerValue": "DENY" })).await?;
     for (path, body) in [
         ("scale-out", json!({ "enabled": true })),
@@ -113,7 +124,11 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     let extras = load::run_rounds(
         vec![
             ("neither (peer)", on(&plain.host).unique(), server.pid()),
-            ("10 rules + CDN, all misses", on(&edged.host).unique(), server.pid()),
+            (
+                "10 rules + CDN, all misses",
+                on(&edged.host).unique(),
+                server.pid(),
+            ),
         ],
         &opts,
     )
@@ -174,28 +189,75 @@ async fn x_cache(edge: &str, host: &str) -> anyhow::Result<String> {
     Ok(seen)
 }
 
-/// A self-signed certificate for `*.apps.localhost`, by openssl.
-fn certificate(dir: &Path) -> anyhow::Result<(String, String)> {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let out = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
-        .args(["-nodes", "-days", "1", "-subj", "/CN=*.apps.localhost"])
-        .args(["-addext", "subjectAltName=DNS:*.apps.localhost"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .context("running openssl")?;
-    if !out.status.success() {
-        bail!("openssl: {}", String::from_utf8_lossy(&out.stderr));
+/// A certificate for `*.apps.localhost` signed by a CA of its own, by
+/// openssl: the CA's PEM file (which clients trust), the certificate's and
+/// its key's.
+fn certificate(dir: &Path) -> anyhow::Result<(String, String, String)> {
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:*.apps.localhost\n",
+    )?;
+    let (ca, ca_key, csr) = (path("ca.pem"), path("ca.key"), path("leaf.csr"));
+    let (cert, key, ext) = (path("cert.pem"), path("key.pem"), path("leaf.ext"));
+    let steps: [Vec<&str>; 3] = [
+        [
+            &["req", "-x509"][..],
+            &ec,
+            &["-days", "1", "-subj", "/CN=edge bench CA"],
+        ]
+        .concat(),
+        [&["req"][..], &ec, &["-subj", "/CN=*.apps.localhost"]].concat(),
+        vec!["x509", "-req", "-in", csr.as_str(), "-CA", ca.as_str()]
+            .into_iter()
+            .chain(["-CAkey", ca_key.as_str(), "-CAcreateserial"])
+            .collect(),
+    ];
+    let outputs: [Vec<&str>; 3] = [
+        vec!["-keyout", ca_key.as_str(), "-out", ca.as_str()],
+        vec!["-keyout", key.as_str(), "-out", csr.as_str()],
+        vec![
+            "-days",
+            "1",
+            "-extfile",
+            ext.as_str(),
+            "-out",
+            cert.as_str(),
+        ],
+    ];
+    for (step, output) in steps.iter().zip(&outputs) {
+        let out = std::process::Command::new("openssl")
+            .args(step)
+            .args(output)
+            .output()
+            .context("running openssl")?;
+        if !out.status.success() {
+            bail!("openssl {step:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
     }
-    let path = |p: &Path| p.to_string_lossy().into_owned();
-    Ok((path(&cert), path(&key)))
+    Ok((ca, cert, key))
 }
 
 /// nginx terminating TLS in front of `replicas`, until dropped.
 struct Nginx(Child);
+
+impl Drop for Nginx {
+    /// Its master stops its workers on SIGTERM (a SIGKILL would leave them).
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+    }
+}
 
 impl Nginx {
     async fn start(
@@ -239,7 +301,10 @@ http {{
             .spawn()
             .context("starting nginx (apt-get install nginx; cargo xtask test installs it)")?;
         for _ in 0..100 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
                 return Ok(Nginx(child));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -256,9 +321,9 @@ struct TlsLoad {
 }
 
 impl TlsLoad {
-    fn new(cert: &str) -> anyhow::Result<TlsLoad> {
+    fn new(ca: &str) -> anyhow::Result<TlsLoad> {
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(CertificateDer::from_pem_file(cert)?)?;
+        roots.add(CertificateDer::from_pem_file(ca)?)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -285,7 +350,9 @@ impl TlsLoad {
         let mut errors = vec![0u64; scenarios.len()];
         for _ in 0..opts.rounds {
             for (i, (_, addr, alive)) in scenarios.iter().enumerate() {
-                let (l, e) = self.measure(*addr, host, *alive, opts.connections, window).await?;
+                let (l, e) = self
+                    .measure(*addr, host, *alive, opts.connections, window)
+                    .await?;
                 latencies[i].extend(l);
                 errors[i] += e;
             }

@@ -224,7 +224,8 @@ async fn answer(plane: &Plane, stream: UnixStream) -> std::io::Result<()> {
             error: plane.domains().sync().await.err().map(|e| e.to_string()),
             ..Reply::default()
         },
-        Ok(Request::CdnStats { app }) => match plateau_store::apps::get_any(plane.db(), &app).await {
+        Ok(Request::CdnStats { app }) => match plateau_store::apps::get_any(plane.db(), &app).await
+        {
             Ok(found) => Reply {
                 cdn: found.map(|a| crate::cdn::CdnStats::of(plane.edge(), &a.slug)),
                 ..Reply::default()

@@ -240,7 +240,10 @@ impl Plane {
         }
         let rules = crate::rules::effective(self.db(), &app.id).await?;
         self.inner.edge.set_rules(&app.slug, rules);
-        self.inner.cdn.follow(self.db(), &self.inner.edge, app).await?;
+        self.inner
+            .cdn
+            .follow(self.db(), &self.inner.edge, app)
+            .await?;
         if AppStatus::Paused.is(&app.status) {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))

@@ -59,7 +59,9 @@ async fn get(env: &Apps, slug: &str, path: &str, headers: &[(&str, &str)]) -> Go
 fn wildcard_certificate(dir: &Path) -> (String, String) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let out = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
         .args(["-subj", "/CN=*.apps.localhost"])
         .args(["-addext", "subjectAltName=DNS:*.apps.localhost"])
         .arg("-keyout")
@@ -68,7 +70,11 @@ fn wildcard_certificate(dir: &Path) -> (String, String) {
         .arg(&cert)
         .output()
         .expect("openssl runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let path = |p: &Path| p.to_str().unwrap().to_owned();
     (path(&cert), path(&key))
 }
@@ -143,14 +149,23 @@ async fn the_cdn_and_websockets_through_the_edge() {
     }))
     .unwrap();
     let repo = format!("{}/edge-app", env.org);
-    let image = registry.push_image(&repo, "v1", &config, &layer, false).await;
+    let image = registry
+        .push_image(&repo, "v1", &config, &layer, false)
+        .await;
     let app = env.deployed("Cached", &image).await;
     let (app_id, slug) = (id(&app), slug(&app));
     let cdn = format!("/apps/{app_id}/cdn");
 
     // WebSocket echoes through the edge, over HTTP and over HTTPS.
     let name = format!("{slug}.apps.localhost");
-    let edge_port: u16 = env.server.edge_url.rsplit(':').next().unwrap().parse().unwrap();
+    let edge_port: u16 = env
+        .server
+        .edge_url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     let want = [
         "HTTP/1.1 101 Switching Protocols",
         "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
@@ -174,7 +189,9 @@ async fn the_cdn_and_websockets_through_the_edge() {
         assert_eq!(r.json()["errors"][0]["field"], field, "{}", r.text());
     }
     for prefix in ["assets/", "/a b", ""] {
-        let r = c.post(&format!("{cdn}/purge"), json!({ "prefix": prefix })).await;
+        let r = c
+            .post(&format!("{cdn}/purge"), json!({ "prefix": prefix }))
+            .await;
         assert_eq!(r.status, 400, "{prefix}: {}", r.text());
         assert_eq!(r.json()["errors"][0]["field"], "prefix", "{}", r.text());
     }
@@ -190,7 +207,11 @@ async fn the_cdn_and_websockets_through_the_edge() {
         ("/p?cc=private,max-age=60", false),
     ] {
         let first = get(&env, &slug, path, &[]).await;
-        assert_eq!((first.status, first.cache.as_str()), (200, "MISS"), "{path}");
+        assert_eq!(
+            (first.status, first.cache.as_str()),
+            (200, "MISS"),
+            "{path}"
+        );
         let second = get(&env, &slug, path, &[]).await;
         if stored {
             assert_eq!(second.cache, "HIT", "{path}");
@@ -206,8 +227,17 @@ async fn the_cdn_and_websockets_through_the_edge() {
     // client's own matching If-None-Match gets a 304.
     let first = get(&env, &slug, "/e?cc=no-cache&etag=v1", &[]).await;
     let again = get(&env, &slug, "/e?cc=no-cache&etag=v1", &[]).await;
-    assert_eq!((again.cache.as_str(), again.body.as_str()), ("REVALIDATED", first.body.as_str()));
-    let own = get(&env, &slug, "/e?cc=no-cache&etag=v1", &[("if-none-match", "\"v1\"")]).await;
+    assert_eq!(
+        (again.cache.as_str(), again.body.as_str()),
+        ("REVALIDATED", first.body.as_str())
+    );
+    let own = get(
+        &env,
+        &slug,
+        "/e?cc=no-cache&etag=v1",
+        &[("if-none-match", "\"v1\"")],
+    )
+    .await;
     assert_eq!((own.status, own.body.as_str()), (304, ""));
 
     // Vary: one stored answer per language.
@@ -216,13 +246,26 @@ async fn the_cdn_and_websockets_through_the_edge() {
     let en = get(&env, &slug, vary, &[("accept-language", "en")]).await;
     assert_eq!((fr.cache.as_str(), en.cache.as_str()), ("MISS", "MISS"));
     let fr_again = get(&env, &slug, vary, &[("accept-language", "fr")]).await;
-    assert_eq!((fr_again.cache.as_str(), fr_again.body.as_str()), ("HIT", fr.body.as_str()));
+    assert_eq!(
+        (fr_again.cache.as_str(), fr_again.body.as_str()),
+        ("HIT", fr.body.as_str())
+    );
 
     // A purge by prefix drops what is under it only.
-    let r = c.post(&format!("{cdn}/purge"), json!({ "prefix": "/a" })).await;
+    let r = c
+        .post(&format!("{cdn}/purge"), json!({ "prefix": "/a" }))
+        .await;
     assert_eq!(r.status, 202, "{}", r.text());
-    assert_eq!(get(&env, &slug, "/a?cc=max-age=60", &[]).await.cache, "MISS");
-    assert_eq!(get(&env, &slug, "/s?cc=max-age=0,s-maxage=60", &[]).await.cache, "HIT");
+    assert_eq!(
+        get(&env, &slug, "/a?cc=max-age=60", &[]).await.cache,
+        "MISS"
+    );
+    assert_eq!(
+        get(&env, &slug, "/s?cc=max-age=0,s-maxage=60", &[])
+            .await
+            .cache,
+        "HIT"
+    );
 
     // The counters.
     let stats = c.get(&cdn).await.json()["stats"].clone();
@@ -235,7 +278,10 @@ async fn the_cdn_and_websockets_through_the_edge() {
 
     // Another deployment going live purges the app.
     let r = c
-        .post(&format!("/apps/{app_id}/deployments"), json!({ "image": image }))
+        .post(
+            &format!("/apps/{app_id}/deployments"),
+            json!({ "image": image }),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let deployment = env.settled(&app_id, &id(&r.json())).await;
@@ -245,7 +291,12 @@ async fn the_cdn_and_websockets_through_the_edge() {
     })
     .await;
     assert_eq!(after["enabled"], true);
-    assert_eq!(get(&env, &slug, "/s?cc=max-age=0,s-maxage=60", &[]).await.cache, "MISS");
+    assert_eq!(
+        get(&env, &slug, "/s?cc=max-age=0,s-maxage=60", &[])
+            .await
+            .cache,
+        "MISS"
+    );
 
     // Each change is an event of the app.
     let events = c.get("/events?type=app.cdn.*&limit=50").await.json();

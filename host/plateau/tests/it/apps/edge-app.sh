@@ -1,8 +1,8 @@
 #!/bin/sh
 # One HTTP/1.1 exchange on stdin and stdout (nc -e): a WebSocket echo
 # for an Upgrade, else a text answer with the caching headers its query
-# names: cc (Cache-Control), etag (quoted here; If-None-Match on it gets
-# a 304), vary. The body counts the answers: "<path> <lang> #<n>".
+# names: cc (Cache-Control), etag (quoted here; an If-None-Match that
+# lists it gets a 304), vary. The body counts the answers: "<path> <lang> #<n>".
 cr=$(printf '\r')
 read -r method target version
 upgrade=; key=; inm=; lang=
@@ -54,10 +54,9 @@ n=$(($(cat /tmp/answers 2>/dev/null || echo 0) + 1))
 echo "$n" > /tmp/answers
 status="200 OK"
 body="$path $lang #$n"
-if [ -n "$etag" ] && [ "$inm" = "$etag" ]; then
-    status="304 Not Modified"
-    body=
-fi
+case "$inm" in
+    *"$etag"*) [ -n "$etag" ] && status="304 Not Modified" && body= ;;
+esac
 printf 'HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: %s\r\n' "$status" "${#body}"
 [ -n "$cc" ] && printf 'Cache-Control: %s\r\n' "$cc"
 [ -n "$etag" ] && printf 'ETag: %s\r\n' "$etag"
