@@ -57,6 +57,7 @@ mod postgres_bins;
 mod queues_bench;
 mod server;
 mod setup;
+mod tls_load;
 mod workflows_bench;
 
 use anyhow::{Context, bail};

@@ -28,6 +28,9 @@
 //! of the app, and a response is stored only under its request's epoch.
 
 mod fetch;
+#[cfg(test)]
+mod purge_tests;
+mod respond;
 mod store;
 mod tee;
 #[cfg(test)]
