@@ -154,9 +154,9 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 }
 
 /// A deployed app: its id and the Host name the edge serves it by.
-struct App {
-    id: String,
-    host: String,
+pub(crate) struct App {
+    pub(crate) id: String,
+    pub(crate) host: String,
 }
 
 async fn push_component(
@@ -184,7 +184,7 @@ async fn push_component(
 
 /// Creates an app of `image`, scaled to the plan's maximum of replicas,
 /// and waits for it to run.
-async fn deploy_app(api: &Client, name: &str, image: &str) -> anyhow::Result<App> {
+pub(crate) async fn deploy_app(api: &Client, name: &str, image: &str) -> anyhow::Result<App> {
     let r = api
         .post("/apps", json!({ "name": name, "image": image }))
         .await;
@@ -278,6 +278,15 @@ async fn settled(api: &Client, path: &str, id: &str) -> anyhow::Result<Value> {
 /// runc bundle (the namespace it joined, the `PORT` it was given) and its
 /// namespace's address.
 fn replica_address(data_dir: &Path) -> anyhow::Result<String> {
+    replica_addresses(data_dir)?
+        .into_iter()
+        .next()
+        .context("no running Linux replica found")
+}
+
+/// The addresses (`http://ip:port`) of every running Linux replica under
+/// `data_dir`.
+pub(crate) fn replica_addresses(data_dir: &Path) -> anyhow::Result<Vec<String>> {
     let bundles = data_dir.join("apps/containers/bundles");
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&bundles).with_context(|| bundles.display().to_string())? {
@@ -297,22 +306,27 @@ fn replica_address(data_dir: &Path) -> anyhow::Result<String> {
             found.push((port, netns));
         }
     }
-    let (port, netns) = found.first().context("no running Linux replica found")?;
-    let name = netns.file_name().context("namespace name")?;
-    let out = std::process::Command::new("ip")
-        .arg("-n")
-        .arg(name)
-        .args(["-o", "-4", "addr", "show", "scope", "global"])
-        .output()
-        .context("running ip (iproute2)")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let address = text
-        .split_whitespace()
-        .skip_while(|w| *w != "inet")
-        .nth(1)
-        .and_then(|a| a.split('/').next())
-        .with_context(|| format!("no address in namespace {}: {text}", name.to_string_lossy()))?;
-    Ok(format!("http://{address}:{port}"))
+    let mut addresses = Vec::new();
+    for (port, netns) in found {
+        let name = netns.file_name().context("namespace name")?;
+        let out = std::process::Command::new("ip")
+            .arg("-n")
+            .arg(name)
+            .args(["-o", "-4", "addr", "show", "scope", "global"])
+            .output()
+            .context("running ip (iproute2)")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let address = text
+            .split_whitespace()
+            .skip_while(|w| *w != "inet")
+            .nth(1)
+            .and_then(|a| a.split('/').next())
+            .with_context(|| {
+                format!("no address in namespace {}: {text}", name.to_string_lossy())
+            })?;
+        addresses.push(format!("http://{address}:{port}"));
+    }
+    Ok(addresses)
 }
 
 /// The `wasmtime` binary of version [`WASMTIME_VERSION`]: on the PATH or

@@ -64,6 +64,9 @@ pub struct Scenario {
     json: Option<String>,
     /// A Host header other than the URL's (the apps edge routes by it).
     host: Option<String>,
+    /// A query of its own on every request (`?n=<sequence>`), so no two
+    /// are the same resource to a cache.
+    unique: bool,
 }
 
 impl Scenario {
@@ -75,12 +78,19 @@ impl Scenario {
             body: None,
             json: None,
             host: None,
+            unique: false,
         }
     }
 
     /// The same requests, sent with `Host: host`.
     pub fn with_host(mut self, host: &str) -> Scenario {
         self.host = Some(host.to_owned());
+        self
+    }
+
+    /// The same requests, each with a query of its own.
+    pub fn unique(mut self) -> Scenario {
+        self.unique = true;
         self
     }
 
@@ -92,6 +102,7 @@ impl Scenario {
             body: None,
             json: Some(json.to_owned()),
             host: None,
+            unique: false,
         }
     }
 
@@ -103,13 +114,18 @@ impl Scenario {
             body: Some(keys),
             json: None,
             host: None,
+            unique: false,
         }
     }
 
     fn request(&self, n: u64) -> Request<Full<Bytes>> {
-        let mut builder = Request::builder()
-            .method(self.method.clone())
-            .uri(&self.url);
+        let url = if self.unique {
+            let sep = if self.url.contains('?') { '&' } else { '?' };
+            format!("{}{sep}n={n}", self.url)
+        } else {
+            self.url.clone()
+        };
+        let mut builder = Request::builder().method(self.method.clone()).uri(url);
         if let Some(host) = &self.host {
             builder = builder.header("host", host);
         }
@@ -204,6 +220,7 @@ async fn measure(
         body: scenario.body,
         json: scenario.json.clone(),
         host: scenario.host.clone(),
+        unique: scenario.unique,
     });
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);

@@ -37,12 +37,18 @@
 //! - `cargo xtask bench workflows [--runs N] [--steps N] [--workers N]`:
 //!   completed steps per second through the workflows plugin with 32
 //!   workers, with p50/p99 and 409 counts of claim and complete (issue 19).
+//! - `cargo xtask bench edge [--seconds N] [--connections N] [--rounds N]`:
+//!   HTTPS through the apps edge against nginx terminating TLS in front of
+//!   the same replicas (kept-alive and new connections apart), an app with
+//!   10 rules and the CDN (all misses) against one with neither, and a CDN
+//!   hit against a miss (issue 30).
 
 mod apps_bench;
 mod cache_bench;
 mod checks_bench;
 mod cron_bench;
 mod databases_bench;
+mod edge_bench;
 mod email_bench;
 mod flags_bench;
 mod harness;
@@ -51,6 +57,7 @@ mod postgres_bins;
 mod queues_bench;
 mod server;
 mod setup;
+mod tls_load;
 mod workflows_bench;
 
 use anyhow::{Context, bail};
@@ -127,6 +134,17 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(apps_bench::run(opts))
         }
+        ["bench", "edge", rest @ ..] => {
+            let mut opts = load::Options::parse(rest)?;
+            if !rest.contains(&"--seconds") {
+                opts.seconds = 12;
+            }
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(edge_bench::run(opts))
+        }
         ["bench", "cache", rest @ ..] => {
             let opts = cache_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -147,7 +165,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
         ),
     }
 }

@@ -42,6 +42,8 @@ const TEST_PACKAGES: &[&str] = &[
     // (HTTP/1.1 and HTTP/2) that checks the chain against its root.
     "pebble",
     "curl",
+    // `cargo xtask bench edge` measures the edge's HTTPS against nginx's.
+    "nginx",
     // The console's browser tests: headless Chromium through WebDriver.
     "chromium",
     "chromium-driver",

@@ -32,6 +32,8 @@ enum Request {
     EnvDigest { app: String, key: String },
     /// Bring the edge's custom domains in step with the database now.
     Domains,
+    /// What the edge's CDN did for the app.
+    CdnStats { app: String },
 }
 
 /// What the plane runs for an app, as far as a variable goes.
@@ -44,13 +46,15 @@ pub struct EnvDigest {
     pub sha256: Option<String>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct Reply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     env: Option<EnvDigest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cdn: Option<crate::cdn::CdnStats>,
 }
 
 /// The API process's end: where its host's plane listens.
@@ -110,6 +114,18 @@ impl AgentLink {
             .await
             .map_err(|_| "the agent did not answer within 10 s".to_owned())??;
         Ok(reply.env)
+    }
+
+    /// What the edge's CDN did for the app since the agent started; none
+    /// when the app is not known there.
+    pub async fn cdn_stats(&self, app_id: &str) -> Result<Option<crate::cdn::CdnStats>, String> {
+        let request = Request::CdnStats {
+            app: app_id.to_owned(),
+        };
+        let reply = tokio::time::timeout(FOLLOW_WITHIN, self.ask(&request))
+            .await
+            .map_err(|_| "the agent did not answer within 10 s".to_owned())??;
+        Ok(reply.cdn)
     }
 
     async fn ask(&self, request: &Request) -> Result<Reply, String> {
@@ -188,17 +204,13 @@ async fn answer(plane: &Plane, stream: UnixStream) -> std::io::Result<()> {
     reader.read_line(&mut line).await?;
     let reply = match serde_json::from_str::<Request>(&line) {
         Ok(Request::Follow { app }) => match plane.follow_now(&app).await {
-            Ok(()) => Reply {
-                error: None,
-                env: None,
-            },
+            Ok(()) => Reply::default(),
             Err(e) => Reply {
                 error: Some(e.to_string()),
-                env: None,
+                ..Reply::default()
             },
         },
         Ok(Request::EnvDigest { app, key }) => Reply {
-            error: None,
             env: plane.running(&app).map(|local| EnvDigest {
                 deployment_id: local.deployment_id,
                 sha256: local
@@ -206,14 +218,26 @@ async fn answer(plane: &Plane, stream: UnixStream) -> std::io::Result<()> {
                     .env_value(&key)
                     .map(|v| hex::encode(Sha256::digest(v.as_bytes()))),
             }),
+            ..Reply::default()
         },
         Ok(Request::Domains) => Reply {
             error: plane.domains().sync().await.err().map(|e| e.to_string()),
-            env: None,
+            ..Reply::default()
+        },
+        Ok(Request::CdnStats { app }) => match plateau_store::apps::get_any(plane.db(), &app).await
+        {
+            Ok(found) => Reply {
+                cdn: found.map(|a| crate::cdn::CdnStats::of(plane.edge(), &a.slug)),
+                ..Reply::default()
+            },
+            Err(e) => Reply {
+                error: Some(e.to_string()),
+                ..Reply::default()
+            },
         },
         Err(e) => Reply {
             error: Some(format!("not a request: {e}")),
-            env: None,
+            ..Reply::default()
         },
     };
     let mut out = serde_json::to_vec(&reply).map_err(std::io::Error::other)?;

@@ -26,6 +26,7 @@
 
 pub mod api;
 pub mod build;
+pub mod cdn;
 pub mod config;
 pub mod control;
 pub mod domains;

@@ -64,6 +64,8 @@ struct Inner {
     failures: Mutex<HashMap<String, (String, Instant)>>,
     /// The edge's custom domains.
     domains: DomainSync,
+    /// The purges of the apps' CDN this plane applied.
+    cdn: crate::cdn::CdnFollow,
 }
 
 impl Plane {
@@ -92,6 +94,7 @@ impl Plane {
                 busy: Mutex::new(HashSet::new()),
                 failures: Mutex::new(HashMap::new()),
                 domains,
+                cdn: crate::cdn::CdnFollow::default(),
             }),
         }
     }
@@ -237,6 +240,10 @@ impl Plane {
         }
         let rules = crate::rules::effective(self.db(), &app.id).await?;
         self.inner.edge.set_rules(&app.slug, rules);
+        self.inner
+            .cdn
+            .follow(self.db(), &self.inner.edge, app)
+            .await?;
         if AppStatus::Paused.is(&app.status) {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))

@@ -22,9 +22,14 @@
 //! to HTTPS once it has one. ACME HTTP-01 challenges the agent published
 //! ([`Edge::set_challenges`]) are answered on any name, before routing.
 //!
+//! Apps that turned their CDN on ([`Edge::set_cdn`]) are answered
+//! through the edge's shared cache ([`cdn`]); a change of the replicas an
+//! app routes to (another deployment live) purges the app's responses.
+//!
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
+pub mod cdn;
 #[cfg(test)]
 mod filter_tests;
 pub mod filters;
@@ -44,6 +49,7 @@ use plateau_runner::Replicas;
 use rustls::sign::CertifiedKey;
 use tokio::sync::watch;
 
+pub use cdn::Cdn;
 pub use filters::{Chain, Enabled, Filter};
 pub use serve::serve;
 pub use tls::serve_tls;
@@ -96,7 +102,12 @@ pub struct Edge {
     wildcard: ArcSwap<Option<Arc<CertifiedKey>>>,
     /// The public port of the HTTPS listener; 0 while there is none.
     https_port: std::sync::atomic::AtomicU16,
+    /// The shared cache of the apps that turned it on.
+    cdn: Cdn,
 }
+
+/// The memory of an edge's CDN unless it is given one ([`Edge::with_cdn`]).
+const CDN_MEMORY: u64 = 64 << 20;
 
 impl Edge {
     /// An edge serving `<slug>.<domain>`.
@@ -112,7 +123,25 @@ impl Edge {
             challenges: ArcSwap::from_pointee(HashMap::new()),
             wildcard: ArcSwap::from_pointee(None),
             https_port: std::sync::atomic::AtomicU16::new(0),
+            cdn: Cdn::new(cdn::Limits::memory(CDN_MEMORY))
+                .expect("a CDN without a directory opens nothing"),
         }
+    }
+
+    /// This edge with `cdn` as its cache.
+    pub fn with_cdn(mut self, cdn: Cdn) -> Edge {
+        self.cdn = cdn;
+        self
+    }
+
+    pub fn cdn(&self) -> &Cdn {
+        &self.cdn
+    }
+
+    /// Answers `slug`'s GET and HEAD requests through the CDN from now on,
+    /// or stops (dropping what it stored).
+    pub fn set_cdn(&self, slug: &str, on: bool) {
+        self.cdn.set_enabled(slug, on);
     }
 
     /// Replaces the table of custom domains, atomically: a domain left
@@ -193,13 +222,24 @@ impl Edge {
         format!("{slug}.{}", self.domain)
     }
 
-    /// Points `slug` at `target`, atomically.
+    /// Points `slug` at `target`, atomically; other replicas than before
+    /// (another deployment) purge its CDN.
     pub fn set(&self, slug: &str, target: Target) {
-        self.routes.rcu(|routes| {
+        let before = self.routes.rcu(|routes| {
             let mut next = HashMap::clone(routes);
             next.insert(slug.to_owned(), target.clone());
             next
         });
+        let replaced = match (before.get(slug), &target) {
+            (Some(Target::Serving(old)), Target::Serving(new)) => {
+                !std::ptr::addr_eq(Arc::as_ptr(old), Arc::as_ptr(new))
+            }
+            (_, Target::Serving(_)) => true,
+            _ => false,
+        };
+        if replaced {
+            self.cdn.purge(slug, "");
+        }
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -212,6 +252,7 @@ impl Edge {
         });
         self.set_rules(slug, RuleSet::default());
         self.set_filters(slug, None);
+        self.cdn.forget(slug);
         self.changed.send_modify(|n| *n += 1);
     }
 

@@ -157,7 +157,11 @@ pub(crate) async fn route(
         parts,
         body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
     );
-    match replicas.handle(req).await {
+    let answered = match edge.cdn().enabled(slug) {
+        Some(cached) => crate::cdn::handle(edge.cdn(), cached, slug, replicas, req).await,
+        None => replicas.handle(req).await,
+    };
+    match answered {
         Ok(mut response) => {
             crate::rules::after(&changes, &mut response);
             match filtered {

@@ -162,3 +162,30 @@ async fn plain_http_to_a_domain_with_a_certificate_redirects() {
     let location = format!("location: https://{NAME}:{}/a?b=1", https.port());
     assert!(raw.to_ascii_lowercase().contains(&location), "{raw}");
 }
+
+#[tokio::test]
+async fn an_upgrade_is_passed_through_over_plain_http_with_the_cdn_on() {
+    let edge = Arc::new(Edge::new("apps.localhost"));
+    edge.set("chat", Target::Serving(Arc::new(Echo)));
+    edge.set_cdn("chat", true);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(crate::serve(listener, edge, Timeouts::default()));
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = "GET /socket HTTP/1.1\r\nHost: chat.apps.localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        assert_eq!(tcp.read(&mut byte).await.unwrap(), 1, "{answer:?}");
+        answer.push(byte[0]);
+    }
+    let answer = String::from_utf8(answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+    for message in ["ping", "second frame"] {
+        tcp.write_all(message.as_bytes()).await.unwrap();
+        let mut echoed = vec![0u8; message.len()];
+        tcp.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(echoed, message.as_bytes());
+    }
+}

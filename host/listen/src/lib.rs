@@ -10,6 +10,9 @@
 //!   client ([`Body`]); a body that stalls ends with an error the service
 //!   answers (the API with 408) and the connection closes.
 //!
+//! Both accept protocol upgrades (a WebSocket the edge passes through to
+//! an app): a 101 answer hands the connection over to the service.
+//!
 //! How much of a body a service takes is the service's own rule. A
 //! connection the server closes lingers a moment (`linger`), so a client
 //! still sending a refused body reads the answer rather than a reset.
@@ -25,7 +28,6 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tower::ServiceExt as _;
 
@@ -102,7 +104,9 @@ pub async fn serve<M, S, B>(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(timeouts.header_read);
-    let graceful = GracefulShutdown::new();
+    // Asks the connections to finish their request and close; each holds
+    // a receiver, so `closed` tells when the last one has ended.
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -124,14 +128,37 @@ pub async fn serve<M, S, B>(
             service: make(peer),
             body_read: timeouts.body_read,
         };
-        let conn = builder.serve_connection(TokioIo::new(Linger::new(stream)), service);
-        let conn = graceful.watch(conn);
+        let conn = builder
+            .serve_connection(TokioIo::new(Linger::new(stream)), service)
+            .with_upgrades();
+        let mut stopping = stopping.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            tokio::pin!(conn);
+            // A server dropped rather than shut down leaves its
+            // connections be.
+            let asked = async {
+                if stopping.wait_for(|stop| *stop).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            let ended = tokio::select! {
+                ended = conn.as_mut() => Some(ended),
+                () = asked => None,
+            };
+            let ended = match ended {
+                Some(ended) => ended,
+                None => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, "connection ended");
             }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    drop(stopping);
+    let _ = stop.send(true);
+    stop.closed().await;
 }

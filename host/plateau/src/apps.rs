@@ -120,6 +120,15 @@ pub struct AppsArgs {
     /// Renew a certificate this many days before it expires.
     #[arg(long, env = "PLATEAU_ACME_RENEW_DAYS", default_value_t = 30)]
     pub acme_renew_days: u64,
+    /// The memory of the edge's CDN (all apps together), in MiB; bodies
+    /// up to a sixteenth of it (at most 1 MiB) are kept there.
+    #[arg(long, env = "PLATEAU_CDN_MEMORY_MB", default_value_t = 64)]
+    pub cdn_memory_mb: u64,
+    /// The disk of the edge's CDN, in MiB, under `<data dir>/agent/cdn`
+    /// (emptied when the agent starts); larger bodies, up to a sixteenth
+    /// of it, are kept there. 0: memory only.
+    #[arg(long, env = "PLATEAU_CDN_DISK_MB", default_value_t = 1024)]
+    pub cdn_disk_mb: u64,
 }
 
 impl AppsArgs {
@@ -337,7 +346,14 @@ pub async fn plane(
 ) -> anyhow::Result<PlaneRunning> {
     let listener = bind_edge(args.edge_listen, data_dir).await?;
     let edge_addr = listener.local_addr()?;
-    let edge = Arc::new(Edge::new(&args.apps_domain));
+    let cdn_dir = data_dir.join("agent/cdn");
+    let cdn = plateau_edge::Cdn::new(plateau_edge::cdn::Limits {
+        memory_bytes: args.cdn_memory_mb << 20,
+        disk_bytes: args.cdn_disk_mb << 20,
+        dir: (args.cdn_disk_mb > 0).then_some(cdn_dir.clone()),
+    })
+    .with_context(|| format!("PLATEAU_CDN_DISK_MB: emptying {}", cdn_dir.display()))?;
+    let edge = Arc::new(Edge::new(&args.apps_domain).with_cdn(cdn));
     let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
     let containers = containers(data_dir, egress);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;

@@ -3,6 +3,7 @@
 //! Another organisation's app answers 404, as a missing one does.
 
 pub mod apps;
+pub mod cdn;
 pub mod deploy;
 pub mod domains;
 pub mod env;
@@ -51,6 +52,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rules::list, rules::create))
         .routes(routes!(rules::update, rules::delete))
         .routes(routes!(rules::get_scale_out, rules::put_scale_out))
+        .routes(routes!(cdn::get, cdn::put))
+        .routes(routes!(cdn::purge))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

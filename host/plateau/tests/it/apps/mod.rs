@@ -3,6 +3,7 @@
 //! the edge by Host name.
 
 mod build_sandbox;
+mod cdn;
 mod builds;
 mod crates;
 mod deploy;
