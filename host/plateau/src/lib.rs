@@ -18,6 +18,7 @@ mod host;
 pub mod logging;
 pub mod plugin_cli;
 mod plugin_push;
+mod platform_logs;
 mod plugins;
 pub mod serve;
 mod storage;

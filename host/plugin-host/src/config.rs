@@ -83,6 +83,17 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &[Capability::Http, Capability::Scheduler, Capability::Secrets],
         &["*"],
     ),
+    (
+        "log-drains",
+        &[
+            Capability::Http,
+            Capability::Scheduler,
+            Capability::Secrets,
+            Capability::Logs,
+            Capability::Tcp,
+        ],
+        &["*"],
+    ),
 ];
 
 /// The call deadline of the built-in plugins whose calls wait on long
