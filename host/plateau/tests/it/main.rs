@@ -27,6 +27,7 @@ mod http_details;
 mod idempotency;
 mod ids;
 mod input_rules;
+mod log_drains;
 mod jobs;
 mod metrics;
 mod multihost;
