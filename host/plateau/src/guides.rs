@@ -24,6 +24,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("heartbeats", include_str!("../../../docs/heartbeats.md")),
     ("flags", include_str!("../../../docs/flags.md")),
     ("webhooks", include_str!("../../../docs/webhooks.md")),
+    ("log-drains", include_str!("../../../docs/log-drains.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
 ];
 

@@ -77,6 +77,25 @@ fn millis(at: i64) -> u64 {
     u64::try_from(at).unwrap_or(0)
 }
 
+/// The two sources oldest first, each kept in its own (id) order, so that
+/// any prefix of the result is a prefix of each: a cursor never passes a
+/// line that was not answered.
+fn merge(apps: Vec<PlatformLine>, events: Vec<PlatformLine>) -> Vec<PlatformLine> {
+    let mut out = Vec::with_capacity(apps.len() + events.len());
+    let mut apps = apps.into_iter().peekable();
+    let mut events = events.into_iter().peekable();
+    loop {
+        let take_app = match (apps.peek(), events.peek()) {
+            (Some(a), Some(e)) => a.at <= e.at,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        let next = if take_app { apps.next() } else { events.next() };
+        out.extend(next);
+    }
+}
+
 #[async_trait]
 impl PlatformLogs for HostLogs {
     async fn read(
@@ -98,12 +117,13 @@ impl PlatformLogs for HostLogs {
         let settled = now - SETTLE_MS;
         // One more than the limit from each, to know whether more remain.
         let fetch = i64::from(limit) + 1;
-        let mut lines = Vec::new();
+        let mut apps = Vec::new();
+        let mut events = Vec::new();
         if sources.contains(&LogSource::App) {
             let rows = logs::after_in_org(&self.db, org_id, &cursor.app, settled, fetch)
                 .await
                 .map_err(unavailable)?;
-            lines.extend(rows.into_iter().map(|r| PlatformLine {
+            apps.extend(rows.into_iter().map(|r| PlatformLine {
                 source: LogSource::App,
                 id: r.line.id,
                 resource_id: r.line.app_id,
@@ -119,7 +139,7 @@ impl PlatformLogs for HostLogs {
             let rows = events::after(&self.db, org_id, &cursor.event, settled, fetch)
                 .await
                 .map_err(unavailable)?;
-            lines.extend(rows.into_iter().map(|e| {
+            events.extend(rows.into_iter().map(|e| {
                 let (id, kind, resource, at) = (
                     e.id.clone(),
                     e.kind.clone(),
@@ -140,9 +160,8 @@ impl PlatformLogs for HostLogs {
                 }
             }));
         }
-        // Oldest first across sources; each source's own order is its ids'.
-        lines.sort_by(|a, b| (a.at, a.source, &a.id).cmp(&(b.at, b.source, &b.id)));
-        let more = lines.len() > limit as usize;
+        let more = apps.len() + events.len() > limit as usize;
+        let mut lines = merge(apps, events);
         lines.truncate(limit as usize);
         for line in &lines {
             match line.source {
@@ -161,6 +180,30 @@ impl PlatformLogs for HostLogs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(source: LogSource, id: &str, at: u64) -> PlatformLine {
+        PlatformLine {
+            source,
+            id: id.to_owned(),
+            resource_id: String::new(),
+            resource_name: String::new(),
+            deployment: None,
+            replica: None,
+            channel: String::new(),
+            message: String::new(),
+            at,
+        }
+    }
+
+    #[test]
+    fn a_merge_keeps_each_sources_own_order() {
+        // a2 is stamped before a1 (another host's clock): it still comes
+        // after a1, so a page ending at a1 does not pass a2 over.
+        let apps = vec![line(LogSource::App, "a1", 5), line(LogSource::App, "a2", 3)];
+        let events = vec![line(LogSource::Event, "e1", 4), line(LogSource::Event, "e2", 6)];
+        let ids: Vec<String> = merge(apps, events).into_iter().map(|l| l.id).collect();
+        assert_eq!(ids, ["e1", "a1", "a2", "e2"]);
+    }
 
     #[test]
     fn cursors_round_trip_and_refuse_what_this_host_never_wrote() {

@@ -172,7 +172,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     };
     bucket.set(&record::state_key(&drain.id), &state)?;
     schedule(&org, &drain.id, now)?;
-    NewEvent::new("log_drain.created", "create")
+    NewEvent::new("log-drains.drain.created", "create")
         .resource("log_drain", &drain.id)
         .data(&summary(&drain))
         .audit()
@@ -234,7 +234,7 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
         (true, false) => jobs::cancel(Namespace::Organization(org), &record::job_key(id))?,
         _ => {}
     }
-    NewEvent::new("log_drain.updated", "update")
+    NewEvent::new("log-drains.drain.updated", "update")
         .resource("log_drain", id)
         .data(&summary(&drain))
         .audit()
@@ -255,7 +255,7 @@ pub fn delete(req: &Request, params: &Params) -> Result<Response, ApiError> {
     jobs::cancel(Namespace::Organization(org), &record::job_key(id))?;
     bucket.delete(&record::state_key(id))?;
     bucket.delete(&record::drain_key(id))?;
-    NewEvent::new("log_drain.deleted", "delete")
+    NewEvent::new("log-drains.drain.deleted", "delete")
         .resource("log_drain", id)
         .audit()
         .emit()?;

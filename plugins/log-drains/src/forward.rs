@@ -97,12 +97,13 @@ pub fn run(job: &Job) -> Result<(), ApiError> {
             }
         }
     }
+    state.fit();
     bucket.set(&state_key, &state)?;
     if was_failing != (state.failures > 0) {
         let (kind, action) = if was_failing {
-            ("log_drain.recovered", "recover")
+            ("log-drains.drain.recovered", "recover")
         } else {
-            ("log_drain.failing", "fail")
+            ("log-drains.drain.failing", "fail")
         };
         NewEvent::new(kind, action)
             .organization(org)

@@ -124,6 +124,26 @@ impl DeliveryState {
     }
 }
 
+/// The largest stored delivery state: a stored value is at most 1 MiB.
+pub const MAX_STATE_BYTES: usize = 900 << 10;
+
+impl DeliveryState {
+    /// Drops the oldest buffered lines, counted in `dropped`, until the
+    /// state serializes within [`MAX_STATE_BYTES`] (messages full of
+    /// characters JSON escapes can outgrow the byte bound of [`push`]).
+    ///
+    /// [`push`]: DeliveryState::push
+    pub fn fit(&mut self) {
+        while !self.buffer.is_empty()
+            && serde_json::to_vec(self).map_or(0, |v| v.len()) > MAX_STATE_BYTES
+        {
+            let cut = self.buffer.len().div_ceil(10);
+            self.buffer.drain(..cut);
+            self.dropped += cut as u64;
+        }
+    }
+}
+
 /// The wait after `failures` failed attempts in a row: 1 s doubling, at
 /// most 5 minutes.
 pub fn backoff_ms(failures: u32) -> u64 {
@@ -174,6 +194,14 @@ mod tests {
         assert_eq!(s.push((0..4).map(|i| line(i, big))), 1);
         assert_eq!(s.dropped, 1);
         assert_eq!(s.buffer[0].id, "l1");
+        // Escaped control characters grow sixfold in JSON.
+        let mut s = DeliveryState::default();
+        let mut escaped = line(0, 0);
+        escaped.message = "\u{1}".repeat(4000);
+        s.push((0..MAX_BUFFERED_LINES).map(|_| escaped.clone()));
+        s.fit();
+        assert!(serde_json::to_vec(&s).unwrap().len() <= MAX_STATE_BYTES);
+        assert_eq!(s.dropped as usize + s.buffer.len(), MAX_BUFFERED_LINES);
     }
 
     #[test]
