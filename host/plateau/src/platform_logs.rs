@@ -200,7 +200,10 @@ mod tests {
         // a2 is stamped before a1 (another host's clock): it still comes
         // after a1, so a page ending at a1 does not pass a2 over.
         let apps = vec![line(LogSource::App, "a1", 5), line(LogSource::App, "a2", 3)];
-        let events = vec![line(LogSource::Event, "e1", 4), line(LogSource::Event, "e2", 6)];
+        let events = vec![
+            line(LogSource::Event, "e1", 4),
+            line(LogSource::Event, "e2", 6),
+        ];
         let ids: Vec<String> = merge(apps, events).into_iter().map(|l| l.id).collect();
         assert_eq!(ids, ["e1", "a1", "a2", "e2"]);
     }

@@ -97,9 +97,17 @@ pub fn syslog_message(line: &Buffered) -> String {
     } else {
         (line.resource_name.as_str(), line.channel.as_str())
     };
-    let mut sd = format!("[{SD_ID} id=\"{}\" source=\"{}\"", param_value(&line.id), line.source);
+    let mut sd = format!(
+        "[{SD_ID} id=\"{}\" source=\"{}\"",
+        param_value(&line.id),
+        line.source
+    );
     if !line.resource_id.is_empty() {
-        let key = if line.source == "event" { "resource" } else { "app" };
+        let key = if line.source == "event" {
+            "resource"
+        } else {
+            "app"
+        };
         sd.push_str(&format!(" {key}=\"{}\"", param_value(&line.resource_id)));
     }
     if let Some(deployment) = &line.deployment {

@@ -79,7 +79,10 @@ pub fn run(job: &Job) -> Result<(), ApiError> {
     let bucket = Bucket::organization(org)?;
     let Some(drain) = bucket.get::<Drain>(&record::drain_key(id))? else {
         // Deleted: the job goes too.
-        jobs::cancel(plateau_sdk::Namespace::Organization(org.to_owned()), &job.key)?;
+        jobs::cancel(
+            plateau_sdk::Namespace::Organization(org.to_owned()),
+            &job.key,
+        )?;
         return Ok(());
     };
     if !drain.enabled {
@@ -214,7 +217,10 @@ fn send_http(
         .keep_body_bytes(512);
     match request.send() {
         Ok(r) if (200..300).contains(&r.status) => Ok(Some(r.status)),
-        Ok(r) => Err((Some(r.status), format!("the endpoint answered {}", r.status))),
+        Ok(r) => Err((
+            Some(r.status),
+            format!("the endpoint answered {}", r.status),
+        )),
         Err(e) => Err((None, e.to_string())),
     }
 }

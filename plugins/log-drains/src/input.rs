@@ -137,7 +137,11 @@ impl DrainInput {
         sources.sort();
         sources.dedup();
         let apps = self.apps.unwrap_or_default();
-        v.check(apps.len() <= MAX_APPS, "apps", "must list at most 50 app ids");
+        v.check(
+            apps.len() <= MAX_APPS,
+            "apps",
+            "must list at most 50 app ids",
+        );
         for (i, app) in apps.iter().enumerate() {
             v.check(
                 plateau_sdk::ids::is_id(app, "app"),
@@ -219,9 +223,6 @@ mod tests {
         };
         let err = input.check().unwrap_err();
         let fields: Vec<&str> = err.errors().iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(
-            fields,
-            ["name", "url", "sources[1]", "apps[0]", "minLevel"]
-        );
+        assert_eq!(fields, ["name", "url", "sources[1]", "apps[0]", "minLevel"]);
     }
 }

@@ -210,6 +210,9 @@ mod tests {
         assert_eq!(backoff_ms(2), 2000);
         assert_eq!(backoff_ms(5), 16_000);
         assert_eq!(backoff_ms(30), 300_000);
-        assert_eq!(cap_message("é".repeat(MAX_MESSAGE_BYTES)).len(), MAX_MESSAGE_BYTES);
+        assert_eq!(
+            cap_message("é".repeat(MAX_MESSAGE_BYTES)).len(),
+            MAX_MESSAGE_BYTES
+        );
     }
 }

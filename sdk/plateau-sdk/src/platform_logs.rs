@@ -76,6 +76,11 @@ impl std::error::Error for LogsError {}
 
 /// The lines of `sources` after `cursor` (empty: start at the end, now),
 /// at most `limit` (the host caps it at 1,000).
-pub fn read(owner: &Owner, sources: &[Source], cursor: &str, limit: u32) -> Result<Page, LogsError> {
+pub fn read(
+    owner: &Owner,
+    sources: &[Source],
+    cursor: &str,
+    limit: u32,
+) -> Result<Page, LogsError> {
     sys::platform_logs_read(owner, sources, cursor, limit)
 }

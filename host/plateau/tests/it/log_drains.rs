@@ -150,17 +150,64 @@ impl Rsyslog {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         // A CA, and a certificate for localhost that it signed.
-        openssl(d, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
-            "-out", "ca.pem", "-days", "2", "-subj", "/CN=log drains test CA"]);
-        openssl(d, &["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out",
-            "leaf.csr", "-subj", "/CN=localhost"]);
+        openssl(
+            d,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=log drains test CA",
+            ],
+        );
+        openssl(
+            d,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "leaf.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        );
         std::fs::write(
             d.join("ext.cnf"),
             "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
         )
         .unwrap();
-        openssl(d, &["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext.cnf"]);
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "leaf.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "cert.pem",
+                "-days",
+                "2",
+                "-extfile",
+                "ext.cnf",
+            ],
+        );
         let port = {
             let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             probe.local_addr().unwrap().port()
@@ -329,9 +376,15 @@ async fn log_drains_forward_to_https_and_syslog_over_tls() {
         json!({ "name": "syslog", "url": format!("syslog+tls://localhost:{}", syslog.port) }),
     )
     .await;
-    assert!(tls.get("secret").is_none() && tls["kind"] == "syslog", "{tls}");
+    assert!(
+        tls.get("secret").is_none() && tls["kind"] == "syslog",
+        "{tls}"
+    );
     let got = c.get(&format!("/log-drains/{}", id(&all))).await.json();
-    assert!(got.get("secret").is_none() && got["kind"] == "https", "{got}");
+    assert!(
+        got.get("secret").is_none() && got["kind"] == "https",
+        "{got}"
+    );
 
     // The app prints a line on stdout and one on stderr per request.
     let edge = Edge::new(&env.server, &slug(&app));
@@ -341,10 +394,16 @@ async fn log_drains_forward_to_https_and_syslog_over_tls() {
         let answer = edge.get(&format!("/drain-{i}")).await;
         assert!(matches!(answer, Ok((200, _))), "{answer:?}");
     }
-    let r = c.post("/projects", json!({ "name": "drained-project" })).await;
+    let r = c
+        .post("/projects", json!({ "name": "drained-project" }))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text());
-    let wanted: Vec<String> = (0..REQUESTS).map(|i| format!("v1 served /drain-{i}")).collect();
-    let stderr_wanted: Vec<String> = (0..REQUESTS).map(|i| format!("v1 stderr /drain-{i}")).collect();
+    let wanted: Vec<String> = (0..REQUESTS)
+        .map(|i| format!("v1 served /drain-{i}"))
+        .collect();
+    let stderr_wanted: Vec<String> = (0..REQUESTS)
+        .map(|i| format!("v1 stderr /drain-{i}"))
+        .collect();
 
     // HTTPS: every line, in order, with the event, after two failures.
     let got = wait_for("every line at the https sink", || {
@@ -381,7 +440,10 @@ async fn log_drains_forward_to_https_and_syslog_over_tls() {
     let all_batches = batches(&sinks, "all");
     assert!(all_batches.iter().all(|b| b.encoding == "gzip"));
     let first = &all_batches[0];
-    assert!(!first.acked && !all_batches[1].acked, "the sink failed twice");
+    assert!(
+        !first.acked && !all_batches[1].acked,
+        "the sink failed twice"
+    );
     let acked = all_batches.iter().find(|b| b.acked).unwrap();
     assert_eq!(first.id, acked.id, "a retried batch keeps its webhook-id");
     assert!(
@@ -402,7 +464,9 @@ async fn log_drains_forward_to_https_and_syslog_over_tls() {
     })
     .await;
     assert!(
-        only_errors.iter().all(|l| l["level"] == "error" && l["source"] == "app"),
+        only_errors
+            .iter()
+            .all(|l| l["level"] == "error" && l["source"] == "app"),
         "{only_errors:?}"
     );
 
@@ -436,14 +500,13 @@ async fn log_drains_forward_to_https_and_syslog_over_tls() {
     assert_eq!(delivery["status"], "healthy", "{status}");
     assert_eq!(delivery["failures"], 0, "{status}");
     assert_eq!(delivery["dropped"], 0, "{status}");
-    assert!(delivery["delivered"].as_u64().unwrap() >= got.len() as u64, "{status}");
+    assert!(
+        delivery["delivered"].as_u64().unwrap() >= got.len() as u64,
+        "{status}"
+    );
     for kind in ["log-drains.drain.failing", "log-drains.drain.recovered"] {
         let page = c.get(&format!("/events?type={kind}")).await.json();
-        assert_eq!(
-            page["items"].as_array().unwrap().len(),
-            1,
-            "{kind}: {page}"
-        );
+        assert_eq!(page["items"].as_array().unwrap().len(), 1, "{kind}: {page}");
     }
     let list = c.get("/log-drains").await.json();
     assert_eq!(list["items"].as_array().unwrap().len(), 3, "{list}");
@@ -457,21 +520,29 @@ async fn log_drains_forward_to_https_and_syslog_over_tls() {
         json!({ "name": "mine", "url": sink("other"), "sources": ["app", "event"] }),
     )
     .await;
-    let r = other.post("/projects", json!({ "name": "other-project" })).await;
+    let r = other
+        .post("/projects", json!({ "name": "other-project" }))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let theirs = wait_for("the other organisation's event", || {
         let l = lines(&sinks, "other");
-        l.iter().any(|x| x["type"] == "project.created").then_some(l)
+        l.iter()
+            .any(|x| x["type"] == "project.created")
+            .then_some(l)
     })
     .await;
     assert!(
-        theirs.iter().all(|l| l["source"] == "event"
-            && l["event"]["data"]["name"] != "drained-project"),
+        theirs
+            .iter()
+            .all(|l| l["source"] == "event" && l["event"]["data"]["name"] != "drained-project"),
         "{theirs:?}"
     );
     // A free organisation has one drain.
     let r = other
-        .post("/log-drains", json!({ "name": "two", "url": sink("other") }))
+        .post(
+            "/log-drains",
+            json!({ "name": "two", "url": sink("other") }),
+        )
         .await;
     assert_eq!((r.status, r.code().as_str()), (409, "plan_limit_reached"));
 

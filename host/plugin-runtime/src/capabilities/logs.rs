@@ -92,34 +92,36 @@ impl v0_5::Host for LogsView<'_> {
                 v0_5::Source::Event => LogSource::Event,
             })
             .collect();
-        Ok(match LogsView::read(self, named, sources, cursor, limit).await? {
-            Ok(page) => Ok(v0_5::Page {
-                lines: page
-                    .lines
-                    .into_iter()
-                    .map(|l| v0_5::Line {
-                        source: match l.source {
-                            LogSource::App => v0_5::Source::App,
-                            LogSource::Event => v0_5::Source::Event,
-                        },
-                        id: l.id,
-                        resource_id: l.resource_id,
-                        resource_name: l.resource_name,
-                        deployment: l.deployment,
-                        replica: l.replica,
-                        channel: l.channel,
-                        message: l.message,
-                        at: l.at,
-                    })
-                    .collect(),
-                cursor: page.cursor,
-                more: page.more,
-            }),
-            Err(e) => Err(match e {
-                LogsError::AccessDenied(m) => v0_5::Error::AccessDenied(m),
-                LogsError::Invalid(m) => v0_5::Error::Invalid(m),
-                LogsError::Unavailable(m) => v0_5::Error::Unavailable(m),
-            }),
-        })
+        Ok(
+            match LogsView::read(self, named, sources, cursor, limit).await? {
+                Ok(page) => Ok(v0_5::Page {
+                    lines: page
+                        .lines
+                        .into_iter()
+                        .map(|l| v0_5::Line {
+                            source: match l.source {
+                                LogSource::App => v0_5::Source::App,
+                                LogSource::Event => v0_5::Source::Event,
+                            },
+                            id: l.id,
+                            resource_id: l.resource_id,
+                            resource_name: l.resource_name,
+                            deployment: l.deployment,
+                            replica: l.replica,
+                            channel: l.channel,
+                            message: l.message,
+                            at: l.at,
+                        })
+                        .collect(),
+                    cursor: page.cursor,
+                    more: page.more,
+                }),
+                Err(e) => Err(match e {
+                    LogsError::AccessDenied(m) => v0_5::Error::AccessDenied(m),
+                    LogsError::Invalid(m) => v0_5::Error::Invalid(m),
+                    LogsError::Unavailable(m) => v0_5::Error::Unavailable(m),
+                }),
+            },
+        )
     }
 }

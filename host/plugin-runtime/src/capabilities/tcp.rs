@@ -53,9 +53,12 @@ impl TcpView<'_> {
         }
         let plugin = self.call.plugin.clone();
         let limit = plugin.settings.limits.http_timeout;
-        let send = plugin
-            .egress
-            .send_stream(&plugin.settings.outbound_hosts, destination, &payload, limit);
+        let send = plugin.egress.send_stream(
+            &plugin.settings.outbound_hosts,
+            destination,
+            &payload,
+            limit,
+        );
         match tokio::time::timeout(self.call.remaining(), send).await {
             Ok(result) => Ok(result),
             Err(_) => Err(self.call.deadline_trap()),
@@ -76,13 +79,15 @@ impl v0_5::Host for TcpView<'_> {
             tls: destination.tls,
             timeout: Duration::from_millis(u64::from(destination.timeout_ms)),
         };
-        Ok(TcpView::send(self, destination, payload).await?.map_err(|e| match e {
-            StreamError::HostNotAllowed(m) => E::HostNotAllowed(m),
-            StreamError::AddressRefused(m) => E::AddressRefused(m),
-            StreamError::ConnectionFailed(m) => E::ConnectionFailed(m),
-            StreamError::TlsFailed(m) => E::TlsFailed(m),
-            StreamError::Timeout => E::Timeout,
-            StreamError::Invalid(m) => E::Invalid(m),
-        }))
+        Ok(TcpView::send(self, destination, payload)
+            .await?
+            .map_err(|e| match e {
+                StreamError::HostNotAllowed(m) => E::HostNotAllowed(m),
+                StreamError::AddressRefused(m) => E::AddressRefused(m),
+                StreamError::ConnectionFailed(m) => E::ConnectionFailed(m),
+                StreamError::TlsFailed(m) => E::TlsFailed(m),
+                StreamError::Timeout => E::Timeout,
+                StreamError::Invalid(m) => E::Invalid(m),
+            }))
     }
 }
