@@ -86,6 +86,12 @@ const DEFAULT: &[Package] = &[
         module: "builtin",
         targets: Targets::Lib,
     },
+    Package {
+        name: "plateau-plugin-log-drains",
+        dir: "plugins/log-drains",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
 ];
 
 /// The runtime's test components and the template plugin, behind the

@@ -49,6 +49,11 @@ const TEST_PACKAGES: &[&str] = &[
     "chromium-driver",
     // The suite's Python clients live in a venv of their own.
     "python3-venv",
+    // Log drains: a real syslog server receives RFC 5424 over TLS (GnuTLS
+    // driver), with a certificate openssl makes in the test.
+    "rsyslog",
+    "rsyslog-gnutls",
+    "openssl",
 ];
 
 /// Debian packages the server itself runs: Redis 7 for the managed caches,

@@ -28,6 +28,7 @@ pub const GUIDES: &[(&str, &str)] = &[
         include_str!("../../../docs/observability.md"),
     ),
     ("webhooks", include_str!("../../../docs/webhooks.md")),
+    ("log-drains", include_str!("../../../docs/log-drains.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
 ];

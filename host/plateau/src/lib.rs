@@ -16,6 +16,7 @@ mod edge_tls;
 mod guides;
 mod host;
 pub mod logging;
+mod platform_logs;
 pub mod plugin_cli;
 mod plugin_push;
 mod plugins;

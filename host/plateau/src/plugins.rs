@@ -115,6 +115,9 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         cursors: Arc::new(SignedCursors(app.cursors().clone())),
         sealer: Arc::new(Sealer::new(&secret_key(setup, app.db()).await?)),
         commands: setup.commands.clone(),
+        logs: Some(Arc::new(crate::platform_logs::HostLogs::new(
+            app.db().clone(),
+        ))),
     };
     let runtime =
         PluginRuntime::new(runtime_config, services).context("starting the plugin runtime")?;

@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 8] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 9] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -22,5 +22,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 8] {
         ("cron", builtin::PLATEAU_PLUGIN_CRON),
         ("workflows", builtin::PLATEAU_PLUGIN_WORKFLOWS),
         ("webhooks", builtin::PLATEAU_PLUGIN_WEBHOOKS),
+        ("log-drains", builtin::PLATEAU_PLUGIN_LOG_DRAINS),
     ]
 }

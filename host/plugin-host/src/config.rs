@@ -83,6 +83,17 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &[Capability::Http, Capability::Scheduler, Capability::Secrets],
         &["*"],
     ),
+    (
+        "log-drains",
+        &[
+            Capability::Http,
+            Capability::Scheduler,
+            Capability::Secrets,
+            Capability::Logs,
+            Capability::Tcp,
+        ],
+        &["*"],
+    ),
 ];
 
 /// The call deadline of the built-in plugins whose calls wait on long
@@ -91,7 +102,12 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
 /// scheduler's `on-job`; and the http jobs of an organisation due together
 /// (at most its plan's 200) run in one call, whose `send-many` keeps 64 in
 /// flight: four rounds of 30 s, and their records.
-pub const BUILTIN_DEADLINES: &[(&str, Duration)] = &[("cron", Duration::from_secs(150))];
+/// A log drain's run reads new lines and sends up to four batches, each
+/// under a 10 s timeout.
+pub const BUILTIN_DEADLINES: &[(&str, Duration)] = &[
+    ("cron", Duration::from_secs(150)),
+    ("log-drains", Duration::from_secs(60)),
+];
 
 impl PluginsConfig {
     pub fn load(path: &Path) -> Result<Self, String> {

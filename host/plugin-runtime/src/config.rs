@@ -11,6 +11,7 @@ use ipnet::IpNet;
 use crate::clock::Clock;
 use crate::commands::Commands;
 use crate::cursors::CursorCodec;
+use crate::platform_logs::PlatformLogs;
 use crate::storage::Storage;
 use plateau_seal::Sealer;
 
@@ -80,7 +81,8 @@ impl RuntimeConfig {
 }
 
 /// What the runtime needs from the host: storage, time, cursor signing,
-/// the key of the `secrets` capability and the command runner of `runner`.
+/// the key of the `secrets` capability, the command runner of `runner` and
+/// the log reader of `logs`.
 #[derive(Clone)]
 pub struct Services {
     pub storage: Arc<dyn Storage>,
@@ -90,6 +92,9 @@ pub struct Services {
     /// Runs command images; without it `runner` answers that this host
     /// runs no commands.
     pub commands: Option<Arc<dyn Commands>>,
+    /// Reads the platform's logs; without it `logs` answers that this host
+    /// has none to read.
+    pub logs: Option<Arc<dyn PlatformLogs>>,
 }
 
 /// Limits applied to every request, tick and event of one plugin.

@@ -80,6 +80,21 @@ impl CallContext {
         self.caller.as_ref()?.organization_id.as_deref()
     }
 
+    /// The organisation a `runner` or `logs` call acts for, under the
+    /// namespace rules of `kv`: `named` is `None` for `caller`, which needs a
+    /// caller organisation; an organisation named by id is allowed only
+    /// without a caller organisation (a job, a tick) or for the caller's own.
+    pub fn owner_org(&self, named: Option<String>) -> Result<String, &'static str> {
+        match (named, self.caller_org()) {
+            (None, Some(org)) => Ok(org.to_owned()),
+            (None, None) => Err("this call has no caller organisation; name organization(id)"),
+            (Some(id), _) if id.is_empty() => Err("the organisation id is empty"),
+            (Some(id), None) => Ok(id),
+            (Some(id), Some(org)) if id == org => Ok(id),
+            (Some(_), Some(_)) => Err("a request may act only for its caller's organisation"),
+        }
+    }
+
     /// Time left before the deadline.
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())

@@ -35,8 +35,8 @@
 //! - `bindings`: the private bindings of the `handler` export of each
 //!   supported WIT version, and the calls into it.
 //! - `capabilities/*`: one module per capability (kv, events, http, log,
-//!   config, clock, cursors, scheduler, secrets, smtp, runner, locked-down
-//!   WASI):
+//!   config, clock, cursors, scheduler, secrets, smtp, runner, logs, tcp,
+//!   locked-down WASI):
 //!   its view of the store, its private bindings of every WIT version of
 //!   its interface, and one `add_to_linker`.
 //! - `context`: what a host call knows of its call (plugin, phase, caller,
@@ -52,6 +52,8 @@
 //! - [`secrets`]: the host-key encryption behind the `secrets` capability.
 //! - [`commands`]: the [`commands::Commands`] trait behind the `runner`
 //!   capability, which the host implements (pull, then run).
+//! - [`platform_logs`]: the [`platform_logs::PlatformLogs`] trait behind
+//!   the `logs` capability, which the host implements on its store.
 
 mod bindings;
 mod cache;
@@ -70,6 +72,7 @@ mod inspect;
 mod load;
 mod memory;
 mod overlay;
+pub mod platform_logs;
 mod slot;
 mod state;
 pub mod storage;

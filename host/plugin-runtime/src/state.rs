@@ -19,10 +19,12 @@ use crate::capabilities::events::{self, EventsView};
 use crate::capabilities::http::{self, HttpView};
 use crate::capabilities::kv::{self, KvView};
 use crate::capabilities::log::{self, LogView};
+use crate::capabilities::logs::{self, LogsView};
 use crate::capabilities::runner::{self, RunnerView};
 use crate::capabilities::scheduler::{self, SchedulerView};
 use crate::capabilities::secrets::{self, SecretsView};
 use crate::capabilities::smtp::{self, SmtpView};
+use crate::capabilities::tcp::{self, TcpView};
 use crate::capabilities::wasi::locked_down_ctx;
 use crate::context::{CallContext, Phase, PluginContext};
 use crate::overlay::{Overlay, Reads};
@@ -114,6 +116,8 @@ impl State {
         secrets::add_to_linker(linker, |s| SecretsView { call: &s.call })?;
         smtp::add_to_linker(linker, |s| SmtpView { call: &mut s.call })?;
         runner::add_to_linker(linker, |s| RunnerView { call: &mut s.call })?;
+        logs::add_to_linker(linker, |s| LogsView { call: &mut s.call })?;
+        tcp::add_to_linker(linker, |s| TcpView { call: &mut s.call })?;
         Ok(())
     }
 

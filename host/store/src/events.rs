@@ -208,6 +208,30 @@ pub async fn page(
         .await?)
 }
 
+/// Events of organisation `org_id` after the event `after` (an id) and
+/// made at or before `settled` (milliseconds), oldest first, at most
+/// `limit`: what a log drain has not forwarded yet. `settled` leaves out the
+/// newest, whose transaction may not have committed.
+pub async fn after(
+    db: &Db,
+    org_id: &str,
+    after: &str,
+    settled: i64,
+    limit: i64,
+) -> Result<Vec<Event>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM events WHERE org_id = $1 AND id > $2 AND created_at <= $3 \
+         ORDER BY id LIMIT $4"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(org_id)
+        .bind(after)
+        .bind(settled)
+        .bind(limit)
+        .fetch_all(db.pool())
+        .await?)
+}
+
 /// The WHERE clause of `filter` on an organisation's events.
 fn conditions(org_id: &str, filter: &Filter) -> Conditions {
     let mut conds = Conditions::new();

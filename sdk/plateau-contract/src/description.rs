@@ -71,10 +71,15 @@ pub enum Capability {
     Secrets,
     /// Running `wasi:cli` command images of the registry (WIT 0.4.0).
     Runner,
+    /// Reading the platform's logs of an organisation after a cursor (WIT
+    /// 0.5.1).
+    Logs,
+    /// Raw bytes over TCP or TLS through the egress guard (WIT 0.5.1).
+    Tcp,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 11] = [
+    pub const ALL: [Capability; 13] = [
         Capability::Kv,
         Capability::Events,
         Capability::Http,
@@ -86,6 +91,8 @@ impl Capability {
         Capability::Smtp,
         Capability::Secrets,
         Capability::Runner,
+        Capability::Logs,
+        Capability::Tcp,
     ];
 
     /// The name used in grants and in the description's `capabilities`.
@@ -102,6 +109,8 @@ impl Capability {
             Capability::Smtp => "smtp",
             Capability::Secrets => "secrets",
             Capability::Runner => "runner",
+            Capability::Logs => "logs",
+            Capability::Tcp => "tcp",
         }
     }
 
@@ -131,7 +140,7 @@ impl FromStr for Capability {
             .find(|c| c.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp, secrets or runner"
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp, secrets, runner, logs or tcp"
                 )
             })
     }

@@ -87,11 +87,13 @@ pub mod jobs;
 mod kv;
 pub mod outbound;
 mod pagination;
+pub mod platform_logs;
 mod router;
 pub mod runner;
 pub mod secrets;
 pub mod smtp;
 mod sys;
+pub mod tcp;
 pub mod webhooks;
 
 #[cfg(target_arch = "wasm32")]

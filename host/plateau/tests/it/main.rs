@@ -29,6 +29,7 @@ mod idempotency;
 mod ids;
 mod input_rules;
 mod jobs;
+mod log_drains;
 mod members;
 mod metrics;
 mod multihost;

@@ -48,19 +48,13 @@ enum Owner {
 impl RunnerView<'_> {
     /// The organisation a run acts for, under the namespace rules of `kv`.
     fn organisation(&self, owner: Owner) -> Result<String, CommandError> {
-        let denied = |m: &str| Err(CommandError::AccessDenied(m.to_owned()));
-        match (owner, self.call.caller_org()) {
-            (Owner::Caller, Some(org)) => Ok(org.to_owned()),
-            (Owner::Caller, None) => {
-                denied("this call has no caller organisation; name organization(id)")
-            }
-            (Owner::Organization(id), _) if id.is_empty() => denied("the organisation id is empty"),
-            (Owner::Organization(id), None) => Ok(id),
-            (Owner::Organization(id), Some(org)) if id == org => Ok(id),
-            (Owner::Organization(_), Some(_)) => {
-                denied("a request may run only its caller's organisation's images")
-            }
-        }
+        let named = match owner {
+            Owner::Caller => None,
+            Owner::Organization(id) => Some(id),
+        };
+        self.call
+            .owner_org(named)
+            .map_err(|m| CommandError::AccessDenied(m.to_owned()))
     }
 
     /// Runs one command; `Err(trap)` only when the call's deadline passed.

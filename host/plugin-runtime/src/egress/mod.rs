@@ -1,5 +1,6 @@
 //! The egress guard: the only way a plugin reaches the network, for HTTP
-//! (`client`) and SMTP submission (`smtp`, with messages built by `mail`).
+//! (`client`), SMTP submission (`smtp`, with messages built by `mail`) and
+//! raw TCP or TLS bytes (`stream`).
 //!
 //! A request or a mail may go only to a host granted to the plugin. The name is
 //! resolved once, every resolved address is checked, and the connection goes
@@ -21,6 +22,7 @@ mod gates;
 mod mail;
 mod pool;
 mod smtp;
+mod stream;
 
 pub use self::client::{EgressGuard, HttpError, IncomingResponse, OutgoingRequest};
 pub use self::edge::LocalEdge;
@@ -30,6 +32,7 @@ pub use self::mail::{
     MailMessage,
 };
 pub use self::smtp::{Sent, SmtpError, SmtpReply, SmtpServer, TlsMode};
+pub use self::stream::{MAX_STREAM_PAYLOAD, StreamDestination, StreamError};
 
 pub use plateau_egress::{check_address, refusal};
 

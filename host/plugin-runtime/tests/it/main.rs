@@ -60,6 +60,7 @@ pub fn runtime_over(
         cursors: Arc::new(PlainCursorCodec),
         sealer: Arc::new(plateau_seal::Sealer::new(&[9; 32])),
         commands: None,
+        logs: None,
     };
     (
         PluginRuntime::new(config, services).expect("runtime"),

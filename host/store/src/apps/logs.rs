@@ -105,3 +105,38 @@ pub async fn after(db: &Db, app_id: &str, after: &str, limit: i64) -> Result<Vec
         .fetch_all(db.pool())
         .await?)
 }
+
+/// A line of an organisation's apps, with its app's name.
+#[derive(Clone, Debug, FromRow)]
+pub struct OrgLogLine {
+    #[sqlx(flatten)]
+    pub line: LogLine,
+    pub app_name: String,
+}
+
+/// The lines of every app of organisation `org_id` written after the line
+/// `after` (an id) and at or before `settled` (milliseconds), oldest first,
+/// at most `limit`: what a log drain has not forwarded yet. Lines of one
+/// process get increasing ids, and `settled` leaves out the newest, whose
+/// write may not have committed.
+pub async fn after_in_org(
+    db: &Db,
+    org_id: &str,
+    after: &str,
+    settled: i64,
+    limit: i64,
+) -> Result<Vec<OrgLogLine>> {
+    let columns: Vec<String> = COLUMNS.split(", ").map(|c| format!("l.{c}")).collect();
+    let sql = format!(
+        "SELECT {}, a.name AS app_name FROM app_logs l JOIN apps a ON a.id = l.app_id \
+         WHERE a.org_id = $1 AND l.id > $2 AND l.created_at <= $3 ORDER BY l.id LIMIT $4",
+        columns.join(", ")
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(org_id)
+        .bind(after)
+        .bind(settled)
+        .bind(limit)
+        .fetch_all(db.pool())
+        .await?)
+}

@@ -444,3 +444,23 @@ pub(crate) fn runner_run(
         )),
     }
 }
+
+pub(crate) fn platform_logs_read(
+    _owner: &crate::platform_logs::Owner,
+    _sources: &[crate::platform_logs::Source],
+    _cursor: &str,
+    _limit: u32,
+) -> Result<crate::platform_logs::Page, crate::platform_logs::LogsError> {
+    Err(crate::platform_logs::LogsError::Unavailable(
+        "a native build has no platform logs".to_owned(),
+    ))
+}
+
+pub(crate) fn tcp_send(
+    _destination: &crate::tcp::Destination,
+    _payload: &[u8],
+) -> Result<u64, crate::tcp::TcpError> {
+    Err(crate::tcp::TcpError::ConnectionFailed(
+        "a native build opens no connections".to_owned(),
+    ))
+}

@@ -1,5 +1,5 @@
 //! Host calls of a component build: the WIT imports of the world
-//! `plateau:plugin/plugin@0.4.0` (one package per interface), converted to
+//! `plateau:plugin/plugin@0.5.1` (one package per interface), converted to
 //! and from the SDK's own types.
 
 use std::fmt;
@@ -346,5 +346,75 @@ pub(crate) fn runner_run(
         w::Error::Timeout(o) => runner::RunnerError::Timeout(outcome(o)),
         w::Error::Trapped((m, o)) => runner::RunnerError::Trapped(m, outcome(o)),
         w::Error::Invalid(m) => runner::RunnerError::Invalid(m),
+    })
+}
+
+pub(crate) fn platform_logs_read(
+    owner: &crate::platform_logs::Owner,
+    sources: &[crate::platform_logs::Source],
+    cursor: &str,
+    limit: u32,
+) -> Result<crate::platform_logs::Page, crate::platform_logs::LogsError> {
+    use crate::platform_logs as pl;
+    use wit::logs::logs as w;
+    let owner = match owner {
+        pl::Owner::Caller => w::Owner::Caller,
+        pl::Owner::Organization(id) => w::Owner::Organization(id.clone()),
+    };
+    let sources: Vec<w::Source> = sources
+        .iter()
+        .map(|s| match s {
+            pl::Source::App => w::Source::App,
+            pl::Source::Event => w::Source::Event,
+        })
+        .collect();
+    match w::read(&owner, &sources, cursor, limit) {
+        Ok(page) => Ok(pl::Page {
+            lines: page
+                .lines
+                .into_iter()
+                .map(|l| pl::Line {
+                    source: Some(match l.source {
+                        w::Source::App => pl::Source::App,
+                        w::Source::Event => pl::Source::Event,
+                    }),
+                    id: l.id,
+                    resource_id: l.resource_id,
+                    resource_name: l.resource_name,
+                    deployment: l.deployment,
+                    replica: l.replica,
+                    channel: l.channel,
+                    message: l.message,
+                    at: l.at,
+                })
+                .collect(),
+            cursor: page.cursor,
+            more: page.more,
+        }),
+        Err(w::Error::AccessDenied(m)) => Err(pl::LogsError::AccessDenied(m)),
+        Err(w::Error::Invalid(m)) => Err(pl::LogsError::Invalid(m)),
+        Err(w::Error::Unavailable(m)) => Err(pl::LogsError::Unavailable(m)),
+    }
+}
+
+pub(crate) fn tcp_send(
+    destination: &crate::tcp::Destination,
+    payload: &[u8],
+) -> Result<u64, crate::tcp::TcpError> {
+    use crate::tcp::TcpError as T;
+    use wit::tcp::tcp as w;
+    let destination = w::Destination {
+        host: destination.host.clone(),
+        port: destination.port,
+        tls: destination.tls,
+        timeout_ms: destination.timeout_ms,
+    };
+    w::send(&destination, payload).map_err(|e| match e {
+        w::Error::HostNotAllowed(m) => T::HostNotAllowed(m),
+        w::Error::AddressRefused(m) => T::AddressRefused(m),
+        w::Error::ConnectionFailed(m) => T::ConnectionFailed(m),
+        w::Error::TlsFailed(m) => T::TlsFailed(m),
+        w::Error::Timeout => T::Timeout,
+        w::Error::Invalid(m) => T::Invalid(m),
     })
 }
