@@ -236,7 +236,11 @@ fn miss(
         || response.headers().contains_key(header::LAST_MODIFIED);
     let revalidates = validators
         || directive(response.headers(), "stale-while-revalidate").is_some_and(|s| s > 0);
+    // A response that sets a cookie is one visitor's (a session): shared
+    // caches such as Cloudflare's and Fastly's do not keep it, whatever
+    // its Cache-Control says, and neither does this one.
     let worth = policy.is_storable()
+        && !response.headers().contains_key(header::SET_COOKIE)
         && (!policy.time_to_live(now).is_zero() || revalidates)
         && response.status() != StatusCode::NOT_MODIFIED
         && response

@@ -217,6 +217,24 @@ async fn a_requests_authorization_keeps_its_answer_out_unless_it_is_public() {
 }
 
 #[tokio::test]
+async fn an_answer_setting_a_cookie_is_never_stored() {
+    let cdn = memory_cdn();
+    let origin = Origin::new(|_, n| {
+        (
+            200,
+            vec![
+                ("cache-control", "public, max-age=600".into()),
+                ("set-cookie", format!("session=visitor-{n}")),
+            ],
+            format!("#{n}"),
+        )
+    });
+    get(&cdn, &origin, "/login").await;
+    let again = get(&cdn, &origin, "/login").await;
+    assert_eq!(again.cache, "MISS");
+}
+
+#[tokio::test]
 async fn an_etag_is_revalidated_and_a_304_answers_from_the_cache() {
     let cdn = memory_cdn();
     let origin = Origin::new(|parts, n| {
