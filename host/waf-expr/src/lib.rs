@@ -34,6 +34,9 @@
 
 mod compile;
 mod eval;
+pub mod managed;
+#[cfg(test)]
+mod managed_tests;
 mod parse;
 #[cfg(test)]
 mod tests;
