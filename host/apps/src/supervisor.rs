@@ -64,6 +64,8 @@ struct Inner {
     failures: Mutex<HashMap<String, (String, Instant)>>,
     /// The edge's custom domains.
     domains: DomainSync,
+    /// The firewall and edge filters of the apps.
+    filters: Option<Arc<crate::filters::EdgeFilters>>,
 }
 
 impl Plane {
@@ -92,8 +94,17 @@ impl Plane {
                 busy: Mutex::new(HashSet::new()),
                 failures: Mutex::new(HashMap::new()),
                 domains,
+                filters: None,
             }),
         }
+    }
+
+    /// This plane running the apps' firewall rules and edge filters.
+    pub fn with_filters(mut self, filters: crate::filters::EdgeFilters) -> Plane {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.filters = Some(Arc::new(filters));
+        }
+        self
     }
 
     pub(crate) fn db(&self) -> &Db {
@@ -237,6 +248,9 @@ impl Plane {
         }
         let rules = crate::rules::effective(self.db(), &app.id).await?;
         self.inner.edge.set_rules(&app.slug, rules);
+        if let Some(filters) = &self.inner.filters {
+            filters.sync(app, &self.inner.edge).await?;
+        }
         if AppStatus::Paused.is(&app.status) {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))

@@ -25,6 +25,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("flags", include_str!("../../../docs/flags.md")),
     ("webhooks", include_str!("../../../docs/webhooks.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
+    ("waf", include_str!("../../../docs/waf.md")),
 ];
 
 const INDEX: &str = include_str!("../../../docs/README.md");

@@ -6,6 +6,7 @@ pub mod apps;
 pub mod deploy;
 pub mod domains;
 pub mod env;
+pub mod filters;
 pub mod github;
 pub mod logs;
 pub mod rules;
@@ -13,6 +14,7 @@ pub mod settings;
 pub mod upload;
 mod views;
 pub mod volumes;
+pub mod waf;
 
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
@@ -51,6 +53,12 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rules::list, rules::create))
         .routes(routes!(rules::update, rules::delete))
         .routes(routes!(rules::get_scale_out, rules::put_scale_out))
+        .routes(routes!(filters::list, filters::upload))
+        .routes(routes!(filters::admin_upload))
+        .routes(routes!(filters::get, filters::put))
+        .routes(routes!(waf::list, waf::create))
+        .routes(routes!(waf::get, waf::update, waf::delete))
+        .routes(routes!(waf::events))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {
