@@ -72,11 +72,18 @@ impl EdgeFilters {
             .into_iter()
             .filter(|r| r.enabled == 1)
             .collect();
+        let managed = match waf::managed(&self.db, &app.org_id).await? {
+            Some((true, action, at)) => crate::waf::WafAction::parse(&action).map(|a| (a, at)),
+            _ => None,
+        };
         let mut made_of: Vec<String> = filters
             .iter()
             .map(|f| format!("{}:{}", f.filter_id, f.fail_mode))
             .collect();
         made_of.extend(rules.iter().map(|r| format!("{}@{}", r.id, r.updated_at)));
+        if let Some((action, at)) = managed {
+            made_of.push(format!("managed:{}@{at}", action.as_str()));
+        }
         let made_of = made_of.join(",");
         let unchanged = {
             let applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
@@ -90,7 +97,14 @@ impl EdgeFilters {
             app_id: app.id.clone(),
             filters: Vec::new(),
         };
-        let firewall = Waf::new(&app.org_id, &app.id, &rules, self.events.clone(), self.key);
+        let firewall = Waf::new(
+            &app.org_id,
+            &app.id,
+            &rules,
+            managed.map(|(action, _)| action),
+            self.events.clone(),
+            self.key,
+        );
         if !firewall.is_empty() {
             chain
                 .filters

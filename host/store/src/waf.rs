@@ -111,6 +111,37 @@ pub async fn list(db: &Db, org_id: &str, app_id: Option<&str>) -> Result<Vec<Rul
         .await?)
 }
 
+/// The organisation's managed rule set: whether on, its action, when set.
+pub async fn managed(db: &Db, org_id: &str) -> Result<Option<(bool, String, i64)>> {
+    let row: Option<(i64, String, i64)> =
+        sqlx::query_as("SELECT enabled, action, updated_at FROM waf_managed WHERE org_id = $1")
+            .bind(org_id)
+            .fetch_optional(db.pool())
+            .await?;
+    Ok(row.map(|(on, action, at)| (on == 1, action, at)))
+}
+
+pub async fn set_managed(
+    tx: &mut Tx,
+    org_id: &str,
+    on: bool,
+    action: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO waf_managed (org_id, enabled, action, updated_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (org_id) DO UPDATE SET enabled = excluded.enabled, \
+         action = excluded.action, updated_at = excluded.updated_at",
+    )
+    .bind(org_id)
+    .bind(i64::from(on))
+    .bind(action)
+    .bind(now)
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
 /// One match of a rule, as recorded.
 #[derive(Clone, Debug, FromRow)]
 pub struct EventRow {

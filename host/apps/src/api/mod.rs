@@ -15,6 +15,7 @@ pub mod upload;
 mod views;
 pub mod volumes;
 pub mod waf;
+pub mod waf_managed;
 
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
@@ -59,6 +60,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(waf::list, waf::create))
         .routes(routes!(waf::get, waf::update, waf::delete))
         .routes(routes!(waf::events))
+        .routes(routes!(waf_managed::get, waf_managed::put))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

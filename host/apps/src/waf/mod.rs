@@ -82,16 +82,18 @@ pub struct Waf {
 }
 
 impl Waf {
-    /// The firewall of `rules` (already in order); a stored rule that no
+    /// The firewall of `rules` (already in order), then of the managed
+    /// rule set when `managed` names its action; a stored rule that no
     /// longer compiles or names an unknown action is left out.
     pub fn new(
         org_id: &str,
         app_id: &str,
         rules: &[RuleRow],
+        managed: Option<WafAction>,
         events: EventSink,
         key: [u8; 32],
     ) -> Waf {
-        let rules = rules
+        let mut rules: Vec<Rule> = rules
             .iter()
             .filter(|r| r.enabled == 1)
             .filter_map(|r| {
@@ -104,6 +106,15 @@ impl Waf {
                 })
             })
             .collect();
+        if let Some(action) = managed {
+            rules.extend(plateau_waf_expr::managed::compiled().into_iter().map(
+                |(rule, program)| Rule {
+                    id: rule.id.to_owned(),
+                    action,
+                    program,
+                },
+            ));
+        }
         Waf {
             org_id: org_id.to_owned(),
             app_id: app_id.to_owned(),

@@ -61,3 +61,13 @@ CREATE TABLE waf_events (
     at         BIGINT NOT NULL
 );
 CREATE INDEX waf_events_by_org ON waf_events (org_id, id);
+
+-- The managed rule set (plateau-waf-expr's MANAGED_RULES), switched on per
+-- organisation with the action its matches take; it runs after the
+-- organisation's own rules (a `skip` rule exempts requests from it).
+CREATE TABLE waf_managed (
+    org_id     TEXT PRIMARY KEY REFERENCES organizations (id),
+    enabled    BIGINT NOT NULL,
+    action     TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
+);

@@ -246,4 +246,16 @@ async fn edge_filters_and_firewall_rules_act_at_the_edge() {
     let r = c.delete(&format!("/waf/rules/{challenge}")).await;
     assert_eq!(r.status, 200, "{}", r.text());
     until_status(&env, &slug, "/challenged", 200).await;
+
+    // The managed rule set, switched on for the organisation, blocking.
+    let r = c.put("/waf/managed", json!({ "enabled": true, "action": "block" })).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.json()["rules"].as_array().unwrap().len() >= 5, "{}", r.text());
+    let attack = "/search?q=%3Cscript%3Ealert(1)%3C/script%3E";
+    let (_, body, _) = until_status(&env, &slug, attack, 403).await;
+    assert!(body.contains("plateau-managed-xss-1"), "{body}");
+    let ordinary = fetch(&env, &slug, "/search?q=ordinary+words", &[("user-agent", "Mozilla/5.0")]).await;
+    assert_eq!(ordinary.0, 200, "{ordinary:?}");
+    let r = c.put("/waf/managed", json!({ "enabled": true, "action": "explode" })).await;
+    assert_eq!(r.json()["errors"][0]["field"], "action", "{}", r.text());
 }
