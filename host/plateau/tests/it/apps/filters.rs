@@ -1,12 +1,14 @@
 //! Edge plugins (issue 35) through the edge: an organisation uploads an
 //! edge filter and enables it on an app (blocked and passed requests, a
-//! swap under load with no failed request), and firewall rules: a syntax
+//! swap under load with no failed request), an operator's filter that
+//! traps or spins fails open or closed, and firewall rules: a syntax
 //! error answers 400 at a line and column, block, log and challenge rules
 //! act at the edge and leave events.
 
 use std::time::Duration;
 
 use plateau_plugin_artifacts::examples::HELLO_EDGE_FILTER;
+use plateau_plugin_artifacts::fixtures::EDGE_MISBEHAVE;
 use plateau_testkit::Backend;
 use serde_json::{Value, json};
 
@@ -137,6 +139,39 @@ async fn edge_filters_and_firewall_rules_act_at_the_edge() {
     );
     assert!(failed.is_empty(), "{:?}", &failed[..failed.len().min(5)]);
 
+    // The operator's filter, which every organisation may enable: one that
+    // traps or spins fails open or closed as the app says, and the filters
+    // after it still run.
+    let admin = crate::plugins::admin(&env.server).await;
+    let r = admin
+        .request(reqwest::Method::POST, "/admin/edge-filters")
+        .body("application/wasm", EDGE_MISBEHAVE.to_vec())
+        .send()
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let misbehave = r.json();
+    assert_eq!(misbehave["owner"], "operator");
+    let both = |mode: &str| {
+        json!({ "filters": [
+            { "filterId": misbehave["id"], "failMode": mode },
+            { "filterId": filter["id"] },
+        ] })
+    };
+    let r = c.put(&filters, both("closed")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, body, _) = until_status(&env, &slug, "/trap", 503).await;
+    assert!(body.contains("filter_failed"), "{body}");
+    assert_eq!(fetch(&env, &slug, "/bad-status", &[]).await.0, 503);
+    assert_eq!(fetch(&env, &slug, "/", &[]).await.0, 200);
+    let r = c.put(&filters, both("open")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    until_status(&env, &slug, "/trap", 200).await;
+    assert_eq!(fetch(&env, &slug, "/spin", &[]).await.0, 200);
+    // Past the failing filter, the next one still blocks.
+    assert_eq!(fetch(&env, &slug, "/admin/x", &[]).await.0, 403);
+    let r = c.put(&filters, json!({ "filters": [] })).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
     // Firewall rules: a syntax error points at its line and column.
     let r = c
         .post(
@@ -248,14 +283,34 @@ async fn edge_filters_and_firewall_rules_act_at_the_edge() {
     until_status(&env, &slug, "/challenged", 200).await;
 
     // The managed rule set, switched on for the organisation, blocking.
-    let r = c.put("/waf/managed", json!({ "enabled": true, "action": "block" })).await;
+    let r = c
+        .put(
+            "/waf/managed",
+            json!({ "enabled": true, "action": "block" }),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert!(r.json()["rules"].as_array().unwrap().len() >= 5, "{}", r.text());
+    assert!(
+        r.json()["rules"].as_array().unwrap().len() >= 5,
+        "{}",
+        r.text()
+    );
     let attack = "/search?q=%3Cscript%3Ealert(1)%3C/script%3E";
     let (_, body, _) = until_status(&env, &slug, attack, 403).await;
     assert!(body.contains("plateau-managed-xss-1"), "{body}");
-    let ordinary = fetch(&env, &slug, "/search?q=ordinary+words", &[("user-agent", "Mozilla/5.0")]).await;
+    let ordinary = fetch(
+        &env,
+        &slug,
+        "/search?q=ordinary+words",
+        &[("user-agent", "Mozilla/5.0")],
+    )
+    .await;
     assert_eq!(ordinary.0, 200, "{ordinary:?}");
-    let r = c.put("/waf/managed", json!({ "enabled": true, "action": "explode" })).await;
+    let r = c
+        .put(
+            "/waf/managed",
+            json!({ "enabled": true, "action": "explode" }),
+        )
+        .await;
     assert_eq!(r.json()["errors"][0]["field"], "action", "{}", r.text());
 }
