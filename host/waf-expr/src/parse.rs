@@ -147,7 +147,7 @@ pub(crate) fn parse(source: &str) -> Result<Ast<'_>, SyntaxError> {
         SyntaxError::at(source, offset, message)
     };
     match terminated(expr, multispace0).parse(source) {
-        Ok((rest, ast)) if rest.is_empty() => Ok(ast),
+        Ok(("", ast)) => Ok(ast),
         Ok((rest, _)) => Err(SyntaxError::at(
             source,
             source.len() - rest.len(),
