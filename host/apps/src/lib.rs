@@ -31,6 +31,7 @@ pub mod config;
 pub mod control;
 pub mod domains;
 pub mod env;
+pub mod filters;
 pub mod image;
 pub mod launch;
 pub mod linux_image;
@@ -41,6 +42,7 @@ pub mod status;
 pub mod supervisor;
 pub mod upload;
 pub mod volumes;
+pub mod waf;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -66,6 +66,8 @@ struct Inner {
     domains: DomainSync,
     /// The purges of the apps' CDN this plane applied.
     cdn: crate::cdn::CdnFollow,
+    /// The firewall and edge filters of the apps.
+    filters: Option<Arc<crate::filters::EdgeFilters>>,
 }
 
 impl Plane {
@@ -95,8 +97,17 @@ impl Plane {
                 failures: Mutex::new(HashMap::new()),
                 domains,
                 cdn: crate::cdn::CdnFollow::default(),
+                filters: None,
             }),
         }
+    }
+
+    /// This plane running the apps' firewall rules and edge filters.
+    pub fn with_filters(mut self, filters: crate::filters::EdgeFilters) -> Plane {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.filters = Some(Arc::new(filters));
+        }
+        self
     }
 
     pub(crate) fn db(&self) -> &Db {
@@ -244,6 +255,9 @@ impl Plane {
             .cdn
             .follow(self.db(), &self.inner.edge, app)
             .await?;
+        if let Some(filters) = &self.inner.filters {
+            filters.sync(app, &self.inner.edge).await?;
+        }
         if AppStatus::Paused.is(&app.status) {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))

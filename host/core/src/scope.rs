@@ -43,6 +43,11 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
     ("apps:read", "read apps"),
     ("apps:write", "change apps"),
     ("apps:deploy", "deploy and roll back apps"),
+    (
+        "waf:read",
+        "read firewall rules and the events they recorded",
+    ),
+    ("waf:write", "create, change and delete firewall rules"),
     ("databases:read", "read databases"),
     ("databases:write", "change databases"),
     (

@@ -358,6 +358,7 @@ pub async fn plane(
     let containers = containers(data_dir, egress);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
     let sealer = Arc::new(Sealer::new(&secret_key));
+    let filters = edge_filters(db, &sealer, &secret_key, data_dir);
     let plane = Plane::new(
         db.clone(),
         sealer,
@@ -365,7 +366,8 @@ pub async fn plane(
         wasm,
         containers,
         edge.clone(),
-    );
+    )
+    .with_filters(filters);
     if let Err(e) = plane.prime().await {
         tracing::warn!(error = %e, "apps: routing the apps of the database");
     }
@@ -388,6 +390,43 @@ pub async fn plane(
     crate::dataplane::write_edge(data_dir, edge_addr)?;
     tracing::info!(edge = %edge_addr, "apps: the edge serves");
     Ok(PlaneRunning { tasks, plane })
+}
+
+/// The apps' firewall and edge filters: components load into a plugin
+/// runtime of the agent's own (compiled components cached under
+/// `<data dir>/apps/edge-filters`); challenge cookies are signed with a
+/// key derived from the secret key, the same on every host.
+fn edge_filters(
+    db: &Db,
+    sealer: &Arc<Sealer>,
+    secret_key: &[u8; plateau_seal::KEY_LEN],
+    data_dir: &Path,
+) -> plateau_apps::filters::EdgeFilters {
+    use plateau_plugin_runtime::{
+        MemoryStore, PlainCursorCodec, PluginRuntime, RuntimeConfig, Services, SystemClock,
+    };
+    use sha2::Digest;
+    let services = Services {
+        // A filter imports nothing of Plateau's: no storage is reached.
+        storage: Arc::new(MemoryStore::new()),
+        clock: Arc::new(SystemClock),
+        cursors: Arc::new(PlainCursorCodec),
+        sealer: sealer.clone(),
+        commands: None,
+        logs: None,
+    };
+    let config = RuntimeConfig::new(data_dir.join("apps/edge-filters"));
+    let runtime = match PluginRuntime::new(config, services) {
+        Ok(runtime) => Some(Arc::new(runtime)),
+        Err(e) => {
+            tracing::warn!(error = %e, "apps: edge filters will not run on this host");
+            None
+        }
+    };
+    let mut key = sha2::Sha256::new();
+    key.update(b"plateau waf challenge\n");
+    key.update(secret_key);
+    plateau_apps::filters::EdgeFilters::new(db.clone(), runtime, key.finalize().into())
 }
 
 /// Binds the edge at `listen`; with port 0, the port a previous agent of

@@ -31,6 +31,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("log-drains", include_str!("../../../docs/log-drains.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
+    ("waf", include_str!("../../../docs/waf.md")),
 ];
 
 const INDEX: &str = include_str!("../../../docs/README.md");

@@ -76,6 +76,8 @@ const CORE_PREFIXES: &[&str] = &[
     "/caches",
     "/databases",
     "/apps",
+    "/edge-filters",
+    "/waf",
 ];
 
 pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {

@@ -74,6 +74,12 @@ impl PluginHost {
         &self.app
     }
 
+    /// The runtime plugins load into (edge filters are checked there
+    /// before they are stored).
+    pub fn runtime(&self) -> &PluginRuntime {
+        &self.runtime
+    }
+
     /// The plugin owning `path`, by its prefixes, with its current version.
     pub fn target(&self, path: &str) -> Option<Target> {
         let active = self.active.read().unwrap_or_else(|e| e.into_inner());

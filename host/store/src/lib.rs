@@ -37,6 +37,7 @@ pub mod settings;
 pub mod storage;
 pub mod tokens;
 pub mod usage;
+pub mod waf;
 
 pub use db::{Backend, Db, Tx};
 pub use error::{Error, Result};

@@ -7,6 +7,7 @@ pub mod cdn;
 pub mod deploy;
 pub mod domains;
 pub mod env;
+pub mod filters;
 pub mod github;
 pub mod logs;
 pub mod rules;
@@ -14,6 +15,8 @@ pub mod settings;
 pub mod upload;
 mod views;
 pub mod volumes;
+pub mod waf;
+pub mod waf_managed;
 
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
@@ -54,6 +57,13 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rules::get_scale_out, rules::put_scale_out))
         .routes(routes!(cdn::get, cdn::put))
         .routes(routes!(cdn::purge))
+        .routes(routes!(filters::list, filters::upload))
+        .routes(routes!(filters::admin_upload))
+        .routes(routes!(filters::get, filters::put))
+        .routes(routes!(waf::list, waf::create))
+        .routes(routes!(waf::get, waf::update, waf::delete))
+        .routes(routes!(waf::events))
+        .routes(routes!(waf_managed::get, waf_managed::put))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

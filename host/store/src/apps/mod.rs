@@ -7,6 +7,7 @@ pub mod components;
 pub mod deployments;
 pub mod domains;
 pub mod env;
+pub mod filters;
 pub mod git_links;
 pub mod logs;
 pub mod rules;

@@ -8,6 +8,7 @@ mod builds;
 mod crates;
 mod deploy;
 mod domains;
+mod filters;
 mod limits;
 mod linux;
 mod outage;
