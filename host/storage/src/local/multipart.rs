@@ -10,7 +10,8 @@ use plateau_store::events::Actor;
 use plateau_store::storage::{objects, uploads};
 use serde_json::json;
 
-use super::{LocalProvider, object_event, segments};
+use super::objects::object_event;
+use super::{LocalProvider, segments};
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::provider::*;

@@ -6,7 +6,8 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::encryption;
-use super::objects::{etag, headers_of, last_modified, preconditions};
+use super::fields::set_encryption;
+use super::headers::{etag, headers_of, last_modified, preconditions};
 use super::{Front, actor, denied, s3_error};
 use crate::provider::{Condition, Digests, Upload};
 
@@ -69,7 +70,7 @@ pub(super) async fn copy(
         h.tags = source.headers.tags.clone();
     }
     // A copy is private unless it asks otherwise, as in S3.
-    let acl = super::objects::object_acl(
+    let acl = super::headers::object_acl(
         &input.acl,
         [
             &input.grant_full_control,
@@ -154,15 +155,14 @@ pub(super) async fn copy(
             .map_err(s3_error)?
     };
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
-    Ok(S3Response::new(CopyObjectOutput {
+    let mut out = CopyObjectOutput {
         copy_object_result: Some(CopyObjectResult {
             e_tag: Some(etag(&info)),
             last_modified: Some(last_modified(&info)),
             ..Default::default()
         }),
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
         ..Default::default()
-    }))
+    };
+    set_encryption!(out, described);
+    Ok(S3Response::new(out))
 }

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::objects::{etag, last_modified};
+use super::headers::{etag, last_modified};
 use super::{Front, s3_error};
 use crate::provider::{ListQuery, ObjectInfo};
 

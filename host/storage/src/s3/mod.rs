@@ -10,11 +10,15 @@
 mod absent;
 mod acl;
 mod attributes;
+mod buckets;
 mod copy;
 mod cors;
 mod date;
+mod delete;
 mod encryption;
+mod fields;
 mod form;
+mod headers;
 mod list;
 mod multipart;
 mod objects;
@@ -23,6 +27,7 @@ mod ops;
 mod part_copy;
 mod read;
 mod tagging;
+mod uploads;
 mod verify;
 
 use std::future::Future;

@@ -5,7 +5,8 @@ use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
 use super::{
-    Front, absent, acl, attributes, copy, cors, list, multipart, objects, part_copy, read, tagging,
+    Front, absent, acl, attributes, buckets, copy, cors, delete, list, multipart, objects,
+    part_copy, read, tagging, uploads,
 };
 
 #[async_trait::async_trait]
@@ -14,35 +15,35 @@ impl S3 for Front {
         &self,
         req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
-        objects::list_buckets(self, req).await
+        buckets::list_buckets(self, req).await
     }
 
     async fn head_bucket(
         &self,
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
-        objects::head_bucket(self, req).await
+        buckets::head_bucket(self, req).await
     }
 
     async fn get_bucket_location(
         &self,
         req: S3Request<GetBucketLocationInput>,
     ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-        objects::get_bucket_location(self, req).await
+        buckets::get_bucket_location(self, req).await
     }
 
     async fn create_bucket(
         &self,
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
-        objects::create_bucket(self, req).await
+        buckets::create_bucket(self, req).await
     }
 
     async fn delete_bucket(
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        objects::delete_bucket(self, req).await
+        buckets::delete_bucket(self, req).await
     }
 
     async fn put_object(
@@ -70,14 +71,14 @@ impl S3 for Front {
         &self,
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
-        objects::delete_object(self, req).await
+        delete::delete_object(self, req).await
     }
 
     async fn delete_objects(
         &self,
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        objects::delete_objects(self, req).await
+        delete::delete_objects(self, req).await
     }
 
     async fn copy_object(
@@ -133,14 +134,14 @@ impl S3 for Front {
         &self,
         req: S3Request<ListPartsInput>,
     ) -> S3Result<S3Response<ListPartsOutput>> {
-        multipart::list_parts(self, req).await
+        uploads::list_parts(self, req).await
     }
 
     async fn list_multipart_uploads(
         &self,
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
-        multipart::list_uploads(self, req).await
+        uploads::list_uploads(self, req).await
     }
     async fn put_bucket_cors(
         &self,
