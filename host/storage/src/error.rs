@@ -9,6 +9,11 @@ pub enum Error {
     NoSuchBucket,
     #[error("the object does not exist")]
     NoSuchKey,
+    #[error("the version does not exist")]
+    NoSuchVersion,
+    /// The version named is a delete marker (its id), which has no content.
+    #[error("the version is a delete marker")]
+    DeleteMarker(String),
     #[error("the multipart upload does not exist; it may have been completed or aborted")]
     NoSuchUpload,
     #[error("the bucket is not empty; delete its objects and unfinished uploads first")]
@@ -58,6 +63,7 @@ impl Error {
         match e {
             WriteError::Quota => Error::QuotaExceeded(quota()),
             WriteError::Gone => Error::NoSuchUpload,
+            WriteError::Versioned => Error::Internal("a versioned write was grouped".to_owned()),
             WriteError::Store(e) => e.into(),
         }
     }

@@ -16,6 +16,7 @@ pub mod api;
 pub mod blobs;
 pub mod error;
 pub mod keys;
+pub mod lifecycle;
 pub mod local;
 pub mod names;
 pub mod presign;

@@ -13,6 +13,7 @@ mod multipart;
 mod objects;
 mod provider;
 mod settings;
+mod versions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,7 @@ use crate::blobs::{Blobs, WriteFailure, Written};
 use crate::error::{Error, Result};
 use crate::provider::*;
 
-pub(crate) use self::objects::{info, segments, take_digests};
+pub(crate) use self::objects::{info, take_digests};
 
 /// Object storage on this host's database and byte store.
 #[derive(Clone)]

@@ -5,7 +5,8 @@ use std::ops::Range;
 
 use futures::StreamExt;
 use plateau_store::events::{Actor, NewEvent};
-use plateau_store::storage::{self, objects};
+use plateau_store::storage::versions::{self, Settled};
+use plateau_store::storage::{WriteError, objects};
 use serde_json::json;
 
 use super::{LocalProvider, Room, conditions};
@@ -40,19 +41,28 @@ impl LocalProvider {
                     org_id: bucket.org_id.clone(),
                     object: row.clone(),
                     limit: room.limit,
-                    event,
+                    event: event.clone(),
                 };
                 commits.put(put).await
             }
-            None => self.commit_alone(bucket, &row, room.limit, &event).await,
+            None => Err(WriteError::Versioned),
+        };
+        // Writes to a bucket with versioning set go alone.
+        let outcome = match outcome {
+            Err(WriteError::Versioned) => {
+                self.commit_alone(bucket, &row, room.limit, &event).await
+            }
+            other => other,
         };
         drop(held);
         match outcome {
-            Ok(old) => {
-                if let Some(old) = old {
-                    self.blobs.delete_all(segment_keys(&old.blobs)).await;
-                }
-                Ok(info(row))
+            Ok(settled) => {
+                self.delete_removed(&settled.removed).await;
+                let mut row = row;
+                row.version_id = settled.version_id.clone();
+                let mut done = info(row);
+                done.version_id = settled.versioned.then_some(settled.version_id);
+                Ok(done)
             }
             Err(e) => {
                 self.blobs.delete_all(written).await;
@@ -68,11 +78,19 @@ impl LocalProvider {
         row: &objects::Object,
         limit: i64,
         event: &NewEvent,
-    ) -> std::result::Result<Option<objects::Object>, storage::WriteError> {
+    ) -> std::result::Result<Settled, WriteError> {
         let mut tx = self.db.begin().await?;
         let old = objects::put(&mut tx, &bucket.org_id, row, limit, event).await?;
         tx.commit().await?;
         Ok(old)
+    }
+
+    /// Deletes the blobs of versions a commit removed.
+    pub(super) async fn delete_removed(&self, removed: &[String]) {
+        let keys: Vec<String> = removed.iter().flat_map(|b| segment_keys(b)).collect();
+        if !keys.is_empty() {
+            self.blobs.delete_all(keys).await;
+        }
     }
 }
 
@@ -147,5 +165,6 @@ pub(crate) fn info(row: objects::Object) -> ObjectInfo {
         etag: row.etag,
         modified_at: row.modified_at,
         headers: serde_json::from_str(&row.headers).unwrap_or_default(),
+        version_id: (row.version_id != versions::NULL).then_some(row.version_id),
     }
 }

@@ -7,8 +7,8 @@ use plateau_store::events::{self, Actor, NewEvent};
 use plateau_store::storage::{self, buckets, objects};
 use serde_json::json;
 
-use super::objects::{info, object_event, read_segments, segment_keys, segments, take_digests};
-use super::{LocalProvider, conditions, list, multipart, settings};
+use super::objects::{info, read_segments, segments, take_digests};
+use super::{LocalProvider, conditions, list, multipart, settings, versions};
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::names;
@@ -125,6 +125,7 @@ impl Provider for LocalProvider {
             blobs: serde_json::to_string(&[(&blob, written.size)]).unwrap_or_default(),
             headers: serde_json::to_string(&headers).unwrap_or_default(),
             modified_at: time::now_ms(),
+            version_id: new_id("v"),
         };
         self.commit_object(bucket, row, room, actor, vec![blob], &condition)
             .await
@@ -143,38 +144,47 @@ impl Provider for LocalProvider {
         }))
     }
 
-    async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {
-        let event = object_event(bucket, key, "storage.object.deleted", actor)
-            .data(json!({ "bucket": bucket.bucket, "key": key }));
-        let mut tx = self.db.begin().await?;
-        let old = objects::delete(
-            &mut tx,
-            &bucket.org_id,
-            &bucket.id,
-            key,
-            &event,
-            time::now_ms(),
-        )
-        .await
-        .map_err(|e| Error::from_write(e, String::new))?;
-        tx.commit().await?;
-        match old {
-            Some(old) => {
-                self.blobs.delete_all(segment_keys(&old.blobs)).await;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+    async fn open_version(&self, bucket: &Bucket, key: &str, version: &str) -> Result<Opened> {
+        let row = versions::row(self, bucket, key, version).await?;
+        let parts = segments(&row.blobs);
+        let blobs = self.blobs.clone();
+        let mut found = info(row);
+        found.version_id = Some(version.to_owned());
+        Ok(Opened::new(found, move |want| {
+            read_segments(blobs, parts, want)
+        }))
+    }
+
+    async fn delete_version(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        actor: &Actor,
+    ) -> Result<Option<Deleted>> {
+        versions::delete(self, bucket, key, version, actor).await
+    }
+
+    async fn list_versions(
+        &self,
+        bucket: &Bucket,
+        query: &ListQuery,
+        version_after: Option<&str>,
+    ) -> Result<VersionListing> {
+        versions::list(self, bucket, query, version_after).await
     }
 
     async fn copy_object(
         &self,
-        from: (&Bucket, &str),
+        from: (&Bucket, &str, Option<&str>),
         to: (&Bucket, &str),
         headers: Option<ObjectHeaders>,
         actor: &Actor,
     ) -> Result<ObjectInfo> {
-        let source = self.object_row(from.0, from.1).await?;
+        let source = match from.2 {
+            None => self.object_row(from.0, from.1).await?,
+            Some(v) => versions::row(self, from.0, from.1, v).await?,
+        };
         let room = self
             .room(&to.0.org_id, Some((to.0.id.as_str(), to.1)))
             .await?;
@@ -204,6 +214,7 @@ impl Provider for LocalProvider {
                 None => source.headers,
             },
             modified_at: time::now_ms(),
+            version_id: new_id("v"),
         };
         self.commit_object(to.0, row, room, actor, keys, &Condition::default())
             .await

@@ -21,9 +21,10 @@ pub(super) async fn get(
     let info = front
         .storage
         .provider()
-        .head_object(&bucket, &input.key)
+        .open(&bucket, &input.key, input.version_id.as_deref())
         .await
-        .map_err(s3_error)?;
+        .map_err(s3_error)?
+        .info;
     // An SSE-C object is described only to whoever has its key.
     let customer = encryption::customer(
         input.sse_customer_algorithm.as_deref(),
@@ -47,6 +48,7 @@ pub(super) async fn get(
     }
     let mut out = GetObjectAttributesOutput {
         last_modified: Some(last_modified(&info)),
+        version_id: info.version_id.clone(),
         ..Default::default()
     };
     if wants(ObjectAttributes::ETAG) {

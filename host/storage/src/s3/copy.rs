@@ -16,13 +16,23 @@ pub(super) async fn copy(
     req: S3Request<CopyObjectInput>,
 ) -> S3Result<S3Response<CopyObjectOutput>> {
     let (principal, to) = front.bucket(&req, &req.input.bucket, true).await?;
-    let CopySource::Bucket { bucket, key, .. } = &req.input.copy_source else {
+    let CopySource::Bucket {
+        bucket,
+        key,
+        version_id,
+    } = &req.input.copy_source
+    else {
         return Err(denied());
     };
+    let version = version_id.as_deref();
     let (_, from) = front.bucket(&req, bucket, false).await?;
     let input = &req.input;
     let provider = front.storage.provider();
-    let source = provider.head_object(&from, key).await.map_err(s3_error)?;
+    let source = provider
+        .open(&from, key, version)
+        .await
+        .map_err(s3_error)?
+        .info;
     preconditions(
         &source,
         input.copy_source_if_match.as_ref(),
@@ -113,7 +123,7 @@ pub(super) async fn copy(
         }
         provider
             .copy_object(
-                (&from, &**key),
+                (&from, &**key, version),
                 (&to, input.key.as_str()),
                 headers,
                 &actor(&principal),
@@ -122,7 +132,7 @@ pub(super) async fn copy(
             .map_err(s3_error)?
     } else {
         // Decrypted (and encrypted again) on the way: a new object.
-        let opened = provider.get_object(&from, key).await.map_err(s3_error)?;
+        let opened = provider.open(&from, key, version).await.map_err(s3_error)?;
         let (found, stream) = opened.read(None).map_err(s3_error)?;
         let stream = match source_key {
             Some(k) => encryption::decrypt(stream, k, &found, 0),
@@ -161,6 +171,8 @@ pub(super) async fn copy(
             last_modified: Some(last_modified(&info)),
             ..Default::default()
         }),
+        copy_source_version_id: version.map(str::to_owned),
+        version_id: info.version_id.clone(),
         ..Default::default()
     };
     set_encryption!(out, described);

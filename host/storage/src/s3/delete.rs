@@ -21,13 +21,23 @@ pub(super) async fn delete_object(
             "conditional DeleteObject (If-Match) is not supported",
         ));
     }
-    front
+    let done = front
         .storage
         .provider()
-        .delete_object(&bucket, &req.input.key, &actor(&principal))
+        .delete_version(
+            &bucket,
+            &input.key,
+            input.version_id.as_deref(),
+            &actor(&principal),
+        )
         .await
-        .map_err(s3_error)?;
-    let mut out = S3Response::new(DeleteObjectOutput::default());
+        .map_err(s3_error)?
+        .unwrap_or_default();
+    let mut out = S3Response::new(DeleteObjectOutput {
+        delete_marker: done.delete_marker.then_some(true),
+        version_id: done.version_id,
+        ..Default::default()
+    });
     out.status = Some(http::StatusCode::NO_CONTENT);
     Ok(out)
 }
@@ -47,17 +57,36 @@ pub(super) async fn delete_objects(
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     for object in &req.input.delete.objects {
+        if object.e_tag.is_some() || object.last_modified_time.is_some() || object.size.is_some() {
+            // Refused rather than ignored: the delete would not be conditional.
+            errors.push(s3s::dto::Error {
+                code: Some("NotImplemented".to_owned()),
+                key: Some(object.key.clone()),
+                message: Some("conditional deletes (ETag, LastModifiedTime, Size) are not supported".to_owned()),
+                version_id: object.version_id.clone(),
+            });
+            continue;
+        }
+        let version = object.version_id.as_deref();
         match front
             .storage
             .provider()
-            .delete_object(&bucket, &object.key, &actor(&principal))
+            .delete_version(&bucket, &object.key, version, &actor(&principal))
             .await
         {
-            Ok(_) => {
+            Ok(done) => {
+                let done = done.unwrap_or_default();
                 if !quiet {
+                    let marker = done.delete_marker.then_some(true);
                     deleted.push(DeletedObject {
                         key: Some(object.key.clone()),
-                        ..Default::default()
+                        delete_marker: marker,
+                        delete_marker_version_id: if version.is_none() && done.delete_marker {
+                            done.version_id.clone()
+                        } else {
+                            None
+                        },
+                        version_id: version.map(str::to_owned),
                     });
                 }
             }
@@ -67,7 +96,7 @@ pub(super) async fn delete_objects(
                     code: Some(err.code().as_str().to_owned()),
                     key: Some(object.key.clone()),
                     message: err.message().map(str::to_owned),
-                    version_id: None,
+                    version_id: object.version_id.clone(),
                 });
             }
         }

@@ -7,7 +7,6 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
-mod absent;
 mod acl;
 mod attributes;
 mod buckets;
@@ -19,6 +18,7 @@ mod encryption;
 mod fields;
 mod form;
 mod headers;
+mod lifecycle;
 mod list;
 mod multipart;
 mod objects;
@@ -29,6 +29,7 @@ mod read;
 mod tagging;
 mod uploads;
 mod verify;
+mod versioning;
 
 use std::future::Future;
 
@@ -229,6 +230,18 @@ pub(crate) fn s3_error(e: Error) -> S3Error {
         Error::NoSuchBucket => S3ErrorCode::NoSuchBucket,
         Error::NoSuchKey => S3ErrorCode::NoSuchKey,
         Error::NoSuchUpload => S3ErrorCode::NoSuchUpload,
+        Error::NoSuchVersion => S3ErrorCode::NoSuchVersion,
+        Error::DeleteMarker(id) => {
+            let mut err = S3Error::with_message(S3ErrorCode::MethodNotAllowed, e.to_string());
+            err.set_status_code(http::StatusCode::METHOD_NOT_ALLOWED);
+            let mut headers = http::HeaderMap::new();
+            headers.insert("x-amz-delete-marker", http::HeaderValue::from_static("true"));
+            if let Ok(v) = http::HeaderValue::from_str(id) {
+                headers.insert("x-amz-version-id", v);
+            }
+            err.set_headers(headers);
+            return err;
+        }
         Error::BucketNotEmpty => S3ErrorCode::BucketNotEmpty,
         Error::NameTaken(_) => S3ErrorCode::BucketAlreadyOwnedByYou,
         Error::QuotaExceeded(_) => {

@@ -289,6 +289,7 @@ fn completed(
         e_tag: Some(ETag::Strong(info.etag.clone())),
         checksum_type: (!c.is_empty()).then(|| ChecksumType::from_static(ChecksumType::COMPOSITE)),
         server_side_encryption: described.method,
+        version_id: info.version_id.clone(),
         ..Default::default()
     };
     set_checksums!(out, map c);

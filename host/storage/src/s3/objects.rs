@@ -153,6 +153,7 @@ pub(super) async fn put_object(
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
     let mut out = PutObjectOutput {
         e_tag: Some(etag(&info)),
+        version_id: info.version_id.clone(),
         ..Default::default()
     };
     set_checksums!(out, map & info.headers.checksums);

@@ -43,13 +43,21 @@ pub(super) async fn upload_part_copy(
 ) -> S3Result<S3Response<UploadPartCopyOutput>> {
     let input = &req.input;
     let (_, to) = front.bucket(&req, &input.bucket, true).await?;
-    let CopySource::Bucket { bucket, key, .. } = &input.copy_source else {
+    let CopySource::Bucket {
+        bucket,
+        key,
+        version_id,
+    } = &input.copy_source
+    else {
         return Err(denied());
     };
     let (_, from) = front.bucket(&req, bucket, false).await?;
     let found = super::multipart::upload_of(front, &to, &input.upload_id, &input.key).await?;
     let provider = front.storage.provider();
-    let opened = provider.get_object(&from, key).await.map_err(s3_error)?;
+    let opened = provider
+        .open(&from, key, version_id.as_deref())
+        .await
+        .map_err(s3_error)?;
     preconditions(
         &opened.info,
         input.copy_source_if_match.as_ref(),

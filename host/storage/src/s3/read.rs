@@ -70,7 +70,7 @@ pub(super) async fn get(
     let opened = front
         .storage
         .provider()
-        .get_object(&bucket, &input.key)
+        .open(&bucket, &input.key, input.version_id.as_deref())
         .await
         .map_err(s3_error)?;
     let key = encryption::key_of(
@@ -155,6 +155,7 @@ pub(super) async fn get(
             .or_else(|| h.cache_control.clone()),
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
+        version_id: info.version_id.clone(),
         ..Default::default()
     });
     set_checksums!(out.output, from sums);
@@ -181,9 +182,10 @@ pub(super) async fn head(
     let info = front
         .storage
         .provider()
-        .head_object(&bucket, &input.key)
+        .open(&bucket, &input.key, input.version_id.as_deref())
         .await
-        .map_err(s3_error)?;
+        .map_err(s3_error)?
+        .info;
     encryption::key_of(&front.storage, info.headers.sse.as_ref(), customer.as_ref())?;
     preconditions(
         &info,
@@ -228,6 +230,7 @@ pub(super) async fn head(
         cache_control: h.cache_control.clone(),
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
+        version_id: info.version_id.clone(),
         ..Default::default()
     });
     set_checksums!(out.output, from sums);
