@@ -75,7 +75,7 @@ async fn versions_delete_markers_and_the_null_version() {
     let id = versioned["id"].as_str().unwrap();
     let bucket = c.get(&format!("/storage/buckets/{id}")).await.json();
     eprintln!("usage with versions: {bucket}");
-    assert_eq!(bucket["bytes"], out["stored_bytes"], "{bucket}");
+    assert_eq!(bucket["usage"]["bytes"], out["stored_bytes"], "{bucket}");
 
     // A bucket holding versions (or delete markers) is not empty.
     let out = s3.boto(&s3.key, &EMPTY.replace("VERSIONED", name));
