@@ -35,11 +35,19 @@ pub struct StorageArgs {
     #[arg(long, env = "PLATEAU_STORAGE_STORE")]
     pub storage_store: Option<String>,
     /// Milliseconds between runs of the lifecycle job (buckets' expiration rules).
-    #[arg(long, env = "PLATEAU_STORAGE_LIFECYCLE_EVERY_MS", default_value_t = 3_600_000)]
+    #[arg(
+        long,
+        env = "PLATEAU_STORAGE_LIFECYCLE_EVERY_MS",
+        default_value_t = 3_600_000
+    )]
     pub storage_lifecycle_every_ms: u64,
     /// The length of a lifecycle rule's day in milliseconds: a day, but
     /// shorter for tests and conformance runs.
-    #[arg(long, env = "PLATEAU_STORAGE_LIFECYCLE_DAY_MS", default_value_t = 86_400_000)]
+    #[arg(
+        long,
+        env = "PLATEAU_STORAGE_LIFECYCLE_DAY_MS",
+        default_value_t = 86_400_000
+    )]
     pub storage_lifecycle_day_ms: u64,
 }
 

@@ -282,7 +282,10 @@ pub trait Provider: Send + Sync + 'static {
     async fn get_object(&self, bucket: &Bucket, key: &str) -> Result<Opened>;
     /// Deletes an object; false when there was none.
     async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {
-        Ok(self.delete_version(bucket, key, None, actor).await?.is_some())
+        Ok(self
+            .delete_version(bucket, key, None, actor)
+            .await?
+            .is_some())
     }
     /// One version of an object, to read: NoSuchVersion when the key has
     /// none of that id, DeleteMarker when it is a delete marker.

@@ -71,9 +71,7 @@ impl Rule {
     /// Whether the rule's filter selects an object (its key, size and tags).
     pub fn selects(&self, info: &ObjectInfo) -> bool {
         self.selects_key(&info.key)
-            && self
-                .size_greater_than
-                .is_none_or(|n| info.size as i64 > n)
+            && self.size_greater_than.is_none_or(|n| info.size as i64 > n)
             && self.size_less_than.is_none_or(|n| (info.size as i64) < n)
             && self
                 .tags

@@ -209,8 +209,7 @@ async fn abort_uploads(
             let old = rules.iter().any(|r| {
                 !r.filters_content()
                     && r.selects_key(&u.key)
-                    && r
-                        .abort_upload_days
+                    && r.abort_upload_days
                         .is_some_and(|d| older_than(u.created_at, d, now, day))
             });
             if old {

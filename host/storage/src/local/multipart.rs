@@ -10,8 +10,8 @@ use plateau_store::events::Actor;
 use plateau_store::storage::{objects, uploads};
 use serde_json::json;
 
-use super::objects::object_event;
 use super::LocalProvider;
+use super::objects::object_event;
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::provider::*;

@@ -49,9 +49,7 @@ impl LocalProvider {
         };
         // Writes to a bucket with versioning set go alone.
         let outcome = match outcome {
-            Err(WriteError::Versioned) => {
-                self.commit_alone(bucket, &row, room.limit, &event).await
-            }
+            Err(WriteError::Versioned) => self.commit_alone(bucket, &row, room.limit, &event).await,
             other => other,
         };
         drop(held);

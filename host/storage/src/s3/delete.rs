@@ -62,7 +62,10 @@ pub(super) async fn delete_objects(
             errors.push(s3s::dto::Error {
                 code: Some("NotImplemented".to_owned()),
                 key: Some(object.key.clone()),
-                message: Some("conditional deletes (ETag, LastModifiedTime, Size) are not supported".to_owned()),
+                message: Some(
+                    "conditional deletes (ETag, LastModifiedTime, Size) are not supported"
+                        .to_owned(),
+                ),
                 version_id: object.version_id.clone(),
             });
             continue;

@@ -54,7 +54,12 @@ fn rule_of(r: &LifecycleRule) -> S3Result<Rule> {
         enabled: match r.status.as_str() {
             ExpirationStatus::ENABLED => true,
             ExpirationStatus::DISABLED => false,
-            _ => return Err(err(S3ErrorCode::MalformedXML, "Status: Enabled or Disabled")),
+            _ => {
+                return Err(err(
+                    S3ErrorCode::MalformedXML,
+                    "Status: Enabled or Disabled",
+                ));
+            }
         },
         ..Default::default()
     };
@@ -119,7 +124,10 @@ fn rule_of(r: &LifecycleRule) -> S3Result<Rule> {
                 "NoncurrentVersionExpiration.NewerNoncurrentVersions is not supported",
             ));
         }
-        rule.noncurrent_days = days(n.noncurrent_days, "NoncurrentVersionExpiration.NoncurrentDays")?;
+        rule.noncurrent_days = days(
+            n.noncurrent_days,
+            "NoncurrentVersionExpiration.NoncurrentDays",
+        )?;
     }
     if let Some(a) = &r.abort_incomplete_multipart_upload {
         rule.abort_upload_days = days(
@@ -136,32 +144,47 @@ pub(super) async fn put(
 ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let Some(config) = &req.input.lifecycle_configuration else {
-        return Err(err(S3ErrorCode::MalformedXML, "LifecycleConfiguration: required"));
+        return Err(err(
+            S3ErrorCode::MalformedXML,
+            "LifecycleConfiguration: required",
+        ));
     };
     if config.rules.is_empty() || config.rules.len() > 1000 {
-        return Err(err(S3ErrorCode::MalformedXML, "Rule: between 1 and 1000 rules"));
+        return Err(err(
+            S3ErrorCode::MalformedXML,
+            "Rule: between 1 and 1000 rules",
+        ));
     }
     let mut ids = HashSet::new();
     let mut rules: Rules = Vec::new();
     for r in &config.rules {
         if let Some(id) = &r.id {
             if id.len() > 255 {
-                return Err(err(S3ErrorCode::InvalidArgument, "ID: at most 255 characters"));
+                return Err(err(
+                    S3ErrorCode::InvalidArgument,
+                    "ID: at most 255 characters",
+                ));
             }
             if !ids.insert(id.clone()) {
-                return Err(err(S3ErrorCode::InvalidArgument, "ID: each rule needs its own"));
+                return Err(err(
+                    S3ErrorCode::InvalidArgument,
+                    "ID: each rule needs its own",
+                ));
             }
         }
         rules.push(rule_of(r)?);
     }
-    let body = serde_json::to_string(&rules).map_err(|e| err(S3ErrorCode::InternalError, &e.to_string()))?;
+    let body = serde_json::to_string(&rules)
+        .map_err(|e| err(S3ErrorCode::InternalError, &e.to_string()))?;
     front
         .storage
         .provider()
         .set_bucket_setting(&bucket, SETTING, Some(&body))
         .await
         .map_err(s3_error)?;
-    Ok(S3Response::new(PutBucketLifecycleConfigurationOutput::default()))
+    Ok(S3Response::new(
+        PutBucketLifecycleConfigurationOutput::default(),
+    ))
 }
 
 fn tag_list(rule: &Rule) -> Vec<Tag> {

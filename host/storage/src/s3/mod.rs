@@ -235,7 +235,10 @@ pub(crate) fn s3_error(e: Error) -> S3Error {
             let mut err = S3Error::with_message(S3ErrorCode::MethodNotAllowed, e.to_string());
             err.set_status_code(http::StatusCode::METHOD_NOT_ALLOWED);
             let mut headers = http::HeaderMap::new();
-            headers.insert("x-amz-delete-marker", http::HeaderValue::from_static("true"));
+            headers.insert(
+                "x-amz-delete-marker",
+                http::HeaderValue::from_static("true"),
+            );
             if let Ok(v) = http::HeaderValue::from_str(id) {
                 headers.insert("x-amz-version-id", v);
             }

@@ -133,7 +133,8 @@ pub(super) async fn settle(tx: &mut Tx, object: &mut Object) -> Result<Settled> 
         object.version_id = NULL.to_owned();
     }
     if let Some(old) = old {
-        if state == Versioning::Enabled || (state == Versioning::Suspended && old.version_id != NULL)
+        if state == Versioning::Enabled
+            || (state == Versioning::Suspended && old.version_id != NULL)
         {
             archive(tx, Version::current(old), false).await?;
         } else {
@@ -181,7 +182,12 @@ async fn archive(tx: &mut Tx, v: Version, marker: bool) -> Result<()> {
 }
 
 /// Removes a noncurrent version and returns it.
-async fn take(tx: &mut Tx, bucket_id: &str, key: &str, version_id: &str) -> Result<Option<Version>> {
+async fn take(
+    tx: &mut Tx,
+    bucket_id: &str,
+    key: &str,
+    version_id: &str,
+) -> Result<Option<Version>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM storage_versions WHERE bucket_id = $1 AND key = $2 AND version_id = $3"
     );
@@ -285,7 +291,8 @@ pub async fn delete_current(
     }
     if let Some(old) = old {
         delete_current_row(tx, bucket_id, key).await?;
-        if state == Versioning::Enabled || (state == Versioning::Suspended && old.version_id != NULL)
+        if state == Versioning::Enabled
+            || (state == Versioning::Suspended && old.version_id != NULL)
         {
             archive(tx, Version::current(old), false).await?;
         } else {

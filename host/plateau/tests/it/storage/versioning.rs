@@ -26,7 +26,11 @@ async fn versions_delete_markers_and_the_null_version() {
     // Versions: each write its own id, each readable by it.
     let ids = out["ids"].as_array().unwrap();
     assert_eq!(ids.len(), 3);
-    assert!(ids[1..].iter().all(|v| v.as_str().is_some_and(|s| s != "null")));
+    assert!(
+        ids[1..]
+            .iter()
+            .all(|v| v.as_str().is_some_and(|s| s != "null"))
+    );
     assert_eq!(ids[0], "null", "written before versioning was enabled");
     assert_eq!(out["bodies"], json!(["null-body", "one", "two"]));
     assert_eq!(out["head_size"], 3);
@@ -34,7 +38,11 @@ async fn versions_delete_markers_and_the_null_version() {
     assert_eq!(out["no_such_version"], "NoSuchVersion");
     assert_eq!(
         out["listed"],
-        json!([["doc", "two", true], ["doc", "one", false], ["doc", "null", false]])
+        json!([
+            ["doc", "two", true],
+            ["doc", "one", false],
+            ["doc", "null", false]
+        ])
     );
 
     // A delete makes a delete marker; the versions stay readable.
@@ -65,7 +73,10 @@ async fn versions_delete_markers_and_the_null_version() {
         json!([["s", "null", "second", true], ["s", "v", "kept", false]])
     );
     assert_eq!(out["suspended_delete"], json!([true, "null"]));
-    assert_eq!(out["suspended_after"], json!([["s", "null", true, true], ["s", "v", false, false]]));
+    assert_eq!(
+        out["suspended_after"],
+        json!([["s", "null", true, true], ["s", "v", false, false]])
+    );
 
     // Tags of a noncurrent version are refused, not applied to the current.
     assert_eq!(out["tag_old_version"], "NotImplemented");
