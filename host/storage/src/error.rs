@@ -9,6 +9,9 @@ pub enum Error {
     NoSuchBucket,
     #[error("the object does not exist")]
     NoSuchKey,
+    /// The newest version of the key is a delete marker.
+    #[error("the object does not exist; its newest version is a delete marker")]
+    DeletedKey,
     #[error("the version does not exist")]
     NoSuchVersion,
     /// The version named is a delete marker (its id), which has no content.

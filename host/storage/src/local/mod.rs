@@ -121,9 +121,18 @@ impl LocalProvider {
         }
     }
 
+    /// The current version of a key: NoSuchKey, or DeletedKey when its
+    /// newest version is a delete marker.
     async fn object_row(&self, bucket: &Bucket, key: &str) -> Result<rows::Object> {
-        rows::get(&self.db, &bucket.id, key)
-            .await?
-            .ok_or(Error::NoSuchKey)
+        if let Some(row) = rows::get(&self.db, &bucket.id, key).await? {
+            return Ok(row);
+        }
+        let newest = storage::versions::list(&self.db, &bucket.id, key, ("", i64::MIN), 1).await?;
+        match newest.first() {
+            Some(v) if v.key == key && v.latest != 0 && v.delete_marker != 0 => {
+                Err(Error::DeletedKey)
+            }
+            _ => Err(Error::NoSuchKey),
+        }
     }
 }

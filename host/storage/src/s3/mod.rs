@@ -228,7 +228,17 @@ pub(crate) fn internal(e: Error) -> S3Error {
 pub(crate) fn s3_error(e: Error) -> S3Error {
     let code = match &e {
         Error::NoSuchBucket => S3ErrorCode::NoSuchBucket,
-        Error::NoSuchKey => S3ErrorCode::NoSuchKey,
+        Error::NoSuchKey | Error::DeletedKey => {
+            let mut err = S3Error::with_message(S3ErrorCode::NoSuchKey, e.to_string());
+            let marker = matches!(e, Error::DeletedKey);
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                "x-amz-delete-marker",
+                http::HeaderValue::from_static(if marker { "true" } else { "false" }),
+            );
+            err.set_headers(headers);
+            return err;
+        }
         Error::NoSuchUpload => S3ErrorCode::NoSuchUpload,
         Error::NoSuchVersion => S3ErrorCode::NoSuchVersion,
         Error::DeleteMarker(id) => {

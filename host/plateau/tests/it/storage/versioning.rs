@@ -48,6 +48,7 @@ async fn versions_delete_markers_and_the_null_version() {
     // A delete makes a delete marker; the versions stay readable.
     assert_eq!(out["delete"]["marker"], true);
     assert_eq!(out["after_delete"], "NoSuchKey");
+    assert_eq!(out["head_marker_header"], "true");
     assert_eq!(out["read_marker"], 405);
     assert_eq!(out["old_after_delete"], "one");
     assert_eq!(out["markers"], json!([["doc", true]]));
@@ -129,6 +130,10 @@ out["listed"] = [[v["Key"], names[v["VersionId"]], v["IsLatest"]] for v in vs]
 d = s3.delete_object(Bucket=V, Key="doc")
 out["delete"] = {"marker": d.get("DeleteMarker"), "version": d.get("VersionId")}
 out["after_delete"] = code(lambda: s3.get_object(Bucket=V, Key="doc"))
+try:
+    s3.head_object(Bucket=V, Key="doc")
+except botocore.exceptions.ClientError as e:
+    out["head_marker_header"] = e.response["ResponseMetadata"]["HTTPHeaders"].get("x-amz-delete-marker")
 try:
     s3.get_object(Bucket=V, Key="doc", VersionId=d["VersionId"])
     out["read_marker"] = 200
