@@ -60,19 +60,15 @@ pub(super) async fn put(
             ));
         }
     };
-    let provider = front.storage.provider();
-    let current = provider
-        .bucket_setting(&bucket, SETTING)
+    // Suspended is kept even on a bucket never versioned, as S3 does: its
+    // writes are null versions, and a delete leaves a null delete marker.
+    let body = serde_json::Value::from(status).to_string();
+    front
+        .storage
+        .provider()
+        .set_bucket_setting(&bucket, SETTING, Some(&body))
         .await
         .map_err(s3_error)?;
-    // Suspending a bucket that was never versioned changes nothing (S3).
-    if current.is_some() || status == BucketVersioningStatus::ENABLED {
-        let body = serde_json::Value::from(status).to_string();
-        provider
-            .set_bucket_setting(&bucket, SETTING, Some(&body))
-            .await
-            .map_err(s3_error)?;
-    }
     Ok(S3Response::new(PutBucketVersioningOutput::default()))
 }
 
