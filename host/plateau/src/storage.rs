@@ -1,6 +1,7 @@
 //! Object storage in `plateau serve`: the provider over the configured
 //! byte store, access keys sealed with the host's secret key, the S3
-//! endpoint on its own listener, and the sweeper of staging files.
+//! endpoint on its own listener, the sweeper of staging files and the
+//! lifecycle job.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -33,6 +34,21 @@ pub struct StorageArgs {
     /// AWS_* variables); default: `storage` in the data directory.
     #[arg(long, env = "PLATEAU_STORAGE_STORE")]
     pub storage_store: Option<String>,
+    /// Milliseconds between runs of the lifecycle job (buckets' expiration rules).
+    #[arg(
+        long,
+        env = "PLATEAU_STORAGE_LIFECYCLE_EVERY_MS",
+        default_value_t = 3_600_000
+    )]
+    pub storage_lifecycle_every_ms: u64,
+    /// The length of a lifecycle rule's day in milliseconds: a day, but
+    /// shorter for tests and conformance runs.
+    #[arg(
+        long,
+        env = "PLATEAU_STORAGE_LIFECYCLE_DAY_MS",
+        default_value_t = 86_400_000
+    )]
+    pub storage_lifecycle_day_ms: u64,
 }
 
 /// How often staging files of unfinished writes are swept, and how long one
@@ -84,6 +100,14 @@ pub async fn open(
             domain: args.storage_domain.clone(),
             public_url: args.storage_url.clone(),
             region: "us-east-1".to_owned(),
+        },
+    );
+    plateau_storage::lifecycle::run::spawn(
+        state.db().clone(),
+        storage.clone(),
+        plateau_storage::lifecycle::run::Config {
+            every: Duration::from_millis(args.storage_lifecycle_every_ms.max(1)),
+            day: Duration::from_millis(args.storage_lifecycle_day_ms.max(1)),
         },
     );
     let listener = tokio::net::TcpListener::bind(args.storage_listen)

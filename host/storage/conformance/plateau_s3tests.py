@@ -10,7 +10,8 @@ make them: the suite's bucket helpers are replaced, nothing else is.
   answered on the client side (the server would say
   BucketAlreadyOwnedByYou), its canned ACL, if any, set with
   PutBucketAcl; any other CreateBucket reaches the server.
-- Teardown deletes the objects, uploads and buckets under the prefix.
+- Teardown deletes the versions (objects and delete markers), uploads and
+  buckets under the prefix.
 
 Environment: PLATEAU_API (http://127.0.0.1:<port>), PLATEAU_TOKENS
 (`main,alt,tenant` owner tokens, comma-separated).
@@ -70,10 +71,16 @@ def _nuke_prefixed_buckets(prefix, client=None):
         if not name.startswith(prefix):
             continue
         try:
-            for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
-                keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-                if keys:
-                    client.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+            # Every version (current objects are versions too), first page
+            # again until none is left: a page marker may name a version
+            # deleted meanwhile.
+            while True:
+                page = client.list_object_versions(Bucket=name)
+                found = page.get("Versions", []) + page.get("DeleteMarkers", [])
+                keys = [{"Key": o["Key"], "VersionId": o["VersionId"]} for o in found]
+                if not keys:
+                    break
+                client.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
             for u in client.list_multipart_uploads(Bucket=name).get("Uploads", []):
                 client.abort_multipart_upload(Bucket=name, Key=u["Key"], UploadId=u["UploadId"])
             client.delete_bucket(Bucket=name)

@@ -9,6 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/plateau-s3tests.XXXXXX)
 token=plt_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export PLATEAU_DATA_DIR="$work/data" PLATEAU_LOG=warn
+# A lifecycle day of 10 s, as the suite expects of RGW's rgw_lc_debug_interval.
+export PLATEAU_STORAGE_LIFECYCLE_DAY_MS=10000 PLATEAU_STORAGE_LIFECYCLE_EVERY_MS=2000
 PLATEAU_LISTEN=127.0.0.1:0 PLATEAU_EDGE_LISTEN=127.0.0.1:0 PLATEAU_STORAGE_LISTEN=127.0.0.1:0 \
 PLATEAU_BOOTSTRAP_TOKEN="$token" PLATEAU_ADMIN_PASSWORD=conformance-operator \
     "$bin" serve > "$work/serve.log" 2>&1 &

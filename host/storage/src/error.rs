@@ -9,6 +9,14 @@ pub enum Error {
     NoSuchBucket,
     #[error("the object does not exist")]
     NoSuchKey,
+    /// The newest version of the key is a delete marker.
+    #[error("the object does not exist; its newest version is a delete marker")]
+    DeletedKey,
+    #[error("the version does not exist")]
+    NoSuchVersion,
+    /// The version named is a delete marker (its id), which has no content.
+    #[error("the version is a delete marker")]
+    DeleteMarker(String),
     #[error("the multipart upload does not exist; it may have been completed or aborted")]
     NoSuchUpload,
     #[error("the bucket is not empty; delete its objects and unfinished uploads first")]
@@ -58,6 +66,7 @@ impl Error {
         match e {
             WriteError::Quota => Error::QuotaExceeded(quota()),
             WriteError::Gone => Error::NoSuchUpload,
+            WriteError::Versioned => Error::Internal("a versioned write was grouped".to_owned()),
             WriteError::Store(e) => e.into(),
         }
     }

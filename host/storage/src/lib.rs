@@ -17,6 +17,7 @@ pub mod api_objects;
 pub mod blobs;
 pub mod error;
 pub mod keys;
+pub mod lifecycle;
 pub mod local;
 pub mod names;
 pub mod presign;

@@ -130,6 +130,39 @@ pub struct ObjectInfo {
     pub headers: ObjectHeaders,
     /// The sizes of the object's segments: one, or one per multipart part.
     pub segments: Vec<u64>,
+    /// The version id, when there is one to show: an id, or `null` for
+    /// the null version of a bucket with versioning set.
+    pub version_id: Option<String>,
+}
+
+/// What a delete did ([`Provider::delete_version`]).
+#[derive(Clone, Debug, Default)]
+pub struct Deleted {
+    /// The version deleted or the delete marker made (None where
+    /// versioning was never set).
+    pub version_id: Option<String>,
+    /// Whether a delete marker was made, or (by version id) deleted.
+    pub delete_marker: bool,
+}
+
+/// A version in a listing of versions.
+#[derive(Clone, Debug)]
+pub struct VersionInfo {
+    /// Its `version_id` is always set (`null` for the null version).
+    pub info: ObjectInfo,
+    /// Whether it is its key's newest version.
+    pub latest: bool,
+    pub delete_marker: bool,
+}
+
+/// A page of a listing of versions.
+#[derive(Clone, Debug, Default)]
+pub struct VersionListing {
+    pub versions: Vec<VersionInfo>,
+    pub prefixes: Vec<String>,
+    pub truncated: bool,
+    /// Where the next page starts: after this key (or prefix) and version.
+    pub next: Option<(String, Option<String>)>,
 }
 
 /// A listing request: keys above `after` that start with `prefix`,
@@ -248,11 +281,45 @@ pub trait Provider: Send + Sync + 'static {
     /// An object, to read.
     async fn get_object(&self, bucket: &Bucket, key: &str) -> Result<Opened>;
     /// Deletes an object; false when there was none.
-    async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool>;
-    /// Copies an object, with new headers or the source's.
+    async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {
+        Ok(self
+            .delete_version(bucket, key, None, actor)
+            .await?
+            .is_some())
+    }
+    /// One version of an object, to read: NoSuchVersion when the key has
+    /// none of that id, DeleteMarker when it is a delete marker.
+    async fn open_version(&self, bucket: &Bucket, key: &str, version: &str) -> Result<Opened>;
+    /// The current version (None) or the one named, to read.
+    async fn open(&self, bucket: &Bucket, key: &str, version: Option<&str>) -> Result<Opened> {
+        match version {
+            None => self.get_object(bucket, key).await,
+            Some(v) => self.open_version(bucket, key, v).await,
+        }
+    }
+    /// Deletes the current version of an object (where versioning is set,
+    /// by making a delete marker its newest version), or with `version`
+    /// that version for good; None when there was nothing to delete.
+    async fn delete_version(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        actor: &Actor,
+    ) -> Result<Option<Deleted>>;
+    /// Versions of keys after `query.after` (and, within that key, after
+    /// `version_after`), newest first within a key.
+    async fn list_versions(
+        &self,
+        bucket: &Bucket,
+        query: &ListQuery,
+        version_after: Option<&str>,
+    ) -> Result<VersionListing>;
+    /// Copies an object (its current version, or the one named), with new
+    /// headers or the source's.
     async fn copy_object(
         &self,
-        from: (&Bucket, &str),
+        from: (&Bucket, &str, Option<&str>),
         to: (&Bucket, &str),
         headers: Option<ObjectHeaders>,
         actor: &Actor,

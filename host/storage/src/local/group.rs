@@ -11,14 +11,15 @@
 
 use plateau_store::group::next_group;
 use plateau_store::storage::WriteError;
-use plateau_store::storage::objects::{self, Object, Put};
+use plateau_store::storage::objects::{self, Put};
+use plateau_store::storage::versions::Settled;
 use plateau_store::{Db, Error};
 use tokio::sync::{mpsc, oneshot};
 
 /// At most this many rows share a transaction.
 const MAX_GROUP: usize = 64;
 
-type Outcome = Result<Option<Object>, WriteError>;
+type Outcome = Result<Settled, WriteError>;
 
 struct Job {
     put: Put,
@@ -45,7 +46,7 @@ impl Commits {
         Commits { jobs }
     }
 
-    /// Records `put` as [`objects::put`] would; returns the replaced object.
+    /// Records `put` as [`objects::put`] would; returns what it replaced.
     pub(crate) async fn put(&self, put: Put) -> Outcome {
         let (done, outcome) = oneshot::channel();
         self.jobs.send(Job { put, done }).map_err(|_| closed())?;

@@ -10,7 +10,8 @@ use plateau_store::events::Actor;
 use plateau_store::storage::{objects, uploads};
 use serde_json::json;
 
-use super::{LocalProvider, object_event, segments};
+use super::LocalProvider;
+use super::objects::object_event;
 use crate::blobs::Blobs;
 use crate::error::{Error, Result};
 use crate::provider::*;
@@ -187,6 +188,7 @@ pub(super) async fn complete(
         blobs: serde_json::to_string(&blobs).unwrap_or_default(),
         headers: serde_json::to_string(&headers).unwrap_or_default(),
         modified_at: time::now_ms(),
+        version_id: new_id("v"),
     };
     let held = super::conditions::check(
         &provider.locks,
@@ -204,12 +206,15 @@ pub(super) async fn complete(
         .map_err(|e| Error::from_write(e, String::new))?;
     tx.commit().await?;
     drop(held);
-    let mut garbage: Vec<String> = done.unused.into_iter().map(|p| p.blob).collect();
-    if let Some(old) = done.replaced {
-        garbage.extend(segments(&old.blobs).into_iter().map(|(k, _)| k));
-    }
+    let garbage: Vec<String> = done.unused.into_iter().map(|p| p.blob).collect();
     provider.blobs.delete_all(garbage).await;
-    Ok(super::info(row))
+    provider.delete_removed(&done.replaced.removed).await;
+    let settled = done.replaced;
+    let mut row = row;
+    row.version_id = settled.version_id.clone();
+    let mut made = super::info(row);
+    made.version_id = settled.versioned.then_some(settled.version_id);
+    Ok(made)
 }
 
 /// The checksum of a multipart object: the checksum of its parts'

@@ -194,6 +194,7 @@ pub(super) async fn put_object(
         i.access_control_policy.as_ref(),
         &bucket.org_id,
     )?;
+    super::versioning::current_only(front, &bucket, &i.key, i.version_id.as_deref()).await?;
     front
         .storage
         .provider()
@@ -211,9 +212,10 @@ pub(super) async fn get_object(
     let info = front
         .storage
         .provider()
-        .head_object(&bucket, &req.input.key)
+        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
         .await
-        .map_err(s3_error)?;
+        .map_err(s3_error)?
+        .info;
     let owner = owner(&bucket);
     Ok(S3Response::new(GetObjectAclOutput {
         grants: Some(grants(&owner, info.headers.acl.as_deref())),

@@ -5,7 +5,8 @@
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::objects::last_modified;
+use super::fields::set_checksums;
+use super::headers::last_modified;
 use super::{Front, encryption, s3_error};
 
 /// The most parts a page lists (S3's default and limit).
@@ -20,9 +21,10 @@ pub(super) async fn get(
     let info = front
         .storage
         .provider()
-        .head_object(&bucket, &input.key)
+        .open(&bucket, &input.key, input.version_id.as_deref())
         .await
-        .map_err(s3_error)?;
+        .map_err(s3_error)?
+        .info;
     // An SSE-C object is described only to whoever has its key.
     let customer = encryption::customer(
         input.sse_customer_algorithm.as_deref(),
@@ -46,6 +48,7 @@ pub(super) async fn get(
     }
     let mut out = GetObjectAttributesOutput {
         last_modified: Some(last_modified(&info)),
+        version_id: info.version_id.clone(),
         ..Default::default()
     };
     if wants(ObjectAttributes::ETAG) {
@@ -60,18 +63,16 @@ pub(super) async fn get(
     let c = &info.headers.checksums;
     if wants(ObjectAttributes::CHECKSUM) && !c.is_empty() {
         let composite = c.values().any(|v| v.contains('-'));
-        out.checksum = Some(Checksum {
-            checksum_crc32: c.get("crc32").cloned(),
-            checksum_crc32c: c.get("crc32c").cloned(),
-            checksum_crc64nvme: c.get("crc64nvme").cloned(),
-            checksum_sha1: c.get("sha1").cloned(),
-            checksum_sha256: c.get("sha256").cloned(),
+        let mut sums = Checksum {
             checksum_type: Some(ChecksumType::from_static(if composite {
                 ChecksumType::COMPOSITE
             } else {
                 ChecksumType::FULL_OBJECT
             })),
-        });
+            ..Default::default()
+        };
+        set_checksums!(sums, map c);
+        out.checksum = Some(sums);
     }
     let numbers = info.headers.parts.clone();
     if wants(ObjectAttributes::OBJECT_PARTS) && numbers.len() == info.segments.len() {

@@ -6,7 +6,8 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::encryption;
-use super::objects::{etag, headers_of, last_modified, preconditions};
+use super::fields::set_encryption;
+use super::headers::{etag, headers_of, last_modified, preconditions};
 use super::{Front, actor, denied, s3_error};
 use crate::provider::{Condition, Digests, Upload};
 
@@ -15,13 +16,23 @@ pub(super) async fn copy(
     req: S3Request<CopyObjectInput>,
 ) -> S3Result<S3Response<CopyObjectOutput>> {
     let (principal, to) = front.bucket(&req, &req.input.bucket, true).await?;
-    let CopySource::Bucket { bucket, key, .. } = &req.input.copy_source else {
+    let CopySource::Bucket {
+        bucket,
+        key,
+        version_id,
+    } = &req.input.copy_source
+    else {
         return Err(denied());
     };
+    let version = version_id.as_deref();
     let (_, from) = front.bucket(&req, bucket, false).await?;
     let input = &req.input;
     let provider = front.storage.provider();
-    let source = provider.head_object(&from, key).await.map_err(s3_error)?;
+    let source = provider
+        .open(&from, key, version)
+        .await
+        .map_err(s3_error)?
+        .info;
     preconditions(
         &source,
         input.copy_source_if_match.as_ref(),
@@ -69,7 +80,7 @@ pub(super) async fn copy(
         h.tags = source.headers.tags.clone();
     }
     // A copy is private unless it asks otherwise, as in S3.
-    let acl = super::objects::object_acl(
+    let acl = super::headers::object_acl(
         &input.acl,
         [
             &input.grant_full_control,
@@ -112,7 +123,7 @@ pub(super) async fn copy(
         }
         provider
             .copy_object(
-                (&from, &**key),
+                (&from, &**key, version),
                 (&to, input.key.as_str()),
                 headers,
                 &actor(&principal),
@@ -121,7 +132,7 @@ pub(super) async fn copy(
             .map_err(s3_error)?
     } else {
         // Decrypted (and encrypted again) on the way: a new object.
-        let opened = provider.get_object(&from, key).await.map_err(s3_error)?;
+        let opened = provider.open(&from, key, version).await.map_err(s3_error)?;
         let (found, stream) = opened.read(None).map_err(s3_error)?;
         let stream = match source_key {
             Some(k) => encryption::decrypt(stream, k, &found, 0),
@@ -154,15 +165,16 @@ pub(super) async fn copy(
             .map_err(s3_error)?
     };
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
-    Ok(S3Response::new(CopyObjectOutput {
+    let mut out = CopyObjectOutput {
         copy_object_result: Some(CopyObjectResult {
             e_tag: Some(etag(&info)),
             last_modified: Some(last_modified(&info)),
             ..Default::default()
         }),
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
+        copy_source_version_id: version.map(str::to_owned),
+        version_id: info.version_id.clone(),
         ..Default::default()
-    }))
+    };
+    set_encryption!(out, described);
+    Ok(S3Response::new(out))
 }

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::objects::{etag, last_modified};
+use super::headers::{etag, last_modified};
 use super::{Front, s3_error};
 use crate::provider::{ListQuery, ObjectInfo};
 
@@ -18,12 +18,12 @@ use crate::provider::{ListQuery, ObjectInfo};
 const MAX_KEYS: usize = 1000;
 
 /// How names are written in a listing.
-struct Encoding {
+pub(super) struct Encoding {
     url: bool,
 }
 
 impl Encoding {
-    fn of(asked: Option<&EncodingType>) -> S3Result<Encoding> {
+    pub(super) fn of(asked: Option<&EncodingType>) -> S3Result<Encoding> {
         match asked.map(EncodingType::as_str) {
             None => Ok(Encoding { url: false }),
             Some(t) if t.eq_ignore_ascii_case(EncodingType::URL) => Ok(Encoding { url: true }),
@@ -34,7 +34,7 @@ impl Encoding {
         }
     }
 
-    fn name(&self, s: &str) -> String {
+    pub(super) fn name(&self, s: &str) -> String {
         if !self.url {
             return s.to_owned();
         }
@@ -49,7 +49,7 @@ impl Encoding {
         out
     }
 
-    fn opt(&self, s: &Option<String>) -> Option<String> {
+    pub(super) fn opt(&self, s: &Option<String>) -> Option<String> {
         s.as_deref().map(|s| self.name(s))
     }
 }
@@ -83,7 +83,7 @@ fn decode_token(token: &str) -> S3Result<String> {
         })
 }
 
-fn max_keys(asked: Option<i32>) -> S3Result<usize> {
+pub(super) fn max_keys(asked: Option<i32>) -> S3Result<usize> {
     match asked {
         None => Ok(MAX_KEYS),
         Some(n) if n < 0 => Err(S3Error::with_message(
@@ -94,7 +94,7 @@ fn max_keys(asked: Option<i32>) -> S3Result<usize> {
     }
 }
 
-fn prefixes(list: Vec<String>, enc: &Encoding) -> Option<CommonPrefixList> {
+pub(super) fn prefixes(list: Vec<String>, enc: &Encoding) -> Option<CommonPrefixList> {
     (!list.is_empty()).then(|| {
         list.into_iter()
             .map(|p| CommonPrefix {

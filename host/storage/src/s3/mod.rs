@@ -7,14 +7,18 @@
 //! or not it exists; NoSuchBucket is only said of names in the key's own
 //! namespace (`plt-<org>-`).
 
-mod absent;
 mod acl;
 mod attributes;
+mod buckets;
 mod copy;
 mod cors;
 mod date;
+mod delete;
 mod encryption;
+mod fields;
 mod form;
+mod headers;
+mod lifecycle;
 mod list;
 mod multipart;
 mod objects;
@@ -23,7 +27,9 @@ mod ops;
 mod part_copy;
 mod read;
 mod tagging;
+mod uploads;
 mod verify;
+mod versioning;
 
 use std::future::Future;
 
@@ -222,8 +228,33 @@ pub(crate) fn internal(e: Error) -> S3Error {
 pub(crate) fn s3_error(e: Error) -> S3Error {
     let code = match &e {
         Error::NoSuchBucket => S3ErrorCode::NoSuchBucket,
-        Error::NoSuchKey => S3ErrorCode::NoSuchKey,
+        Error::NoSuchKey | Error::DeletedKey => {
+            let mut err = S3Error::with_message(S3ErrorCode::NoSuchKey, e.to_string());
+            let marker = matches!(e, Error::DeletedKey);
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                "x-amz-delete-marker",
+                http::HeaderValue::from_static(if marker { "true" } else { "false" }),
+            );
+            err.set_headers(headers);
+            return err;
+        }
         Error::NoSuchUpload => S3ErrorCode::NoSuchUpload,
+        Error::NoSuchVersion => S3ErrorCode::NoSuchVersion,
+        Error::DeleteMarker(id) => {
+            let mut err = S3Error::with_message(S3ErrorCode::MethodNotAllowed, e.to_string());
+            err.set_status_code(http::StatusCode::METHOD_NOT_ALLOWED);
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                "x-amz-delete-marker",
+                http::HeaderValue::from_static("true"),
+            );
+            if let Ok(v) = http::HeaderValue::from_str(id) {
+                headers.insert("x-amz-version-id", v);
+            }
+            err.set_headers(headers);
+            return err;
+        }
         Error::BucketNotEmpty => S3ErrorCode::BucketNotEmpty,
         Error::NameTaken(_) => S3ErrorCode::BucketAlreadyOwnedByYou,
         Error::QuotaExceeded(_) => {

@@ -5,8 +5,10 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::encryption;
-use super::objects::{body, condition, headers_of, write_error};
-use super::{Front, actor, s3_error, timestamp};
+use super::fields::{sent_checksums, set_checksums, set_encryption};
+use super::headers::{condition, headers_of};
+use super::objects::{body, write_error};
+use super::{Front, actor, s3_error};
 use crate::provider::{Bucket as Stored, ObjectInfo};
 
 pub(super) async fn create(
@@ -49,7 +51,7 @@ pub(super) async fn create(
         ));
     }
     let tags = super::tagging::from_header(input.tagging.as_deref())?;
-    let acl = super::objects::object_acl(
+    let acl = super::headers::object_acl(
         &input.acl,
         [
             &input.grant_full_control,
@@ -78,7 +80,7 @@ pub(super) async fn create(
         .await
         .map_err(s3_error)?;
     let described = encryption::describe(upload.headers.sse.as_ref(), customer.as_ref());
-    Ok(S3Response::new(CreateMultipartUploadOutput {
+    let mut out = CreateMultipartUploadOutput {
         bucket: Some(input.bucket),
         key: Some(input.key),
         upload_id: Some(upload.id),
@@ -88,11 +90,10 @@ pub(super) async fn create(
             .checksum_algorithm
             .as_ref()
             .map(|_| ChecksumType::from_static(ChecksumType::COMPOSITE)),
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
         ..Default::default()
-    }))
+    };
+    set_encryption!(out, described);
+    Ok(S3Response::new(out))
 }
 
 /// The upload, checked against the key the request names.
@@ -135,14 +136,7 @@ pub(super) async fn upload_part(
     )?;
     let data = req.input.body.take();
     let input = &req.input;
-    let checksums = Checksum {
-        checksum_crc32: input.checksum_crc32.clone(),
-        checksum_crc32c: input.checksum_crc32c.clone(),
-        checksum_crc64nvme: input.checksum_crc64nvme.clone(),
-        checksum_sha1: input.checksum_sha1.clone(),
-        checksum_sha256: input.checksum_sha256.clone(),
-        checksum_type: None,
-    };
+    let checksums = sent_checksums!(input);
     let (mut upload, failure) = body(
         &req,
         data,
@@ -165,19 +159,13 @@ pub(super) async fn upload_part(
         .await
         .map_err(|e| write_error(e, &failure))?;
     let described = encryption::describe(found.headers.sse.as_ref(), customer.as_ref());
-    let c = &part.checksums;
-    Ok(S3Response::new(UploadPartOutput {
-        e_tag: Some(ETag::Strong(part.etag)),
-        checksum_crc32: c.get("crc32").cloned(),
-        checksum_crc32c: c.get("crc32c").cloned(),
-        checksum_crc64nvme: c.get("crc64nvme").cloned(),
-        checksum_sha1: c.get("sha1").cloned(),
-        checksum_sha256: c.get("sha256").cloned(),
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
+    let mut out = UploadPartOutput {
+        e_tag: Some(ETag::Strong(part.etag.clone())),
         ..Default::default()
-    }))
+    };
+    set_checksums!(out, map & part.checksums);
+    set_encryption!(out, described);
+    Ok(S3Response::new(out))
 }
 
 pub(super) async fn complete(
@@ -295,19 +283,17 @@ fn completed(
 ) -> S3Response<CompleteMultipartUploadOutput> {
     let c = &info.headers.checksums;
     let described = encryption::describe(info.headers.sse.as_ref(), None);
-    S3Response::new(CompleteMultipartUploadOutput {
+    let mut out = CompleteMultipartUploadOutput {
         bucket: Some(input.bucket.clone()),
         key: Some(input.key.clone()),
         e_tag: Some(ETag::Strong(info.etag.clone())),
-        checksum_crc32: c.get("crc32").cloned(),
-        checksum_crc32c: c.get("crc32c").cloned(),
-        checksum_crc64nvme: c.get("crc64nvme").cloned(),
-        checksum_sha1: c.get("sha1").cloned(),
-        checksum_sha256: c.get("sha256").cloned(),
         checksum_type: (!c.is_empty()).then(|| ChecksumType::from_static(ChecksumType::COMPOSITE)),
         server_side_encryption: described.method,
+        version_id: info.version_id.clone(),
         ..Default::default()
-    })
+    };
+    set_checksums!(out, map c);
+    S3Response::new(out)
 }
 
 pub(super) async fn abort(
@@ -325,95 +311,4 @@ pub(super) async fn abort(
     let mut out = S3Response::new(AbortMultipartUploadOutput::default());
     out.status = Some(http::StatusCode::NO_CONTENT);
     Ok(out)
-}
-
-pub(super) async fn list_parts(
-    front: &Front,
-    req: S3Request<ListPartsInput>,
-) -> S3Result<S3Response<ListPartsOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
-    let input = &req.input;
-    upload_of(front, &bucket, &input.upload_id, &input.key).await?;
-    let max = input.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
-    let after = input.part_number_marker.unwrap_or(0);
-    let (parts, truncated) = front
-        .storage
-        .provider()
-        .list_parts(&bucket, &input.upload_id, i64::from(after), max)
-        .await
-        .map_err(s3_error)?;
-    let next = parts.last().map(|p| p.number as i32);
-    Ok(S3Response::new(ListPartsOutput {
-        bucket: Some(input.bucket.clone()),
-        key: Some(input.key.clone()),
-        upload_id: Some(input.upload_id.clone()),
-        max_parts: Some(max as i32),
-        part_number_marker: input.part_number_marker,
-        next_part_number_marker: if truncated { next } else { None },
-        is_truncated: Some(truncated),
-        parts: Some(
-            parts
-                .into_iter()
-                .map(|p| Part {
-                    e_tag: Some(ETag::Strong(p.etag)),
-                    last_modified: Some(timestamp(p.modified_at)),
-                    part_number: Some(p.number as i32),
-                    size: Some(p.size as i64),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-        ..Default::default()
-    }))
-}
-
-pub(super) async fn list_uploads(
-    front: &Front,
-    req: S3Request<ListMultipartUploadsInput>,
-) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
-    let input = &req.input;
-    let max = input.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
-    let key_marker = input.key_marker.clone().unwrap_or_default();
-    let id_marker = input.upload_id_marker.clone().unwrap_or_default();
-    // Without an upload id marker, every upload of the key marker is skipped.
-    let id_after = if id_marker.is_empty() && !key_marker.is_empty() {
-        "\u{10ffff}".to_owned()
-    } else {
-        id_marker
-    };
-    let (uploads, truncated) = front
-        .storage
-        .provider()
-        .list_uploads(
-            &bucket,
-            input.prefix.as_deref().unwrap_or(""),
-            (&key_marker, &id_after),
-            max,
-        )
-        .await
-        .map_err(s3_error)?;
-    let last = uploads.last().map(|u| (u.key.clone(), u.id.clone()));
-    Ok(S3Response::new(ListMultipartUploadsOutput {
-        bucket: Some(input.bucket.clone()),
-        prefix: input.prefix.clone(),
-        key_marker: input.key_marker.clone(),
-        upload_id_marker: input.upload_id_marker.clone(),
-        max_uploads: Some(max as i32),
-        is_truncated: Some(truncated),
-        next_key_marker: truncated.then(|| last.clone().map(|l| l.0)).flatten(),
-        next_upload_id_marker: truncated.then(|| last.map(|l| l.1)).flatten(),
-        uploads: Some(
-            uploads
-                .into_iter()
-                .map(|u| MultipartUpload {
-                    key: Some(u.key),
-                    upload_id: Some(u.id),
-                    initiated: Some(timestamp(u.created_at)),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-        ..Default::default()
-    }))
 }

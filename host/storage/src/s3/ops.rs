@@ -5,7 +5,8 @@ use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
 use super::{
-    Front, absent, acl, attributes, copy, cors, list, multipart, objects, part_copy, read, tagging,
+    Front, acl, attributes, buckets, copy, cors, delete, lifecycle, list, multipart, objects,
+    part_copy, read, tagging, uploads, versioning,
 };
 
 #[async_trait::async_trait]
@@ -14,35 +15,35 @@ impl S3 for Front {
         &self,
         req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
-        objects::list_buckets(self, req).await
+        buckets::list_buckets(self, req).await
     }
 
     async fn head_bucket(
         &self,
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
-        objects::head_bucket(self, req).await
+        buckets::head_bucket(self, req).await
     }
 
     async fn get_bucket_location(
         &self,
         req: S3Request<GetBucketLocationInput>,
     ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-        objects::get_bucket_location(self, req).await
+        buckets::get_bucket_location(self, req).await
     }
 
     async fn create_bucket(
         &self,
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
-        objects::create_bucket(self, req).await
+        buckets::create_bucket(self, req).await
     }
 
     async fn delete_bucket(
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        objects::delete_bucket(self, req).await
+        buckets::delete_bucket(self, req).await
     }
 
     async fn put_object(
@@ -70,14 +71,14 @@ impl S3 for Front {
         &self,
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
-        objects::delete_object(self, req).await
+        delete::delete_object(self, req).await
     }
 
     async fn delete_objects(
         &self,
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        objects::delete_objects(self, req).await
+        delete::delete_objects(self, req).await
     }
 
     async fn copy_object(
@@ -133,14 +134,14 @@ impl S3 for Front {
         &self,
         req: S3Request<ListPartsInput>,
     ) -> S3Result<S3Response<ListPartsOutput>> {
-        multipart::list_parts(self, req).await
+        uploads::list_parts(self, req).await
     }
 
     async fn list_multipart_uploads(
         &self,
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
-        multipart::list_uploads(self, req).await
+        uploads::list_uploads(self, req).await
     }
     async fn put_bucket_cors(
         &self,
@@ -251,13 +252,41 @@ impl S3 for Front {
         &self,
         req: S3Request<GetBucketVersioningInput>,
     ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
-        absent::versioning(self, req).await
+        versioning::get(self, req).await
+    }
+
+    async fn put_bucket_versioning(
+        &self,
+        req: S3Request<PutBucketVersioningInput>,
+    ) -> S3Result<S3Response<PutBucketVersioningOutput>> {
+        versioning::put(self, req).await
+    }
+
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        versioning::list(self, req).await
     }
 
     async fn get_bucket_lifecycle_configuration(
         &self,
         req: S3Request<GetBucketLifecycleConfigurationInput>,
     ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
-        absent::lifecycle(self, req).await
+        lifecycle::get(self, req).await
+    }
+
+    async fn put_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<PutBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
+        lifecycle::put(self, req).await
+    }
+
+    async fn delete_bucket_lifecycle(
+        &self,
+        req: S3Request<DeleteBucketLifecycleInput>,
+    ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
+        lifecycle::delete(self, req).await
     }
 }

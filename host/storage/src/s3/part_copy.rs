@@ -6,7 +6,8 @@
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::objects::{last_modified, preconditions};
+use super::fields::set_encryption;
+use super::headers::{last_modified, preconditions};
 use super::{Front, denied, encryption, s3_error};
 use crate::provider::{Condition, Digests, Upload};
 
@@ -42,13 +43,21 @@ pub(super) async fn upload_part_copy(
 ) -> S3Result<S3Response<UploadPartCopyOutput>> {
     let input = &req.input;
     let (_, to) = front.bucket(&req, &input.bucket, true).await?;
-    let CopySource::Bucket { bucket, key, .. } = &input.copy_source else {
+    let CopySource::Bucket {
+        bucket,
+        key,
+        version_id,
+    } = &input.copy_source
+    else {
         return Err(denied());
     };
     let (_, from) = front.bucket(&req, bucket, false).await?;
     let found = super::multipart::upload_of(front, &to, &input.upload_id, &input.key).await?;
     let provider = front.storage.provider();
-    let opened = provider.get_object(&from, key).await.map_err(s3_error)?;
+    let opened = provider
+        .open(&from, key, version_id.as_deref())
+        .await
+        .map_err(s3_error)?;
     preconditions(
         &opened.info,
         input.copy_source_if_match.as_ref(),
@@ -109,17 +118,16 @@ pub(super) async fn upload_part_copy(
         .await
         .map_err(s3_error)?;
     let described = encryption::describe(found.headers.sse.as_ref(), customer.as_ref());
-    Ok(S3Response::new(UploadPartCopyOutput {
+    let mut out = UploadPartCopyOutput {
         copy_part_result: Some(CopyPartResult {
             e_tag: Some(ETag::Strong(part.etag)),
             last_modified: Some(last_modified(&info)),
             ..Default::default()
         }),
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
         ..Default::default()
-    }))
+    };
+    set_encryption!(out, described);
+    Ok(S3Response::new(out))
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::encryption;
-use super::objects::{blob, etag, last_modified, metadata, preconditions};
+use super::fields::{set_checksums, set_encryption};
+use super::headers::{etag, last_modified, metadata, preconditions};
+use super::objects::blob;
 use super::{Front, s3_error, timestamp};
 use crate::provider::ObjectInfo;
 
@@ -40,11 +42,7 @@ fn checksums(info: &ObjectInfo, mode: Option<&ChecksumMode>, whole: bool) -> Che
         return out;
     }
     let c = &info.headers.checksums;
-    out.checksum_crc32 = c.get("crc32").cloned();
-    out.checksum_crc32c = c.get("crc32c").cloned();
-    out.checksum_crc64nvme = c.get("crc64nvme").cloned();
-    out.checksum_sha1 = c.get("sha1").cloned();
-    out.checksum_sha256 = c.get("sha256").cloned();
+    set_checksums!(out, map c);
     if !c.is_empty() {
         let kind = if c.values().any(|v| v.contains('-')) {
             ChecksumType::COMPOSITE
@@ -72,7 +70,7 @@ pub(super) async fn get(
     let opened = front
         .storage
         .provider()
-        .get_object(&bucket, &input.key)
+        .open(&bucket, &input.key, input.version_id.as_deref())
         .await
         .map_err(s3_error)?;
     let key = encryption::key_of(
@@ -157,17 +155,11 @@ pub(super) async fn get(
             .or_else(|| h.cache_control.clone()),
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
-        checksum_crc32: sums.checksum_crc32,
-        checksum_crc32c: sums.checksum_crc32c,
-        checksum_crc64nvme: sums.checksum_crc64nvme,
-        checksum_sha1: sums.checksum_sha1,
-        checksum_sha256: sums.checksum_sha256,
-        checksum_type: sums.checksum_type,
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
+        version_id: info.version_id.clone(),
         ..Default::default()
     });
+    set_checksums!(out.output, from sums);
+    set_encryption!(out.output, described);
     if range.is_some() {
         out.status = Some(http::StatusCode::PARTIAL_CONTENT);
     }
@@ -190,9 +182,10 @@ pub(super) async fn head(
     let info = front
         .storage
         .provider()
-        .head_object(&bucket, &input.key)
+        .open(&bucket, &input.key, input.version_id.as_deref())
         .await
-        .map_err(s3_error)?;
+        .map_err(s3_error)?
+        .info;
     encryption::key_of(&front.storage, info.headers.sse.as_ref(), customer.as_ref())?;
     preconditions(
         &info,
@@ -237,17 +230,11 @@ pub(super) async fn head(
         cache_control: h.cache_control.clone(),
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
-        checksum_crc32: sums.checksum_crc32,
-        checksum_crc32c: sums.checksum_crc32c,
-        checksum_crc64nvme: sums.checksum_crc64nvme,
-        checksum_sha1: sums.checksum_sha1,
-        checksum_sha256: sums.checksum_sha256,
-        checksum_type: sums.checksum_type,
-        server_side_encryption: described.method,
-        sse_customer_algorithm: described.algorithm,
-        sse_customer_key_md5: described.key_md5,
+        version_id: info.version_id.clone(),
         ..Default::default()
     });
+    set_checksums!(out.output, from sums);
+    set_encryption!(out.output, described);
     if input.part_number.is_some() {
         out.status = Some(http::StatusCode::PARTIAL_CONTENT);
     }

@@ -133,6 +133,8 @@ pub(super) async fn put_object(
 ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let tags = from_set(&req.input.tagging, MAX_OBJECT_TAGS)?;
+    let version = req.input.version_id.as_deref();
+    super::versioning::current_only(front, &bucket, &req.input.key, version).await?;
     set_object_tags(front, &bucket, &req.input.key, tags).await?;
     Ok(S3Response::new(PutObjectTaggingOutput::default()))
 }
@@ -145,12 +147,13 @@ pub(super) async fn get_object(
     let info = front
         .storage
         .provider()
-        .head_object(&bucket, &req.input.key)
+        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
         .await
-        .map_err(s3_error)?;
+        .map_err(s3_error)?
+        .info;
     Ok(S3Response::new(GetObjectTaggingOutput {
         tag_set: to_set(&info.headers.tags),
-        version_id: None,
+        version_id: info.version_id,
     }))
 }
 
@@ -159,6 +162,8 @@ pub(super) async fn delete_object(
     req: S3Request<DeleteObjectTaggingInput>,
 ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let version = req.input.version_id.as_deref();
+    super::versioning::current_only(front, &bucket, &req.input.key, version).await?;
     set_object_tags(front, &bucket, &req.input.key, Tags::new()).await?;
     let mut out = S3Response::new(DeleteObjectTaggingOutput::default());
     out.status = Some(http::StatusCode::NO_CONTENT);

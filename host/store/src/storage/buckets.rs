@@ -96,10 +96,12 @@ pub async fn by_name(db: &Db, bucket: &str) -> Result<Option<Bucket>> {
         .await?)
 }
 
-/// Whether the bucket holds objects or unfinished uploads.
+/// Whether the bucket holds objects, versions (delete markers too) or
+/// unfinished uploads.
 pub async fn is_empty(tx: &mut Tx, id: &str) -> Result<bool> {
     let (n,): (i64,) = sqlx::query_as(
         "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM storage_objects WHERE bucket_id = $1 LIMIT 1) o) \
+         + (SELECT COUNT(*) FROM (SELECT 1 FROM storage_versions WHERE bucket_id = $1 LIMIT 1) v) \
          + (SELECT COUNT(*) FROM (SELECT 1 FROM storage_uploads WHERE bucket_id = $1 LIMIT 1) u)",
     )
     .bind(id)

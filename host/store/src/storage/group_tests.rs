@@ -18,6 +18,7 @@ fn object(bucket_id: &str, key: &str, size: i64) -> Object {
         blobs: format!("[[\"blob-{key}-{size}\", {size}]]"),
         headers: "{}".to_owned(),
         modified_at: 1,
+        version_id: "v".to_owned(),
     }
 }
 
@@ -96,8 +97,9 @@ async fn a_group_follows_the_rules_of_single_writes() {
     let replaced: Vec<_> = outcomes
         .iter()
         .map(|o| match o {
-            Ok(old) => Ok(old.as_ref().map(|o| o.size)),
+            Ok(old) => Ok((old.count > 0).then_some(old.bytes)),
             Err(WriteError::Quota) => Err("quota"),
+            Err(WriteError::Versioned) => Err("versioned"),
             Err(WriteError::Gone) => Err("gone"),
             Err(WriteError::Store(e)) => panic!("{e}"),
         })

@@ -9,9 +9,11 @@
 
 pub mod buckets;
 pub mod keys;
+pub mod lifecycle;
 pub mod objects;
 pub mod settings;
 pub mod uploads;
+pub mod versions;
 
 use crate::db::Deferred;
 use crate::{Db, Result, Tx};
@@ -32,6 +34,9 @@ pub enum WriteError {
     /// The bucket or upload went away meanwhile.
     #[error("the bucket or upload no longer exists")]
     Gone,
+    /// A grouped write to a bucket with versioning set: to be written alone.
+    #[error("the bucket has versioning set")]
+    Versioned,
     #[error(transparent)]
     Store(#[from] crate::Error),
 }

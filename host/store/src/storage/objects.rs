@@ -2,6 +2,7 @@
 
 use sqlx::FromRow;
 
+use super::versions::{self, Settled};
 use super::{WriteError, add_bucket_usage, add_usage, lock_usage};
 use crate::db::Deferred;
 use crate::events::{self, NewEvent};
@@ -18,9 +19,11 @@ pub struct Object {
     /// JSON: content headers, user metadata, checksums.
     pub headers: String,
     pub modified_at: i64,
+    /// [`super::versions::NULL`] unless written while versioning was enabled.
+    pub version_id: String,
 }
 
-const COLUMNS: &str = "bucket_id, key, size, etag, blobs, headers, modified_at";
+const COLUMNS: &str = "bucket_id, key, size, etag, blobs, headers, modified_at, version_id";
 
 pub async fn get(db: &Db, bucket_id: &str, key: &str) -> Result<Option<Object>> {
     let sql = format!("SELECT {COLUMNS} FROM storage_objects WHERE bucket_id = $1 AND key = $2");
@@ -31,7 +34,7 @@ pub async fn get(db: &Db, bucket_id: &str, key: &str) -> Result<Option<Object>> 
         .await?)
 }
 
-async fn get_in(tx: &mut Tx, bucket_id: &str, key: &str) -> Result<Option<Object>> {
+pub(super) async fn get_in(tx: &mut Tx, bucket_id: &str, key: &str) -> Result<Option<Object>> {
     let sql = format!("SELECT {COLUMNS} FROM storage_objects WHERE bucket_id = $1 AND key = $2");
     Ok(sqlx::query_as(&sql)
         .bind(bucket_id)
@@ -87,33 +90,36 @@ pub async fn scan(
         .await?)
 }
 
-/// Records `object` (replacing any object of its key) and its event,
-/// within the organisation's limit of `limit` bytes. Returns the replaced
-/// object, whose blobs the caller deletes after the commit.
+/// Records `object` as the current version of its key (the one it
+/// replaces kept or removed as the bucket's versioning says,
+/// [`versions::settle`]) and its event, within the organisation's limit of
+/// `limit` bytes. The caller deletes the blobs of the removed versions
+/// after the commit.
 pub async fn put(
     tx: &mut Tx,
     org_id: &str,
     object: &Object,
     limit: i64,
     event: &NewEvent,
-) -> Result<Option<Object>, WriteError> {
+) -> Result<Settled, WriteError> {
     lock_usage(tx, org_id).await?;
-    let old = get_in(tx, &object.bucket_id, &object.key).await?;
-    let (old_size, old_count) = old.as_ref().map_or((0, 0), |o| (o.size, 1));
-    add_usage(tx, org_id, object.size - old_size, 1 - old_count, limit).await?;
-    add_bucket_usage(tx, &object.bucket_id, object.size - old_size, 1 - old_count).await?;
-    upsert(tx, object).await?;
+    let mut object = object.clone();
+    let settled = versions::settle(tx, &mut object).await?;
+    let (bytes, count) = (object.size - settled.bytes, 1 - settled.count);
+    add_usage(tx, org_id, bytes, count, limit).await?;
+    add_bucket_usage(tx, &object.bucket_id, bytes, count).await?;
     events::record(tx, event, object.modified_at).await?;
-    Ok(old)
+    Ok(settled)
 }
 
 /// Writes the row; on SQLite it goes with the transaction's next statement.
 pub(super) async fn upsert(tx: &mut Tx, object: &Object) -> Result<()> {
     let write = Deferred::new(
-        "INSERT INTO storage_objects (bucket_id, key, size, etag, blobs, headers, modified_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (bucket_id, key) DO UPDATE SET \
-         size = excluded.size, etag = excluded.etag, blobs = excluded.blobs, \
-         headers = excluded.headers, modified_at = excluded.modified_at",
+        "INSERT INTO storage_objects (bucket_id, key, size, etag, blobs, headers, modified_at, \
+         version_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (bucket_id, key) DO UPDATE \
+         SET size = excluded.size, etag = excluded.etag, blobs = excluded.blobs, \
+         headers = excluded.headers, modified_at = excluded.modified_at, \
+         version_id = excluded.version_id",
     )
     .bind(object.bucket_id.as_str())
     .bind(object.key.as_str())
@@ -121,33 +127,9 @@ pub(super) async fn upsert(tx: &mut Tx, object: &Object) -> Result<()> {
     .bind(object.etag.as_str())
     .bind(object.blobs.as_str())
     .bind(object.headers.as_str())
-    .bind(object.modified_at);
+    .bind(object.modified_at)
+    .bind(object.version_id.as_str());
     tx.defer(write).await
-}
-
-/// Removes an object and records its event; returns it (for its blobs),
-/// or None when there was none.
-pub async fn delete(
-    tx: &mut Tx,
-    org_id: &str,
-    bucket_id: &str,
-    key: &str,
-    event: &NewEvent,
-    now: i64,
-) -> Result<Option<Object>, WriteError> {
-    lock_usage(tx, org_id).await?;
-    let Some(old) = get_in(tx, bucket_id, key).await? else {
-        return Ok(None);
-    };
-    sqlx::query("DELETE FROM storage_objects WHERE bucket_id = $1 AND key = $2")
-        .bind(bucket_id)
-        .bind(key)
-        .execute(tx.conn())
-        .await?;
-    add_usage(tx, org_id, -old.size, -1, 0).await?;
-    add_bucket_usage(tx, bucket_id, -old.size, -1).await?;
-    events::record(tx, event, now).await?;
-    Ok(Some(old))
 }
 
 /// One object write of a [`put_group`].
@@ -161,15 +143,17 @@ pub struct Put {
 }
 
 /// Records many objects in one SQLite transaction, in order, as [`put`]
-/// would one by one: each is refused alone (quota, bucket gone) without
-/// failing the others, and returns the object it replaced. Three round
+/// would one by one: each is refused alone (quota, bucket gone, or
+/// [`WriteError::Versioned`]: a bucket with versioning set, whose writes
+/// go alone through [`put`]) without failing the others, and returns
+/// what it replaced. Three round
 /// trips whatever the group's size: the replaced rows, the usage and
 /// buckets, then every write with the commit, which the caller sends.
 /// SQLite only: its one writer holds everything read here until the commit.
 pub async fn put_group(
     tx: &mut Tx,
     puts: &[Put],
-) -> Result<Vec<std::result::Result<Option<Object>, WriteError>>> {
+) -> Result<Vec<std::result::Result<Settled, WriteError>>> {
     use std::collections::HashMap;
     let mut sql =
         format!("SELECT {COLUMNS} FROM storage_objects WHERE (bucket_id, key) IN (VALUES ");
@@ -198,8 +182,13 @@ pub async fn put_group(
         .into_iter()
         .map(|(org, bytes)| (org, (bytes, 0, 0)))
         .collect();
+    let versioned: Vec<String> = buckets
+        .iter()
+        .filter(|(_, v)| *v)
+        .map(|(b, _)| b.clone())
+        .collect();
     let mut buckets: HashMap<String, (i64, i64)> =
-        buckets.into_iter().map(|b| (b, (0, 0))).collect();
+        buckets.into_iter().map(|(b, _)| (b, (0, 0))).collect();
     let mut outcomes = Vec::with_capacity(puts.len());
     for p in puts {
         let o = &p.object;
@@ -211,15 +200,30 @@ pub async fn put_group(
             outcomes.push(Err(WriteError::Gone));
             continue;
         };
+        if versioned.contains(&o.bucket_id) {
+            outcomes.push(Err(WriteError::Versioned));
+            continue;
+        }
         if bytes > 0 && org.0 + bytes > p.limit {
             outcomes.push(Err(WriteError::Quota));
             continue;
         }
         *org = (org.0 + bytes, org.1 + bytes, org.2 + objects);
         *bucket = (bucket.0 + bytes, bucket.1 + objects);
-        upsert(tx, o).await?;
+        let mut o = o.clone();
+        o.version_id = versions::NULL.to_owned();
+        upsert(tx, &o).await?;
         events::record(tx, &p.event, o.modified_at).await?;
-        outcomes.push(Ok(current.insert(id, o.clone())));
+        let mut settled = Settled {
+            version_id: o.version_id.clone(),
+            ..Default::default()
+        };
+        if let Some(old) = current.insert(id, o) {
+            settled.bytes = old.size;
+            settled.count = 1;
+            settled.removed.push(old.blobs);
+        }
+        outcomes.push(Ok(settled));
     }
     const USAGE: &str = "UPDATE storage_usage SET bytes = bytes + $2, objects = objects + $3 \
                          WHERE org_id = $1";
@@ -241,8 +245,11 @@ pub async fn put_group(
 }
 
 /// The bytes stored by the organisations of `puts`, and which of their
-/// buckets still exist.
-async fn usage_and_buckets(tx: &mut Tx, puts: &[Put]) -> Result<(Vec<(String, i64)>, Vec<String>)> {
+/// buckets still exist (with whether versioning is set on them).
+async fn usage_and_buckets(
+    tx: &mut Tx,
+    puts: &[Put],
+) -> Result<(Vec<(String, i64)>, Vec<(String, bool)>)> {
     let mut orgs: Vec<&str> = puts.iter().map(|p| p.org_id.as_str()).collect();
     let mut ids: Vec<&str> = puts.iter().map(|p| p.object.bucket_id.as_str()).collect();
     orgs.sort_unstable();
@@ -257,7 +264,9 @@ async fn usage_and_buckets(tx: &mut Tx, puts: &[Put]) -> Result<(Vec<(String, i6
     };
     let sql = format!(
         "SELECT 'usage', org_id, bytes FROM storage_usage WHERE org_id IN ({}) \
-         UNION ALL SELECT 'bucket', id, 0 FROM storage_buckets WHERE id IN ({})",
+         UNION ALL SELECT 'bucket', b.id, CASE WHEN EXISTS (SELECT 1 FROM \
+         storage_bucket_settings s WHERE s.bucket_id = b.id AND s.kind = 'versioning') \
+         THEN 1 ELSE 0 END FROM storage_buckets b WHERE b.id IN ({})",
         list(0, orgs.len()),
         list(orgs.len(), ids.len())
     );
@@ -270,7 +279,7 @@ async fn usage_and_buckets(tx: &mut Tx, puts: &[Put]) -> Result<(Vec<(String, i6
         if kind == "usage" {
             usage.push((id, bytes));
         } else {
-            buckets.push(id);
+            buckets.push((id, bytes != 0));
         }
     }
     Ok((usage, buckets))

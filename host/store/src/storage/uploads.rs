@@ -4,7 +4,8 @@
 
 use sqlx::FromRow;
 
-use super::objects::{self, Object};
+use super::objects::Object;
+use super::versions;
 use super::{WriteError, add_bucket_usage, add_usage, lock_usage};
 use crate::events::{self, NewEvent};
 use crate::{Db, Result, Tx};
@@ -157,8 +158,8 @@ pub async fn put_part(
 /// What completing an upload left for the caller to delete.
 #[derive(Debug, Default)]
 pub struct Completed {
-    /// The object the new one replaced.
-    pub replaced: Option<Object>,
+    /// What the new object replaced (the versions removed).
+    pub replaced: versions::Settled,
     /// Parts stored but not named in the completion.
     pub unused: Vec<Part>,
 }
@@ -182,14 +183,9 @@ pub async fn complete(
         .filter(|p| !chosen.contains(&p.part_number))
         .collect();
     let unused_bytes: i64 = unused.iter().map(|p| p.size).sum();
-    let sql = "SELECT bucket_id, key, size, etag, blobs, headers, modified_at FROM storage_objects \
-               WHERE bucket_id = $1 AND key = $2";
-    let replaced: Option<Object> = sqlx::query_as(sql)
-        .bind(&object.bucket_id)
-        .bind(&object.key)
-        .fetch_optional(tx.conn())
-        .await?;
-    let (old_size, old_count) = replaced.as_ref().map_or((0, 0), |o| (o.size, 1));
+    let mut object = object.clone();
+    let replaced = versions::settle(tx, &mut object).await?;
+    let (old_size, old_count) = (replaced.bytes, replaced.count);
     // The chosen parts' bytes are already counted; they move to the object.
     add_usage(
         tx,
@@ -200,7 +196,6 @@ pub async fn complete(
     )
     .await?;
     add_bucket_usage(tx, &object.bucket_id, object.size - old_size, 1 - old_count).await?;
-    objects::upsert(tx, object).await?;
     remove(tx, &upload.id).await?;
     events::record(tx, event, object.modified_at).await?;
     Ok(Completed { replaced, unused })

@@ -7,13 +7,15 @@ mod awscli;
 mod boto;
 mod features;
 mod isolation;
+mod lifecycle;
 mod semantics;
 mod staging;
 mod tools;
+mod versioning;
 
 use std::process::{Command, Output};
 
-use plateau_testkit::{Backend, Server};
+use plateau_testkit::{Backend, Server, ServerOptions};
 use serde_json::{Value, json};
 
 /// A server with a bucket and a key of its first organisation.
@@ -36,7 +38,12 @@ pub struct Key {
 
 impl S3 {
     pub async fn start(backend: Backend) -> S3 {
-        let server = crate::start(backend).await;
+        S3::start_with(ServerOptions::new(backend)).await
+    }
+
+    /// [`S3::start`] with the server's options (its environment).
+    pub async fn start_with(options: ServerOptions) -> S3 {
+        let server = crate::start_with(options).await;
         let bucket = create_bucket(&server, &server.token, "data").await;
         let key = create_key(&server, &server.token, json!({ "name": "ci" })).await;
         let endpoint = bucket["endpoint"].as_str().unwrap().to_owned();

@@ -1,0 +1,145 @@
+//! The headers of object requests: entity tags and dates, read
+//! preconditions, write conditions, canned ACLs and stored content headers.
+
+use s3s::dto::*;
+use s3s::{S3Error, S3ErrorCode, S3Result};
+
+use super::timestamp;
+use crate::provider::{Condition, ObjectHeaders, ObjectInfo};
+
+pub(super) fn etag(info: &ObjectInfo) -> ETag {
+    ETag::Strong(info.etag.clone())
+}
+
+pub(super) fn last_modified(info: &ObjectInfo) -> Timestamp {
+    timestamp(info.modified_at)
+}
+
+fn http_date(ts: Timestamp) -> i64 {
+    let t: time::OffsetDateTime = ts.into();
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// Applies `If-Match`, `If-None-Match`, `If-Modified-Since` and
+/// `If-Unmodified-Since` to an object; a 304 carries the entity tag
+/// and the time of the last change, as HTTP wants.
+pub(super) fn preconditions(
+    info: &ObjectInfo,
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+    if_modified_since: Option<&Timestamp>,
+    if_unmodified_since: Option<&Timestamp>,
+) -> S3Result<()> {
+    let matches = |c: &ETagCondition| match c {
+        ETagCondition::Any => true,
+        ETagCondition::ETag(e) => e.value() == info.etag,
+    };
+    // Seconds: HTTP dates carry no milliseconds.
+    let modified = info.modified_at / 1000;
+    if let Some(c) = if_match {
+        if !matches(c) {
+            return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
+        }
+    } else if let Some(t) = if_unmodified_since
+        && modified > http_date(t.clone()) / 1000
+    {
+        return Err(S3Error::new(S3ErrorCode::PreconditionFailed));
+    }
+    let not_modified = match if_none_match {
+        Some(c) => matches(c),
+        None => if_modified_since.is_some_and(|t| modified <= http_date(t.clone()) / 1000),
+    };
+    if not_modified {
+        let mut err = S3Error::new(S3ErrorCode::NotModified);
+        let mut headers = http::HeaderMap::new();
+        if let Ok(v) = http::HeaderValue::from_str(&format!("\"{}\"", info.etag)) {
+            headers.insert(http::header::ETAG, v);
+        }
+        let modified = time::OffsetDateTime::from_unix_timestamp(modified)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc2822)
+                    .ok()
+            });
+        if let Some(v) =
+            modified.and_then(|m| http::HeaderValue::from_str(&m.replace("+0000", "GMT")).ok())
+        {
+            headers.insert(http::header::LAST_MODIFIED, v);
+        }
+        err.set_headers(headers);
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// The condition of a write: `If-Match` (an entity tag or `*`) and
+/// `If-None-Match: *` (S3 accepts no other If-None-Match on a write).
+pub(super) fn condition(
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+) -> S3Result<Condition> {
+    let if_none_match = match if_none_match {
+        None => false,
+        Some(ETagCondition::Any) => true,
+        Some(ETagCondition::ETag(_)) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "If-None-Match on a write accepts only *",
+            ));
+        }
+    };
+    let if_match = if_match.map(|c| match c {
+        ETagCondition::Any => "*".to_owned(),
+        ETagCondition::ETag(e) => e.value().to_owned(),
+    });
+    Ok(Condition {
+        if_match,
+        if_none_match,
+    })
+}
+
+/// The canned ACL of a write (`x-amz-acl`; grants are refused).
+pub(super) fn object_acl(
+    acl: &Option<ObjectCannedACL>,
+    grants: [&Option<String>; 4],
+) -> S3Result<Option<String>> {
+    super::acl::canned(
+        acl.as_ref().map(ObjectCannedACL::as_str),
+        &grants.map(Option::as_ref),
+    )
+}
+
+pub(super) fn headers_of(
+    content_type: Option<String>,
+    content_encoding: Option<String>,
+    content_disposition: Option<String>,
+    content_language: Option<String>,
+    cache_control: Option<String>,
+    expires: Option<Timestamp>,
+    metadata: Option<Metadata>,
+) -> ObjectHeaders {
+    // aws-chunked names the framing of the request body, not the content.
+    let content_encoding = content_encoding
+        .map(|e| {
+            e.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("aws-chunked"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .filter(|e| !e.is_empty());
+    ObjectHeaders {
+        content_type,
+        content_encoding,
+        content_disposition,
+        content_language,
+        cache_control,
+        expires: expires.map(http_date),
+        metadata: metadata.unwrap_or_default().into_iter().collect(),
+        ..Default::default()
+    }
+}
+
+pub(super) fn metadata(h: &ObjectHeaders) -> Option<Metadata> {
+    (!h.metadata.is_empty()).then(|| h.metadata.clone().into_iter().collect())
+}
