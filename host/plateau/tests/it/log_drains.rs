@@ -26,6 +26,7 @@ use plateau_testkit::{Backend, Client, ServerOptions};
 use serde_json::{Value, json};
 
 use crate::apps::{Apps, Edge, id, slug};
+use crate::standard_webhooks::Signed;
 
 /// One batch a sink received, decompressed.
 #[derive(Clone, Debug)]
@@ -262,54 +263,20 @@ input(type="imtcp" port="{port}" address="127.0.0.1" ruleset="drain")
 
 /// Verifies each batch's signature over its NDJSON with the
 /// `standardwebhooks` library; one `ok` or `bad` per batch.
-const VERIFY: &str = r#"
-import json, sys
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
-for case in json.load(open(sys.argv[1])):
-    try:
-        Webhook(case["secret"]).verify(case["body"], case["headers"], json_parse=False)
-        print("ok")
-    except WebhookVerificationError:
-        print("bad")
-"#;
-
 async fn verify(secret: &str, batches: &[Batch]) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let cases: Vec<Value> = batches
+    let cases: Vec<_> = batches
         .iter()
         .map(|b| {
-            json!({
-                "secret": secret,
-                "body": b.body,
-                "headers": {
-                    "webhook-id": b.id,
-                    "webhook-timestamp": b.timestamp,
-                    "webhook-signature": b.signature,
-                },
-            })
+            let signed = Signed {
+                id: &b.id,
+                timestamp: &b.timestamp,
+                signature: &b.signature,
+                body: &b.body,
+            };
+            (secret, signed)
         })
         .collect();
-    let file = dir.path().join("cases.json");
-    std::fs::write(&file, serde_json::to_vec(&cases).unwrap()).unwrap();
-    let script = dir.path().join("verify.py");
-    std::fs::write(&script, VERIFY).unwrap();
-    let out = tokio::process::Command::new("python3")
-        .arg(&script)
-        .arg(&file)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("No module named"),
-        "standardwebhooks is required: cargo xtask test installs it ({stderr})"
-    );
-    assert!(out.status.success(), "verify.py failed: {stderr}");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    crate::standard_webhooks::verify(&cases, false).await
 }
 
 async fn create(c: &Client, body: Value) -> Value {

@@ -45,6 +45,7 @@ mod queues;
 mod registry;
 mod server;
 mod slow_clients;
+mod standard_webhooks;
 mod storage;
 mod storage_objects;
 mod webhooks;

@@ -11,7 +11,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +21,7 @@ use axum::routing::post;
 use plateau_testkit::{Backend, Client, ServerOptions};
 use serde_json::{Value, json};
 
+use crate::standard_webhooks::Signed;
 use crate::{create_org, mint, start_with};
 
 /// One request a sink received: its webhook headers and body.
@@ -121,54 +121,23 @@ async fn wait_for(c: &Client, path: &str, what: &str, done: impl Fn(&Value) -> b
 
 /// Verifies each `(secret, request)` with the `standardwebhooks` library;
 /// one `ok` or `bad` per case.
-const VERIFY: &str = r#"
-import json, sys
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
-for case in json.load(open(sys.argv[1])):
-    try:
-        Webhook(case["secret"]).verify(case["body"], case["headers"])
-        print("ok")
-    except WebhookVerificationError:
-        print("bad")
-"#;
-
 async fn verify(cases: &[(&str, &Received)]) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let cases: Vec<Value> = cases
+    let cases: Vec<_> = cases
         .iter()
-        .map(|(secret, r)| {
-            json!({
-                "secret": secret,
-                "body": r.body,
-                "headers": {
-                    "webhook-id": r.id,
-                    "webhook-timestamp": r.timestamp,
-                    "webhook-signature": r.signature,
-                },
-            })
-        })
+        .map(|(secret, r)| (*secret, r.signed()))
         .collect();
-    let file = dir.path().join("cases.json");
-    std::fs::write(&file, serde_json::to_vec(&cases).unwrap()).unwrap();
-    let script = dir.path().join("verify.py");
-    std::fs::write(&script, VERIFY).unwrap();
-    let out = tokio::process::Command::new("python3")
-        .arg(&script)
-        .arg(&file)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("No module named"),
-        "standardwebhooks is required: cargo xtask test installs it ({stderr})"
-    );
-    assert!(out.status.success(), "verify.py failed: {stderr}");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    crate::standard_webhooks::verify(&cases, true).await
+}
+
+impl Received {
+    fn signed(&self) -> Signed<'_> {
+        Signed {
+            id: &self.id,
+            timestamp: &self.timestamp,
+            signature: &self.signature,
+            body: &self.body,
+        }
+    }
 }
 
 async fn create(c: &Client, body: Value) -> Value {

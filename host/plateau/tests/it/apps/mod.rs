@@ -3,8 +3,8 @@
 //! the edge by Host name.
 
 mod build_sandbox;
-mod cdn;
 mod builds;
+mod cdn;
 mod crates;
 mod deploy;
 mod domains;
