@@ -8,6 +8,7 @@ pub mod domains;
 pub mod env;
 pub mod git_links;
 pub mod logs;
+pub mod previews;
 pub mod rules;
 pub mod uploads;
 pub mod volumes;
@@ -123,6 +124,8 @@ pub async fn list(
     let mut conds = Conditions::new();
     conds.push("org_id = ?", Bind::Text(org_id.to_owned()));
     conds.push_raw("deleted_at IS NULL");
+    // Previews run as apps of their own, listed under their app.
+    conds.push_raw("id NOT IN (SELECT app_id FROM app_previews)");
     if let Some(project) = only {
         conds.push("project_id = ?", Bind::Text(project.to_owned()));
     }

@@ -10,6 +10,7 @@ mod domains;
 mod limits;
 mod linux;
 mod outage;
+mod previews;
 mod rules;
 mod sandbox;
 mod settings;
