@@ -14,7 +14,7 @@ use plateau_core::time;
 use plateau_runner::container::ImageConfig;
 use plateau_runner::{Artifact, Body, LaunchSpec, Limits, Replicas, Runner};
 use plateau_store::apps::deployments::{self, Deployment};
-use plateau_store::apps::{self, App, components, env};
+use plateau_store::apps::{self, App, components};
 use plateau_store::events::{self, Actor};
 use serde_json::json;
 
@@ -48,16 +48,7 @@ impl Plane {
         if let Artifact::Container { config, .. } = &mut artifact {
             config.port = app.port.and_then(|p| u16::try_from(p).ok());
         }
-        let mut opened = Vec::new();
-        for var in env::list(self.db(), &app.id)
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            opened.push((
-                var.name.clone(),
-                crate::env::open(self.sealer(), &app.id, &var.name, &var.sealed)?,
-            ));
-        }
+        let opened = crate::previews::environment(self.db(), self.sealer(), app).await?;
         let (volumes, mounts) = crate::volumes::mounted(self.db(), &app.id)
             .await?
             .into_iter()

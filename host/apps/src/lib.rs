@@ -37,6 +37,7 @@ pub mod launch;
 pub mod linux_image;
 pub mod logs;
 pub mod pipeline;
+pub mod previews;
 pub mod rules;
 pub mod status;
 pub mod supervisor;
@@ -169,11 +170,13 @@ impl Apps {
     }
 
     /// Starts the API process's background work: the deployments a
-    /// previous run left pending, and the sweep of uploads nobody built.
+    /// previous run left pending, the sweep of uploads nobody built, and
+    /// of previews whose delete a previous run did not finish.
     pub fn start(&self) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
             tokio::spawn(self.clone().resume_pending()),
             tokio::spawn(self.clone().sweep_uploads()),
+            tokio::spawn(self.clone().sweep_previews()),
         ]
     }
 }

@@ -246,7 +246,7 @@ pub async fn rename(
 }
 
 /// Move an app to the trash: its replicas stop; config, env and
-/// deployments are kept for a restore.
+/// deployments are kept for a restore; its previews are deleted.
 #[utoipa::path(delete, path = "/apps/{id}", tag = "apps",
     security(("bearer" = ["apps:write"])),
     params(("id" = String, Path, description = "app id")),
@@ -262,8 +262,13 @@ pub async fn delete(
     db::set_trashed(&mut tx, &app.id, Some(now), now).await?;
     let e = event(&app, "app.deleted", "delete", &caller.actor()).data(json!({ "name": app.name }));
     events::record(&mut tx, &e, now).await?;
+    let previews =
+        super::previews::close_all(apps.db(), &mut tx, &app, &caller.actor(), now).await?;
     tx.commit_last().await?;
     apps.follow_on_agent(&app.id).await;
+    for p in previews {
+        apps.spawn_purge(p);
+    }
     app.deleted_at = Some(now);
     app.updated_at = now;
     let url = apps.url(&app.slug);
@@ -324,7 +329,7 @@ pub async fn restore(
 }
 
 /// Refuses a new app (or a restore) beyond the plan's number of apps.
-async fn check_plan(tx: &mut plateau_store::Tx, org_id: &str) -> Result<(), ApiError> {
+pub(crate) async fn check_plan(tx: &mut plateau_store::Tx, org_id: &str) -> Result<(), ApiError> {
     let (plan, allowed) = db::plan_app_limit(tx, org_id).await?;
     let used = db::count_active(tx, org_id).await?;
     if used >= allowed {

@@ -121,6 +121,9 @@ pub async fn put(
 pub struct PushOutcome {
     /// `deploying`, `ignored`, `duplicate` or `pong`.
     pub status: String,
+    /// The app deploying: the linked app, or a preview's app.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_id: Option<String>,
     /// Why an event was ignored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -129,9 +132,9 @@ pub struct PushOutcome {
 }
 
 /// GitHub's push webhook for a linked app. The signature is the
-/// credential (no token): a push to the linked branch deploys it; a
-/// delivery seen before, another branch (previews are not built yet) or
-/// another event is acknowledged and ignored.
+/// credential (no token): a push to the linked branch deploys it, a push
+/// to a branch with an open preview deploys the preview; a delivery seen
+/// before, another branch or another event is acknowledged and ignored.
 #[utoipa::path(post, path = "/apps/{id}/github/push", tag = "apps",
     security(()),
     params(("id" = String, Path, description = "app id"),
@@ -164,6 +167,7 @@ pub async fn push(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let outcome = |status: &str, reason: Option<String>| PushOutcome {
         status: status.to_owned(),
+        app_id: None,
         reason,
         deployment_id: None,
     };
@@ -191,14 +195,23 @@ pub async fn push(
         .r#ref
         .strip_prefix("refs/heads/")
         .unwrap_or(&payload.r#ref);
+    // Another branch deploys its open preview, if it has one.
+    let preview = if pushed != branch && app.deleted_at.is_none() {
+        super::previews::open_for_push(&mut tx, &app, pushed).await?
+    } else {
+        None
+    };
+    let target = preview.as_ref().unwrap_or(&app);
     let ignored = if app.deleted_at.is_some() {
         Some("the app is in the trash".to_owned())
     } else if payload.deleted {
         Some(format!("branch {pushed} was deleted"))
-    } else if pushed != branch {
-        Some(format!("{pushed} is not the linked branch {branch}"))
-    } else if crate::AppStatus::Paused.is(&app.status) {
-        Some("the app is paused".to_owned())
+    } else if pushed != branch && preview.is_none() {
+        Some(format!(
+            "{pushed} is not the linked branch {branch} and has no open preview"
+        ))
+    } else if crate::AppStatus::Paused.is(&target.status) {
+        Some(format!("app {} is paused", target.id))
     } else {
         None
     };
@@ -207,26 +220,27 @@ pub async fn push(
         return Ok((StatusCode::OK, Json(outcome("ignored", Some(reason)))));
     }
     let repo = app.repo.clone().unwrap_or_default();
-    let d = pipeline::pending_git(&app, &repo, &branch);
+    let d = pipeline::pending_git(target, &repo, pushed);
     let actor = Actor {
         kind: "github".to_owned(),
         id: Some(delivery),
         user_id: link.user_id.clone(),
         ip: None,
     };
-    pipeline::create(&mut tx, &app, &d, &actor).await?;
+    pipeline::create(&mut tx, target, &d, &actor).await?;
     tx.commit_last().await?;
     let who = PullAs {
         org_id: app.org_id.clone(),
         token_id: link.token_id.clone(),
         user_id: link.user_id.clone(),
     };
-    apps.spawn_pipeline(app.id.clone(), d.id.clone(), Some(who));
-    tracing::info!(app = %app.id, commit = %payload.after, "apps: a push deploys");
+    apps.spawn_pipeline(target.id.clone(), d.id.clone(), Some(who));
+    tracing::info!(app = %target.id, commit = %payload.after, "apps: a push deploys");
     Ok((
         StatusCode::ACCEPTED,
         Json(PushOutcome {
             status: "deploying".to_owned(),
+            app_id: Some(target.id.clone()),
             reason: None,
             deployment_id: Some(d.id),
         }),

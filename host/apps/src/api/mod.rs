@@ -10,6 +10,8 @@ pub mod env;
 pub mod filters;
 pub mod github;
 pub mod logs;
+mod preview_db;
+pub mod previews;
 pub mod rules;
 pub mod settings;
 pub mod upload;
@@ -52,6 +54,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(volumes::restore))
         .routes(routes!(github::get, github::put))
         .routes(routes!(github::push))
+        .routes(routes!(previews::list, previews::create))
+        .routes(routes!(previews::get, previews::delete))
         .routes(routes!(rules::list, rules::create))
         .routes(routes!(rules::update, rules::delete))
         .routes(routes!(rules::get_scale_out, rules::put_scale_out))
@@ -84,7 +88,8 @@ pub(crate) async fn load(
     Ok(app)
 }
 
-/// [`load`] inside a write transaction, refusing an app in the trash.
+/// [`load`] inside a write transaction, refusing an app in the trash
+/// and a preview's app (changed only through its app's previews).
 pub(crate) async fn load_live_in(
     tx: &mut plateau_store::Tx,
     caller: &Caller,
@@ -98,6 +103,15 @@ pub(crate) async fn load_live_in(
         return Err(ApiError::conflict(
             "app_in_trash",
             format!("app {id} is in the trash; restore it first"),
+        ));
+    }
+    if let Some(p) = plateau_store::apps::previews::of_app_in(tx, &app.id).await? {
+        return Err(ApiError::conflict(
+            "preview_app",
+            format!(
+                "app {id} is preview {} of app {}; change it through /apps/{}/previews",
+                p.id, p.parent_id, p.parent_id
+            ),
         ));
     }
     Ok(app)

@@ -493,16 +493,9 @@ pub async fn connection(
         (roles::READER_ROLE.to_owned(), password)
     };
     let ca_certificate = service.provider().ca_certificate(&placement);
-    let tls = if ca_certificate.is_some() {
-        "?sslmode=require"
-    } else {
-        ""
-    };
+    let tls = ca_certificate.is_some();
     let uri = |port: u16, database: &str| {
-        format!(
-            "postgresql://{username}:{password}@{}:{port}/{database}{tls}",
-            placement.address
-        )
+        connection_uri(&placement, &username, &password, port, database, tls)
     };
     let read_uri = (!placement.standbys().is_empty()).then(|| {
         uri(
@@ -522,4 +515,38 @@ pub async fn connection(
         password,
         ca_certificate,
     }))
+}
+
+/// The one shape of a connection string: `username` to `database` at
+/// `port` of the cluster's address, asking for TLS when it has it.
+fn connection_uri(
+    placement: &crate::Placement,
+    username: &str,
+    password: &str,
+    port: u16,
+    database: &str,
+    tls: bool,
+) -> String {
+    let tls = if tls { "?sslmode=require" } else { "" };
+    format!(
+        "postgresql://{username}:{password}@{}:{port}/{database}{tls}",
+        placement.address
+    )
+}
+
+/// The owner's connection string of database `d` through the pooler,
+/// as `connection` answers a caller with databases:write (an app's
+/// preview gets it in its environment).
+pub async fn owner_uri(service: &DatabaseService, d: &Database) -> Result<String, ApiError> {
+    let placement = DatabaseService::placement(d)?;
+    let (username, password) = service.login(d, &placement).await?;
+    let tls = service.provider().ca_certificate(&placement).is_some();
+    Ok(connection_uri(
+        &placement,
+        &username,
+        &password,
+        placement.pooler_port,
+        &placement.database,
+        tls,
+    ))
 }

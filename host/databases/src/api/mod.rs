@@ -10,6 +10,8 @@ mod inside;
 mod members;
 mod rotation;
 
+pub use clusters::owner_uri;
+
 use std::sync::Arc;
 
 use axum::Extension;

@@ -10,6 +10,7 @@ pub mod env;
 pub mod filters;
 pub mod git_links;
 pub mod logs;
+pub mod previews;
 pub mod rules;
 pub mod uploads;
 pub mod volumes;
@@ -125,6 +126,8 @@ pub async fn list(
     let mut conds = Conditions::new();
     conds.push("org_id = ?", Bind::Text(org_id.to_owned()));
     conds.push_raw("deleted_at IS NULL");
+    // Previews run as apps of their own, listed under their app.
+    conds.push_raw("id NOT IN (SELECT app_id FROM app_previews)");
     if let Some(project) = only {
         conds.push("project_id = ?", Bind::Text(project.to_owned()));
     }

@@ -31,7 +31,7 @@ pub(super) fn dockerfile(run: &str) -> String {
     )
 }
 
-fn git(dir: &Path, args: &[&str]) {
+pub(super) fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
         .args(args)
@@ -238,7 +238,7 @@ async fn git_dockerfile_builds(backend: Backend) {
 }
 
 /// Sends a push webhook for `branch` as GitHub does, signed with `secret`.
-async fn push_hook(
+pub(super) async fn push_hook(
     hook: &str,
     secret: &str,
     delivery: &str,

@@ -12,6 +12,7 @@ mod filters;
 mod limits;
 mod linux;
 mod outage;
+mod previews;
 mod rules;
 mod sandbox;
 mod settings;
