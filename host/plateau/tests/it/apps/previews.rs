@@ -188,7 +188,7 @@ async fn a_preview_deploys_a_branch_under_its_own_name() {
     assert_eq!(listed["items"][0]["status"], "running", "{listed}");
     let all = c.get("/apps").await.json();
     let ids: Vec<String> = all["items"].as_array().unwrap().iter().map(id).collect();
-    assert_eq!(ids, [app_id.clone()]);
+    assert_eq!(ids, [app_id.as_str()]);
     let r = c
         .patch(&format!("/apps/{preview_app}"), json!({ "name": "mine" }))
         .await;
