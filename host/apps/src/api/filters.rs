@@ -122,7 +122,7 @@ pub async fn list(
 /// load and describe itself; only the organisation's apps may run it.
 #[utoipa::path(post, path = "/edge-filters", tag = "apps",
     security(("bearer" = ["apps:write"])),
-    request_body(content((Vec<u8> = "application/wasm"))),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the component's bytes (`application/wasm`), whatever the content type says"),
     responses((status = 201, description = "the stored filter", body = EdgeFilterView),
               (status = 400, description = "not an edge filter; the problem says why", body = plateau_api::error::Problem),
               (status = 413, description = "a component over 16 MiB", body = plateau_api::error::Problem)))]
@@ -139,7 +139,7 @@ pub async fn upload(
 /// Upload an edge filter every organisation may enable (the operator's).
 #[utoipa::path(post, path = "/admin/edge-filters", tag = "admin",
     security(("adminSession" = [])),
-    request_body(content((Vec<u8> = "application/wasm"))),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the component's bytes (`application/wasm`), whatever the content type says"),
     responses((status = 201, description = "the stored filter", body = EdgeFilterView),
               (status = 400, description = "not an edge filter; the problem says why", body = plateau_api::error::Problem),
               (status = 413, description = "a component over 16 MiB", body = plateau_api::error::Problem)))]

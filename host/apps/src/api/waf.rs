@@ -129,14 +129,16 @@ fn check(r: &RuleRow) -> Result<(), ApiError> {
 /// `appId`, those that apply to that app).
 #[utoipa::path(get, path = "/waf/rules", tag = "waf",
     security(("bearer" = ["waf:read"])),
-    params(("appId" = Option<String>, Query, description = "only the rules that apply to this app")),
-    responses((status = 200, description = "the rules", body = WafRuleList)))]
+    params(("appId" = Option<String>, Query, min_length = 1, description = "only the rules that apply to this app")),
+    responses((status = 200, description = "the rules", body = WafRuleList),
+              (status = 404, description = "appId names no app of the organisation", body = plateau_api::error::Problem)))]
 pub async fn list(
     Extension(apps): Extension<Apps>,
     caller: Caller,
     pairs: Pairs,
 ) -> Result<Json<WafRuleList>, ApiError> {
     let app_id = match param(&pairs, "appId") {
+        Some("") => return Err(ApiError::invalid("appId", "must name an app")),
         Some(id) => Some(load(apps.db(), &caller, id).await?.id),
         None => None,
     };
