@@ -97,9 +97,13 @@ pub async fn update(tx: &mut Tx, a: &Alarm) -> Result<()> {
     Ok(())
 }
 
+/// One alarm of an organisation by id.
+fn by_id() -> String {
+    format!("SELECT {COLUMNS} FROM alarms WHERE org_id = $1 AND id = $2")
+}
+
 pub async fn get(db: &Db, org_id: &str, id: &str) -> Result<Option<Alarm>> {
-    let sql = format!("SELECT {COLUMNS} FROM alarms WHERE org_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as(&by_id())
         .bind(org_id)
         .bind(id)
         .fetch_optional(db.pool())
@@ -109,8 +113,7 @@ pub async fn get(db: &Db, org_id: &str, id: &str) -> Result<Option<Alarm>> {
 /// Reads an alarm inside a write transaction, so a change decides on
 /// what it sees.
 pub async fn get_in(tx: &mut Tx, org_id: &str, id: &str) -> Result<Option<Alarm>> {
-    let sql = format!("SELECT {COLUMNS} FROM alarms WHERE org_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
+    Ok(sqlx::query_as(&by_id())
         .bind(org_id)
         .bind(id)
         .fetch_optional(tx.conn())
