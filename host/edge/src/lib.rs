@@ -25,6 +25,7 @@
 //! **Architecture Invariant:** the edge knows nothing of the database or
 //! the API; the apps crate tells it what serves each name.
 
+pub mod demand;
 #[cfg(test)]
 mod filter_tests;
 pub mod filters;
@@ -96,6 +97,8 @@ pub struct Edge {
     wildcard: ArcSwap<Option<Arc<CertifiedKey>>>,
     /// The public port of the HTTPS listener; 0 while there is none.
     https_port: std::sync::atomic::AtomicU16,
+    /// Requests and bytes per app, and apps asleep.
+    demand: demand::Demand,
 }
 
 impl Edge {
@@ -112,7 +115,13 @@ impl Edge {
             challenges: ArcSwap::from_pointee(HashMap::new()),
             wildcard: ArcSwap::from_pointee(None),
             https_port: std::sync::atomic::AtomicU16::new(0),
+            demand: demand::Demand::default(),
         }
+    }
+
+    /// What this edge sees of each app's demand; wakes apps asleep.
+    pub fn demand(&self) -> &demand::Demand {
+        &self.demand
     }
 
     /// Replaces the table of custom domains, atomically: a domain left
