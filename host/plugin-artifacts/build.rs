@@ -132,6 +132,7 @@ const FIXTURES: &[Package] = &[
             "volume-app",
             "echo-command",
             "spin-app",
+            "burn-app",
         ]),
     },
 ];

@@ -25,6 +25,7 @@
 //! reach a registry.
 
 pub mod api;
+pub mod autoscale;
 pub mod build;
 pub mod config;
 pub mod control;
@@ -34,6 +35,7 @@ pub mod image;
 pub mod launch;
 pub mod linux_image;
 pub mod logs;
+pub mod metering;
 pub mod pipeline;
 pub mod rules;
 pub mod status;

@@ -3,6 +3,7 @@
 //! Another organisation's app answers 404, as a missing one does.
 
 pub mod apps;
+pub mod autoscale;
 pub mod deploy;
 pub mod domains;
 pub mod env;
@@ -35,6 +36,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(deploy::resume))
         .routes(routes!(settings::get_scale, settings::put_scale))
         .routes(routes!(settings::get_resources, settings::put_resources))
+        .routes(routes!(autoscale::get, autoscale::put))
         .routes(routes!(env::list, env::set, env::delete))
         .routes(routes!(env::verify))
         .routes(routes!(logs::list))

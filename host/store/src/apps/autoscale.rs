@@ -30,6 +30,16 @@ pub async fn get(db: &Db, app_id: &str) -> Result<Option<Autoscale>> {
     .await?)
 }
 
+/// The app's setting, within a transaction.
+pub async fn get_in(tx: &mut Tx, app_id: &str) -> Result<Option<Autoscale>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM app_autoscale WHERE app_id = $1"
+    ))
+    .bind(app_id)
+    .fetch_optional(tx.conn())
+    .await?)
+}
+
 /// Every enabled setting of an app that is not in the trash.
 pub async fn enabled(db: &Db) -> Result<Vec<Autoscale>> {
     Ok(sqlx::query_as(&format!(
