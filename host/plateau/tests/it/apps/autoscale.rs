@@ -191,3 +191,96 @@ async fn autoscale_follows_cpu_sleeps_wakes_and_meters() {
     }
     eprintln!("autoscale: metrics after the load: {}", seen.join(", "));
 }
+
+/// A busybox image whose httpd runs `/cgi-bin/burn`, a shell loop that
+/// keeps its CPU quota busy for a while.
+fn burn_config() -> Vec<u8> {
+    let cgi = "#!/bin/sh\\necho Content-Type: text/plain\\necho\\ni=0\\n\
+               while [ $i -lt 20000 ]; do i=$((i+1)); done\\necho burned\\n";
+    let script = format!(
+        "mkdir -p /tmp/www/cgi-bin && echo burn > /tmp/www/index.html \
+         && printf '{cgi}' > /tmp/www/cgi-bin/burn && chmod +x /tmp/www/cgi-bin/burn \
+         && exec httpd -f -p $PORT -h /tmp/www"
+    );
+    serde_json::to_vec(&json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": { "Cmd": ["/bin/sh", "-c", script] },
+        "rootfs": { "type": "layers", "diff_ids": [] },
+    }))
+    .unwrap()
+}
+
+/// Linux replicas are scaled on their cgroups' CPU: up under load, down
+/// after it. Needs root and runc.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn linux_replicas_scale_on_their_cgroups_cpu() {
+    let options = ServerOptions::new(Backend::Sqlite)
+        .env("PLATEAU_APPS_AUTOSCALE_WINDOW_MS", "2000")
+        .env("PLATEAU_APPS_AUTOSCALE_COOLDOWN_MS", "4000")
+        .env("PLATEAU_USAGE_SAMPLE_MS", "500");
+    let env = Apps::start_with(options).await;
+    let c = env.client();
+    let pusher = plateau_testkit::oci::ImagePusher::new(&env.server.url, &env.token);
+    let layer = plateau_testkit::oci::busybox_layer();
+    let repo = format!("{}/burner", env.org);
+    let image = pusher
+        .push_image(&repo, "v1", &burn_config(), &layer, false)
+        .await;
+    let app = env.deployed("burner", &image).await;
+    let (app_id, app_slug) = (id(&app), slug(&app));
+    let r = c
+        .put(&format!("/apps/{app_id}/resources"), json!({ "milliCpu": 100 }))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let edge = Edge::new(&env.server, &app_slug);
+    eventually("the burn script", WITHIN, || async {
+        matches!(edge.get("/cgi-bin/burn").await, Ok((200, b)) if b.contains("burned"))
+            .then_some(())
+    })
+    .await;
+    let r = put(
+        &c,
+        &app_id,
+        json!({ "enabled": true, "min": 1, "max": 2, "cpuTargetPct": 50 }),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let (edge, stop) = (Edge::new(&env.server, &app_slug), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = edge.get("/cgi-bin/burn").await;
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    eventually("a second container under load", WITHIN, || async {
+        (replicas(&c, &app_id).await == 2).then_some(())
+    })
+    .await;
+    eprintln!(
+        "autoscale (linux): load to a second replica {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+    let stopped = Instant::now();
+    eventually("back to one container", WITHIN, || async {
+        (replicas(&c, &app_id).await == 1).then_some(())
+    })
+    .await;
+    eprintln!(
+        "autoscale (linux): load end to one replica {:.2} s",
+        stopped.elapsed().as_secs_f64()
+    );
+    let m = c
+        .get(&format!("/metrics?resource={app_id}&metric=app_cpu_seconds"))
+        .await;
+    eprintln!("autoscale (linux): {}", m.text());
+}
