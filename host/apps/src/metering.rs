@@ -51,14 +51,9 @@ impl AppMeter {
     }
 
     /// The increments of one sample `hours` long, on `day`.
-    pub async fn sample(
-        &mut self,
-        hours: f64,
-        day: &str,
-    ) -> plateau_store::Result<Vec<Increment>> {
+    pub async fn sample(&mut self, hours: f64, day: &str) -> plateau_store::Result<Vec<Increment>> {
         let active = apps::active(self.plane.db()).await?;
-        self.last
-            .retain(|id, _| active.iter().any(|a| &a.id == id));
+        self.last.retain(|id, _| active.iter().any(|a| &a.id == id));
         let mut batch = Vec::new();
         for app in active {
             let last = self.last.entry(app.id.clone()).or_default();

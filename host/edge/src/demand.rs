@@ -16,14 +16,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use http::{HeaderMap, Request, Response, header};
 use http_body_util::BodyExt;
+use hyper::body::{Frame, SizeHint};
 use plateau_listen::Body as ListenBody;
-use plateau_runner::Body;
+use plateau_runner::{Body, BoxError};
 
 use crate::Edge;
 
@@ -132,16 +136,55 @@ impl Demand {
 
     /// Counts the body of a request to `slug` as it is read.
     pub(crate) fn count_in(&self, slug: &str, body: Body) -> Body {
-        let counters = self.counters(slug);
-        body.map_frame(move |frame| {
-            if let Some(data) = frame.data_ref() {
-                counters
-                    .bytes_in
-                    .fetch_add(data.len() as u64, Ordering::Relaxed);
-            }
-            frame
-        })
+        Counted {
+            inner: body,
+            counters: self.counters(slug),
+            out: false,
+            _in_flight: None,
+        }
         .boxed_unsync()
+    }
+}
+
+/// A body whose data frames are counted as bytes in or out of an app;
+/// its size hint is the inner one (so a known length stays known).
+struct Counted {
+    inner: Body,
+    counters: Arc<Counters>,
+    out: bool,
+    /// Held by an answer's body until it is done.
+    _in_flight: Option<InFlight>,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled
+            && let Some(data) = frame.data_ref()
+        {
+            let counter = if this.out {
+                &this.counters.bytes_out
+            } else {
+                &this.counters.bytes_in
+            };
+            counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -200,16 +243,13 @@ pub(crate) async fn route(
     counters
         .bytes_out
         .fetch_add(head_bytes(response.headers(), 17), Ordering::Relaxed);
-    response.map(move |body| {
-        body.map_frame(move |frame| {
-            let _ = &guard;
-            if let Some(data) = frame.data_ref() {
-                counters
-                    .bytes_out
-                    .fetch_add(data.len() as u64, Ordering::Relaxed);
-            }
-            frame
-        })
+    response.map(move |inner| {
+        Counted {
+            inner,
+            counters,
+            out: true,
+            _in_flight: Some(guard),
+        }
         .boxed_unsync()
     })
 }

@@ -123,15 +123,27 @@ pub struct AppsArgs {
     pub acme_renew_days: u64,
     /// Autoscale: the window apps' CPU is averaged over, in milliseconds;
     /// replicas are added at most once per window.
-    #[arg(long, env = "PLATEAU_APPS_AUTOSCALE_WINDOW_MS", default_value_t = 60_000)]
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_AUTOSCALE_WINDOW_MS",
+        default_value_t = 60_000
+    )]
     pub apps_autoscale_window_ms: u64,
     /// Autoscale: how long after the last change replicas may be removed,
     /// in milliseconds.
-    #[arg(long, env = "PLATEAU_APPS_AUTOSCALE_COOLDOWN_MS", default_value_t = 300_000)]
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_AUTOSCALE_COOLDOWN_MS",
+        default_value_t = 300_000
+    )]
     pub apps_autoscale_cooldown_ms: u64,
     /// Autoscale: how long an app with `min` 0 runs without requests
     /// before it goes to zero replicas, in milliseconds.
-    #[arg(long, env = "PLATEAU_APPS_AUTOSCALE_IDLE_MS", default_value_t = 300_000)]
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_AUTOSCALE_IDLE_MS",
+        default_value_t = 300_000
+    )]
     pub apps_autoscale_idle_ms: u64,
 }
 

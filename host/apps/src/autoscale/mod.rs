@@ -238,7 +238,13 @@ mod tests {
             max: 3,
             target_pct: 50,
         };
-        assert_eq!(decide(b, observed(1, 50.0, 0), &c), Some((2, Reason::Bounds)));
-        assert_eq!(decide(b, observed(5, 50.0, 0), &c), Some((3, Reason::Bounds)));
+        assert_eq!(
+            decide(b, observed(1, 50.0, 0), &c),
+            Some((2, Reason::Bounds))
+        );
+        assert_eq!(
+            decide(b, observed(5, 50.0, 0), &c),
+            Some((3, Reason::Bounds))
+        );
     }
 }

@@ -13,9 +13,9 @@ use plateau_store::events::{self, Actor};
 use serde_json::json;
 
 use super::{AutoscaleConfig, Bounds, Observed, Reason, decide};
+use crate::AppStatus;
 use crate::pipeline::event;
 use crate::supervisor::Plane;
-use crate::AppStatus;
 
 /// One sample of an app's replicas.
 #[derive(Clone, Copy, Debug)]
@@ -274,6 +274,10 @@ mod tests {
         }
         let pct = watch.cpu_pct(Duration::from_secs(1)).unwrap();
         assert!((pct - 50.0).abs() < 0.01, "{pct}");
-        assert_eq!(watch.cpu_pct(Duration::from_secs(2)), None, "not a full window");
+        assert_eq!(
+            watch.cpu_pct(Duration::from_secs(2)),
+            None,
+            "not a full window"
+        );
     }
 }

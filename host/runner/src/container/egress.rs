@@ -98,7 +98,9 @@ impl Egress {
             "add rule {chain} ip daddr {{ {} }} counter drop\n",
             refused.join(", ")
         ));
-        out.push_str(&format!("add rule {chain} meta nfproto ipv4 counter accept\n"));
+        out.push_str(&format!(
+            "add rule {chain} meta nfproto ipv4 counter accept\n"
+        ));
         out.push_str(&format!("add rule {chain} counter drop\n"));
         out.push_str(&format!(
             "add element inet {TABLE} egress {{ \"{link}\" : jump egress_{slot} }}\n"
@@ -118,7 +120,14 @@ impl Egress {
 /// counters of its chain's accepting rules (0 when the chain is gone).
 pub fn sent_bytes(slot: u32) -> u64 {
     let out = std::process::Command::new("nft")
-        .args(["-j", "list", "chain", "inet", TABLE, &format!("egress_{slot}")])
+        .args([
+            "-j",
+            "list",
+            "chain",
+            "inet",
+            TABLE,
+            &format!("egress_{slot}"),
+        ])
         .stderr(std::process::Stdio::null())
         .output();
     match out {
@@ -195,7 +204,8 @@ mod tests {
                 .unwrap_or_else(|| panic!("{needle} in {script}"))
         };
         assert!(
-            at("10.255.255.53 udp dport 53 counter accept") < at("172.31.250.0/30 } counter accept")
+            at("10.255.255.53 udp dport 53 counter accept")
+                < at("172.31.250.0/30 } counter accept")
         );
         assert!(at("172.31.250.0/30 } counter accept") < at("169.254.0.0/16"));
         assert!(at("169.254.0.0/16") < at("meta nfproto ipv4 counter accept"));

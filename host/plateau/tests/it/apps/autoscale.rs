@@ -85,7 +85,10 @@ async fn autoscale_follows_cpu_sleeps_wakes_and_meters() {
     let (app_id, app_slug) = (id(&app), slug(&app));
     // A whole core per request, so a burn never meets its CPU budget.
     let r = c
-        .put(&format!("/apps/{app_id}/resources"), json!({ "milliCpu": 1000 }))
+        .put(
+            &format!("/apps/{app_id}/resources"),
+            json!({ "milliCpu": 1000 }),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
 
@@ -93,7 +96,10 @@ async fn autoscale_follows_cpu_sleeps_wakes_and_meters() {
     for (body, field) in [
         (json!({ "enabled": true, "min": 3, "max": 2 }), "max"),
         (json!({ "enabled": true, "min": -1, "max": 2 }), "min"),
-        (json!({ "enabled": true, "cpuTargetPct": 0 }), "cpuTargetPct"),
+        (
+            json!({ "enabled": true, "cpuTargetPct": 0 }),
+            "cpuTargetPct",
+        ),
     ] {
         let r = put(&c, &app_id, body.clone()).await;
         assert_eq!(r.status, 400, "{body}: {}", r.text());
@@ -158,7 +164,10 @@ async fn autoscale_follows_cpu_sleeps_wakes_and_meters() {
         (replicas(&c, &app_id).await == 0).then_some(())
     })
     .await;
-    eprintln!("autoscale: idle to zero replicas {:.2} s", idle.elapsed().as_secs_f64());
+    eprintln!(
+        "autoscale: idle to zero replicas {:.2} s",
+        idle.elapsed().as_secs_f64()
+    );
     let edge = Edge::new(&env.server, &app_slug);
     let woke = Instant::now();
     let first = edge.get("/").await;
@@ -230,7 +239,10 @@ async fn linux_replicas_scale_on_their_cgroups_cpu() {
     let app = env.deployed("burner", &image).await;
     let (app_id, app_slug) = (id(&app), slug(&app));
     let r = c
-        .put(&format!("/apps/{app_id}/resources"), json!({ "milliCpu": 100 }))
+        .put(
+            &format!("/apps/{app_id}/resources"),
+            json!({ "milliCpu": 100 }),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     let edge = Edge::new(&env.server, &app_slug);
@@ -280,7 +292,9 @@ async fn linux_replicas_scale_on_their_cgroups_cpu() {
         stopped.elapsed().as_secs_f64()
     );
     let m = c
-        .get(&format!("/metrics?resource={app_id}&metric=app_cpu_seconds"))
+        .get(&format!(
+            "/metrics?resource={app_id}&metric=app_cpu_seconds"
+        ))
         .await;
     eprintln!("autoscale (linux): {}", m.text());
 }
