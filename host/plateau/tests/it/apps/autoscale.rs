@@ -164,6 +164,16 @@ async fn autoscale_follows_cpu_sleeps_wakes_and_meters() {
         (replicas(&c, &app_id).await == 0).then_some(())
     })
     .await;
+    // The agent runs nothing for it any more.
+    let verify = format!(
+        "/apps/{app_id}/env/verify?key=PORT&expected={}",
+        "0".repeat(64)
+    );
+    eventually("the replicas to stop", WITHIN, || async {
+        let r = c.get(&verify).await;
+        (r.status == 409 && r.json()["code"] == "app_not_running").then_some(())
+    })
+    .await;
     eprintln!(
         "autoscale: idle to zero replicas {:.2} s",
         idle.elapsed().as_secs_f64()
