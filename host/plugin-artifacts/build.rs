@@ -138,6 +138,7 @@ const FIXTURES: &[Package] = &[
             "volume-app",
             "echo-command",
             "spin-app",
+            "burn-app",
         ]),
     },
 ];

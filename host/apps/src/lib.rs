@@ -25,6 +25,7 @@
 //! reach a registry.
 
 pub mod api;
+pub mod autoscale;
 pub mod build;
 pub mod cdn;
 pub mod config;
@@ -36,6 +37,7 @@ pub mod image;
 pub mod launch;
 pub mod linux_image;
 pub mod logs;
+pub mod metering;
 pub mod pipeline;
 pub mod previews;
 pub mod rules;

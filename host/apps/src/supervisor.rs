@@ -275,6 +275,11 @@ impl Plane {
             }
             return Ok(());
         };
+        if app.replicas == 0 {
+            // Scaled to zero by autoscale: the edge wakes it.
+            self.sleep(app);
+            return Ok(());
+        }
         if let Some(local) = self.running(&app.id)
             && &local.deployment_id == live
             && local.memory_mb == app.memory_mb
@@ -374,6 +379,13 @@ impl Plane {
         if let Some(old) = old {
             old.handle.stop();
         }
+    }
+
+    /// Stops counting the app's replicas as this host's; the caller
+    /// stops them.
+    pub(crate) fn take_local(&self, app_id: &str) -> Option<Local> {
+        let mut local = self.inner.local.lock().unwrap_or_else(|e| e.into_inner());
+        local.remove(app_id)
     }
 
     /// The replicas this host runs for an app, if any.

@@ -7,7 +7,8 @@
 //! - **counts and sizes** (apps, databases, caches, cron jobs, stored
 //!   bytes, database disk) are **refused** at the limit by each service,
 //!   as before: nothing past them is ever priced;
-//! - **consumption** (compute hours, GB-hours, plugin requests and fuel) is
+//! - **consumption** (compute hours, GB-hours, apps' CPU seconds, memory,
+//!   requests and bandwidth, plugin requests and fuel) is
 //!   **priced** past the plan's monthly inclusion at the list price below,
 //!   and added to the period's cost (`GET /usage`).
 //!
@@ -15,6 +16,10 @@
 //! what that consumption is worth; `GET /usage` shows what is billed (the
 //! plan's price plus the overage). Gauges are kept as GB-hours so that
 //! every metric adds up: a month of 1 GB stored is about 730 GB-hours.
+//!
+//! Apps (`plateau_apps::metering`): CPU seconds at 0.0008 cents (about
+//! 5.84 dollars per core-month), memory at 0.5 cents per GB-hour, requests
+//! as plugin requests, bandwidth in free and out at 5 cents per GB.
 
 use crate::Plan;
 
@@ -34,7 +39,7 @@ pub struct Price {
 
 /// The whole table; the documented prices of the platform. A metric is
 /// listed once something reports it.
-pub const PRICES: [Price; 6] = [
+pub const PRICES: [Price; 11] = [
     Price {
         metric: "compute_hours",
         unit: "node-hour",
@@ -58,6 +63,36 @@ pub const PRICES: [Price; 6] = [
         unit: "GB-hour",
         cents_per_unit: 0.003,
         included: [730.0, 7_300.0, 36_500.0, 146_000.0],
+    },
+    Price {
+        metric: "app_cpu_seconds",
+        unit: "CPU-second",
+        cents_per_unit: 0.0008,
+        included: [360_000.0, 3_600_000.0, 18_000_000.0, 72_000_000.0],
+    },
+    Price {
+        metric: "app_memory_gb_hours",
+        unit: "GB-hour",
+        cents_per_unit: 0.5,
+        included: [365.0, 3_650.0, 18_250.0, 73_000.0],
+    },
+    Price {
+        metric: "app_requests",
+        unit: "request",
+        cents_per_unit: 0.00002,
+        included: [1_000_000.0, 10_000_000.0, 50_000_000.0, 200_000_000.0],
+    },
+    Price {
+        metric: "app_bandwidth_in_gb",
+        unit: "GB",
+        cents_per_unit: 0.0,
+        included: [0.0, 0.0, 0.0, 0.0],
+    },
+    Price {
+        metric: "app_bandwidth_out_gb",
+        unit: "GB",
+        cents_per_unit: 5.0,
+        included: [100.0, 500.0, 2_000.0, 10_000.0],
     },
     Price {
         metric: "plugin_requests",

@@ -30,6 +30,7 @@
 //! the API; the apps crate tells it what serves each name.
 
 pub mod cdn;
+pub mod demand;
 #[cfg(test)]
 mod filter_tests;
 pub mod filters;
@@ -104,6 +105,8 @@ pub struct Edge {
     https_port: std::sync::atomic::AtomicU16,
     /// The shared cache of the apps that turned it on.
     cdn: Cdn,
+    /// Requests and bytes per app, and apps asleep.
+    demand: demand::Demand,
 }
 
 /// The memory of an edge's CDN unless it is given one ([`Edge::with_cdn`]).
@@ -125,7 +128,13 @@ impl Edge {
             https_port: std::sync::atomic::AtomicU16::new(0),
             cdn: Cdn::new(cdn::Limits::memory(CDN_MEMORY))
                 .expect("a CDN without a directory opens nothing"),
+            demand: demand::Demand::default(),
         }
+    }
+
+    /// What this edge sees of each app's demand; wakes apps asleep.
+    pub fn demand(&self) -> &demand::Demand {
+        &self.demand
     }
 
     /// This edge with `cdn` as its cache.

@@ -30,7 +30,10 @@ pub async fn serve(listener: TcpListener, edge: Arc<Edge>, timeouts: Timeouts) {
         let edge = edge.clone();
         service_fn(move |req| {
             let edge = edge.clone();
-            async move { Ok::<_, std::convert::Infallible>(route(&edge, req, peer, false).await) }
+            async move {
+                let answer = crate::demand::route(&edge, req, peer, false).await;
+                Ok::<_, std::convert::Infallible>(answer)
+            }
         })
     };
     plateau_listen::serve(listener, timeouts, make, std::future::pending()).await;
@@ -153,10 +156,8 @@ pub(crate) async fn route(
         }
         parts.version = http::Version::HTTP_11;
     }
-    let req = Request::from_parts(
-        parts,
-        body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
-    );
+    let body = body.map_err(|e| Box::new(e) as BoxError).boxed_unsync();
+    let req = Request::from_parts(parts, edge.demand().count_in(slug, body));
     let answered = match edge.cdn().enabled(slug) {
         Some(cached) => crate::cdn::handle(edge.cdn(), cached, slug, replicas, req).await,
         None => replicas.handle(req).await,

@@ -93,7 +93,9 @@ pub async fn serve_tls(listener: TcpListener, edge: Arc<Edge>, timeouts: Timeout
         service_fn(move |req| {
             let edge = edge.clone();
             async move {
-                Ok::<_, std::convert::Infallible>(crate::serve::route(&edge, req, peer, true).await)
+                Ok::<_, std::convert::Infallible>(
+                    crate::demand::route(&edge, req, peer, true).await,
+                )
             }
         })
     };

@@ -4,7 +4,7 @@
 //! restart, restarts of dead processes, failover), the sweep of expired
 //! cache snapshots, the databases' backups (WAL shipping, scheduled and
 //! asked-for base backups, retention), the usage sampler
-//! ([`crate::usage`]), apps' volumes, and the apps data plane (the edge, the apps' replicas
+//! ([`crate::usage`], apps' usage included), apps' volumes, and the apps data plane (the edge, the apps' replicas
 //! and their supervision: [`crate::apps::plane`]). `plateau serve` starts
 //! it, adopts it, and leaves it running when it exits
 //! ([`crate::dataplane`]).
@@ -53,13 +53,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         std::time::Duration::from_secs(60),
     );
     let backups = databases.clone().spawn_backups();
-    let sampler =
-        crate::usage::spawn_sampler(&args.usage, db.clone(), data_dir.clone(), host_id.clone());
     let timeouts = args.listen_timeouts.timeouts();
     let allow = plateau_egress::parse_allow_list(&args.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
     let egress = plateau_runner::container::Egress::from_host(allow);
     let apps = crate::apps::plane(&args.apps, egress, &db, secret_key, &data_dir, timeouts).await?;
+    let meter = plateau_apps::metering::AppMeter::new(apps.plane().clone());
+    let sampler = crate::usage::spawn_sampler(
+        &args.usage,
+        db.clone(),
+        data_dir.clone(),
+        host_id.clone(),
+        Some(meter),
+    );
     let volumes = crate::apps::volumes(&args.apps, &db, &data_dir, &host_id)?;
     volumes.with_plane(apps.plane().clone());
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)

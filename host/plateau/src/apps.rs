@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use plateau_apps::autoscale::{AutoscaleConfig, Autoscaler};
 use plateau_apps::build::local::LocalBuilder;
 use plateau_apps::control::{self, AgentLink};
 use plateau_apps::domains::DomainsConfig;
@@ -129,6 +130,30 @@ pub struct AppsArgs {
     /// of it, are kept there. 0: memory only.
     #[arg(long, env = "PLATEAU_CDN_DISK_MB", default_value_t = 1024)]
     pub cdn_disk_mb: u64,
+    /// Autoscale: the window apps' CPU is averaged over, in milliseconds;
+    /// replicas are added at most once per window.
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_AUTOSCALE_WINDOW_MS",
+        default_value_t = 60_000
+    )]
+    pub apps_autoscale_window_ms: u64,
+    /// Autoscale: how long after the last change replicas may be removed,
+    /// in milliseconds.
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_AUTOSCALE_COOLDOWN_MS",
+        default_value_t = 300_000
+    )]
+    pub apps_autoscale_cooldown_ms: u64,
+    /// Autoscale: how long an app with `min` 0 runs without requests
+    /// before it goes to zero replicas, in milliseconds.
+    #[arg(
+        long,
+        env = "PLATEAU_APPS_AUTOSCALE_IDLE_MS",
+        default_value_t = 300_000
+    )]
+    pub apps_autoscale_idle_ms: u64,
 }
 
 impl AppsArgs {
@@ -159,6 +184,16 @@ impl AppsArgs {
             resolver,
             edge_addresses,
         })
+    }
+
+    /// The autoscaler's timing, from these settings.
+    pub fn autoscale(&self) -> AutoscaleConfig {
+        let ms = |v: u64| std::time::Duration::from_millis(v.max(100));
+        AutoscaleConfig {
+            window: ms(self.apps_autoscale_window_ms),
+            cooldown: ms(self.apps_autoscale_cooldown_ms),
+            idle: ms(self.apps_autoscale_idle_ms),
+        }
     }
 
     /// Where certificates come from, when a directory is set.
@@ -387,6 +422,7 @@ pub async fn plane(
         tasks.push(tokio::spawn(issuer.keep_issuing()));
     }
     tasks.extend(plane.start());
+    tasks.push(Autoscaler::start(plane.clone(), args.autoscale()));
     crate::dataplane::write_edge(data_dir, edge_addr)?;
     tracing::info!(edge = %edge_addr, "apps: the edge serves");
     Ok(PlaneRunning { tasks, plane })

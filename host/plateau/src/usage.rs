@@ -7,13 +7,15 @@
 //! (its directory under the data dir, every node's data); and, on the one
 //! host that samples what hosts share ([`usage::samples_shared`]), each
 //! bucket adds `GB stored × Δ` and each organisation's registry
-//! `GB × Δ`. The first sample after a start only sets the clock, and `Δ`
+//! `GB × Δ`. Apps add what `plateau_apps::metering` read of this host's
+//! data plane (CPU seconds, memory GB-hours, requests, bandwidth). The first sample after a start only sets the clock, and `Δ`
 //! is capped at two intervals, so time the agent was down is not charged.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use plateau_apps::metering::AppMeter;
 use plateau_core::time;
 use plateau_store::Db;
 use plateau_store::usage::{self, Increment};
@@ -29,12 +31,13 @@ pub struct UsageArgs {
     pub usage_sample_ms: u64,
 }
 
-/// Samples until aborted.
+/// Samples until aborted; `apps` reads the usage of this host's apps.
 pub fn spawn_sampler(
     args: &UsageArgs,
     db: Db,
     data_dir: PathBuf,
     host_id: String,
+    mut apps: Option<AppMeter>,
 ) -> tokio::task::JoinHandle<()> {
     let interval = Duration::from_millis(args.usage_sample_ms.max(100));
     tokio::spawn(async move {
@@ -44,7 +47,15 @@ pub fn spawn_sampler(
             let now = Instant::now();
             let hours = now.duration_since(last).min(interval * 2).as_secs_f64() / 3600.0;
             last = now;
-            match sample(&db, &data_dir, &host_id, hours).await {
+            let mut sampled = sample(&db, &data_dir, &host_id, hours).await;
+            if let (Ok(batch), Some(apps)) = (&mut sampled, &mut apps) {
+                let day = time::to_date(time::now_ms());
+                match apps.sample(hours, &day).await {
+                    Ok(more) => batch.extend(more),
+                    Err(e) => tracing::warn!(error = %e, "sampling apps' usage"),
+                }
+            }
+            match sampled {
                 Ok(batch) => {
                     if let Err(e) = usage::add(&db, &batch).await {
                         tracing::warn!(error = %e, points = batch.len(), "writing usage");

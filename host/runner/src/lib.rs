@@ -117,4 +117,34 @@ pub trait Replicas: Send + Sync {
     fn set_replicas(&self, replicas: u32);
     /// Stops taking requests; requests in flight finish.
     fn stop(&self);
+    /// What the replicas have used since they were launched (cheap: no
+    /// process is run).
+    fn usage(&self) -> Usage {
+        Usage::default()
+    }
+    /// Bytes the replicas sent beyond the host since they were launched;
+    /// may block (it reads the firewall's counters).
+    fn egress_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// What one deployment's replicas have used, as the autoscaler and the
+/// usage sampler read it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// CPU time since launch, in microseconds, the replicas stopped since
+    /// included: each container's cgroup (`cpu.stat` `usage_usec`, or
+    /// cgroup v1's `cpuacct.usage`); for Wasm, the epoch ticks its guests
+    /// ran through.
+    pub cpu_usec: u64,
+    /// The CPU the replicas may use now, in thousandths of a core: each
+    /// container's `milliCpu`; a whole core per Wasm replica (a request
+    /// at once).
+    pub capacity_milli: u64,
+    /// Memory in use now, in bytes: the containers' cgroups
+    /// (`memory.current`), or the linear memories of live Wasm instances.
+    pub memory_bytes: u64,
+    /// Replicas running now.
+    pub replicas: u32,
 }

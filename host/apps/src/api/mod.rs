@@ -4,6 +4,7 @@
 
 pub mod apps;
 pub mod cdn;
+pub mod autoscale;
 pub mod deploy;
 pub mod domains;
 pub mod env;
@@ -41,6 +42,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(deploy::resume))
         .routes(routes!(settings::get_scale, settings::put_scale))
         .routes(routes!(settings::get_resources, settings::put_resources))
+        .routes(routes!(autoscale::get, autoscale::put))
         .routes(routes!(env::list, env::set, env::delete))
         .routes(routes!(env::verify))
         .routes(routes!(logs::list))

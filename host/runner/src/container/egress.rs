@@ -74,7 +74,7 @@ impl Egress {
         for ns in &self.nameservers {
             for proto in ["udp", "tcp"] {
                 out.push_str(&format!(
-                    "add rule {chain} ip daddr {ns} {proto} dport 53 accept\n"
+                    "add rule {chain} ip daddr {ns} {proto} dport 53 counter accept\n"
                 ));
             }
         }
@@ -86,7 +86,7 @@ impl Egress {
             .collect();
         if !allowed.is_empty() {
             out.push_str(&format!(
-                "add rule {chain} ip daddr {{ {} }} accept\n",
+                "add rule {chain} ip daddr {{ {} }} counter accept\n",
                 allowed.join(", ")
             ));
         }
@@ -98,7 +98,9 @@ impl Egress {
             "add rule {chain} ip daddr {{ {} }} counter drop\n",
             refused.join(", ")
         ));
-        out.push_str(&format!("add rule {chain} meta nfproto ipv4 accept\n"));
+        out.push_str(&format!(
+            "add rule {chain} meta nfproto ipv4 counter accept\n"
+        ));
         out.push_str(&format!("add rule {chain} counter drop\n"));
         out.push_str(&format!(
             "add element inet {TABLE} egress {{ \"{link}\" : jump egress_{slot} }}\n"
@@ -112,6 +114,40 @@ impl Egress {
         close(slot, link);
         firewall::apply(&self.open_script(slot, link))
     }
+}
+
+/// Bytes the replica of `slot` sent beyond the host: the sum of the
+/// counters of its chain's accepting rules (0 when the chain is gone).
+pub fn sent_bytes(slot: u32) -> u64 {
+    let out = std::process::Command::new("nft")
+        .args([
+            "-j",
+            "list",
+            "chain",
+            "inet",
+            TABLE,
+            &format!("egress_{slot}"),
+        ])
+        .stderr(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() => accepted_bytes(&out.stdout),
+        _ => 0,
+    }
+}
+
+/// The bytes counted by the accepting rules of `nft -j` output.
+fn accepted_bytes(json: &[u8]) -> u64 {
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(json) else {
+        return 0;
+    };
+    let items = doc["nftables"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|item| item["rule"]["expr"].as_array())
+        .filter(|expr| expr.iter().any(|e| e.get("accept").is_some()))
+        .flat_map(|expr| expr.iter().filter_map(|e| e["counter"]["bytes"].as_u64()))
+        .sum()
 }
 
 /// Removes the replica's map entry, then its chain (idempotent).
@@ -143,6 +179,17 @@ mod tests {
     }
 
     #[test]
+    fn sent_bytes_are_the_accepting_rules_counters() {
+        let json = br#"{"nftables": [{"metainfo": {"version": "1.0.6"}},
+          {"chain": {"family": "inet", "table": "plateau_apps", "name": "egress_7"}},
+          {"rule": {"chain": "egress_7", "expr": [{"match": {}}, {"counter": {"packets": 2, "bytes": 120}}, {"accept": null}]}},
+          {"rule": {"chain": "egress_7", "expr": [{"match": {}}, {"counter": {"packets": 9, "bytes": 900}}, {"drop": null}]}},
+          {"rule": {"chain": "egress_7", "expr": [{"counter": {"packets": 1, "bytes": 60}}, {"accept": null}]}}]}"#;
+        assert_eq!(accepted_bytes(json), 180);
+        assert_eq!(accepted_bytes(b"not json"), 0);
+    }
+
+    #[test]
     fn a_replicas_chain_allows_dns_exemptions_then_public_addresses() {
         let egress = Egress {
             allow: plateau_egress::parse_allow_list("172.31.250.0/30,::1").unwrap(),
@@ -156,9 +203,12 @@ mod tests {
                 .position(|l| l.contains(needle))
                 .unwrap_or_else(|| panic!("{needle} in {script}"))
         };
-        assert!(at("10.255.255.53 udp dport 53 accept") < at("172.31.250.0/30 } accept"));
-        assert!(at("172.31.250.0/30 } accept") < at("169.254.0.0/16"));
-        assert!(at("169.254.0.0/16") < at("meta nfproto ipv4 accept"));
+        assert!(
+            at("10.255.255.53 udp dport 53 counter accept")
+                < at("172.31.250.0/30 } counter accept")
+        );
+        assert!(at("172.31.250.0/30 } counter accept") < at("169.254.0.0/16"));
+        assert!(at("169.254.0.0/16") < at("meta nfproto ipv4 counter accept"));
         assert!(
             !script.contains("::1"),
             "IPv6 exemptions are not IPv4 rules"

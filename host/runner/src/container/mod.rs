@@ -12,6 +12,7 @@
 //! every container a previous process left there, and reclaims the
 //! networks of processes that are gone, before it runs anything.
 
+mod cgroup;
 pub mod egress;
 pub mod firewall;
 pub mod ids;

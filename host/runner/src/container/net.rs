@@ -53,6 +53,11 @@ impl Net {
         format!("/run/netns/{}", self.namespace())
     }
 
+    /// Bytes the replica sent beyond the host (its chain's counters).
+    pub fn sent_bytes(&self) -> u64 {
+        egress::sent_bytes(self.slot)
+    }
+
     /// The replica's address.
     pub fn address(&self) -> Ipv4Addr {
         address(self.slot, 2)

@@ -125,6 +125,16 @@ impl Replica {
         Ok(())
     }
 
+    /// What the replica's cgroup says it used.
+    pub fn used(&self) -> super::cgroup::Used {
+        super::cgroup::read(&self.id)
+    }
+
+    /// Bytes the replica sent beyond the host; blocking (runs nft).
+    pub fn sent_bytes(&self) -> u64 {
+        self.net.sent_bytes()
+    }
+
     fn bundle(&self) -> PathBuf {
         self.paths.bundles.join(&self.id)
     }

@@ -39,6 +39,25 @@ struct Shared {
     client: Client<HttpConnector, Body>,
     /// Serialises scale changes.
     scaling: tokio::sync::Mutex<()>,
+    /// CPU (µs) and bytes sent of the replicas stopped so far.
+    retired: Arc<Retired>,
+}
+
+/// What stopped replicas used, so usage only grows.
+#[derive(Default)]
+struct Retired {
+    cpu_usec: AtomicU64,
+    sent_bytes: AtomicU64,
+}
+
+impl Retired {
+    /// Adds what `replica` used; blocking (reads its firewall counters).
+    fn add(&self, replica: &Replica) {
+        self.cpu_usec
+            .fetch_add(replica.used().cpu_usec, Ordering::Relaxed);
+        self.sent_bytes
+            .fetch_add(replica.sent_bytes(), Ordering::Relaxed);
+    }
 }
 
 impl ContainerReplicas {
@@ -58,6 +77,7 @@ impl ContainerReplicas {
             stopped: AtomicBool::new(false),
             client: Client::builder(TokioExecutor::new()).build_http(),
             scaling: tokio::sync::Mutex::new(()),
+            retired: Arc::new(Retired::default()),
         });
         shared.scale_to(replicas).await?;
         Ok(ContainerReplicas { shared })
@@ -111,8 +131,15 @@ impl Shared {
         };
         if !extra.is_empty() {
             // A removed replica finishes the requests it holds (they hold
-            // an Arc of it) and is torn down when the last one ends.
-            tokio::task::spawn_blocking(move || drop(extra));
+            // an Arc of it) and is torn down when the last one ends; what
+            // it used so far is kept.
+            let retired = self.retired.clone();
+            tokio::task::spawn_blocking(move || {
+                for replica in &extra {
+                    retired.add(replica);
+                }
+                drop(extra)
+            });
         }
         Ok(())
     }
@@ -231,6 +258,28 @@ impl Replicas for ContainerReplicas {
                 tracing::warn!(error = %e, "apps: scaling containers");
             }
         });
+    }
+
+    fn usage(&self) -> crate::Usage {
+        let running = self.shared.running();
+        let mut usage = crate::Usage {
+            cpu_usec: self.shared.retired.cpu_usec.load(Ordering::Relaxed),
+            capacity_milli: running.len() as u64 * u64::from(self.shared.template.limits.milli_cpu),
+            memory_bytes: 0,
+            replicas: running.len() as u32,
+        };
+        for replica in &running {
+            let used = replica.used();
+            usage.cpu_usec += used.cpu_usec;
+            usage.memory_bytes += used.memory_bytes;
+        }
+        usage
+    }
+
+    fn egress_bytes(&self) -> u64 {
+        let running = self.shared.running();
+        self.shared.retired.sent_bytes.load(Ordering::Relaxed)
+            + running.iter().map(|r| r.sent_bytes()).sum::<u64>()
     }
 
     fn stop(&self) {

@@ -2,7 +2,7 @@
 //! request instantiates it in a fresh store under the app's limits.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
@@ -32,6 +32,12 @@ pub struct WasmReplicas {
     /// One permit per replica: requests beyond them wait. Replaced whole
     /// on a scale change; requests holding the old one finish with it.
     permits: ArcSwap<Semaphore>,
+    /// Requests at once now (the replicas).
+    replicas: AtomicU64,
+    /// Epoch ticks the guests ran through since launch: their CPU time.
+    cpu_ticks: Arc<AtomicU64>,
+    /// Bytes of linear memory the live instances hold.
+    live_memory: Arc<AtomicU64>,
     stopped: AtomicBool,
 }
 
@@ -47,6 +53,9 @@ impl WasmReplicas {
             pre,
             slots,
             permits: ArcSwap::from_pointee(Semaphore::new(spec.limits.replicas.max(1) as usize)),
+            replicas: AtomicU64::new(u64::from(spec.limits.replicas.max(1))),
+            cpu_ticks: Arc::new(AtomicU64::new(0)),
+            live_memory: Arc::new(AtomicU64::new(0)),
             env: spec.env,
             volumes: spec.volumes,
             limits: spec.limits,
@@ -86,6 +95,7 @@ impl Replicas for WasmReplicas {
             &self.env,
             &self.volumes,
             self.limits.memory_mb,
+            self.live_memory.clone(),
             stdout.clone(),
             stderr.clone(),
         )?;
@@ -97,8 +107,10 @@ impl Replicas for WasmReplicas {
         let budget = self.cpu_ticks();
         let mut ticks = 0u64;
         let deadline = Instant::now() + REQUEST_DEADLINE;
+        let cpu_ticks = self.cpu_ticks.clone();
         store.epoch_deadline_callback(move |mut cx| {
             ticks += 1;
+            cpu_ticks.fetch_add(1, Ordering::Relaxed);
             if ticks > budget {
                 cx.data_mut().out_of_cpu = true;
                 Ok(UpdateDeadline::Interrupt)
@@ -169,6 +181,19 @@ impl Replicas for WasmReplicas {
     fn set_replicas(&self, replicas: u32) {
         self.permits
             .store(Arc::new(Semaphore::new(replicas.max(1) as usize)));
+        self.replicas
+            .store(u64::from(replicas.max(1)), Ordering::Relaxed);
+    }
+
+    fn usage(&self) -> crate::Usage {
+        let replicas = self.replicas.load(Ordering::Relaxed);
+        let tick_usec = EPOCH_TICK.as_micros() as u64;
+        crate::Usage {
+            cpu_usec: self.cpu_ticks.load(Ordering::Relaxed) * tick_usec,
+            capacity_milli: replicas * 1000,
+            memory_bytes: self.live_memory.load(Ordering::Relaxed),
+            replicas: replicas as u32,
+        }
     }
 
     fn stop(&self) {

@@ -1,6 +1,9 @@
 //! The state of one request's store: WASI with the app's environment and
 //! captured output, wasi:http, and the memory cap.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
@@ -14,7 +17,7 @@ pub struct RequestState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     hooks: NoOutbound,
-    limits: StoreLimits,
+    limits: Metered,
     /// Set when the request used up its CPU budget.
     pub out_of_cpu: bool,
 }
@@ -25,6 +28,7 @@ impl RequestState {
         env: &[(String, String)],
         volumes: &[VolumeMount],
         memory_mb: u32,
+        live_memory: Arc<AtomicU64>,
         stdout: Output,
         stderr: Output,
     ) -> Result<Self> {
@@ -43,17 +47,82 @@ impl RequestState {
             wasi: builder.build(),
             http: WasiHttpCtx::new(),
             hooks: NoOutbound,
-            limits: StoreLimitsBuilder::new()
-                .memory_size(memory_mb as usize * 1024 * 1024)
-                .instances(64)
-                .trap_on_grow_failure(true)
-                .build(),
+            limits: Metered {
+                limits: StoreLimitsBuilder::new()
+                    .memory_size(memory_mb as usize * 1024 * 1024)
+                    .instances(64)
+                    .trap_on_grow_failure(true)
+                    .build(),
+                live: live_memory,
+                own: 0,
+            },
             out_of_cpu: false,
         })
     }
 
     pub fn limiter(&mut self) -> &mut dyn ResourceLimiter {
         &mut self.limits
+    }
+}
+
+/// The store's limits, counting the linear memory its instances hold in
+/// the app's `live` total while the store lives.
+struct Metered {
+    limits: StoreLimits,
+    live: Arc<AtomicU64>,
+    /// What this store added to `live`.
+    own: u64,
+}
+
+impl ResourceLimiter for Metered {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            let grown = desired.saturating_sub(current) as u64;
+            self.own += grown;
+            self.live.fetch_add(grown, Ordering::Relaxed);
+        }
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
+}
+
+impl Drop for Metered {
+    fn drop(&mut self) {
+        self.live.fetch_sub(self.own, Ordering::Relaxed);
     }
 }
 

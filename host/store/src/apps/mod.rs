@@ -3,6 +3,7 @@
 //! Trashed apps keep their row with `deleted_at` set until restored.
 
 pub mod cdn;
+pub mod autoscale;
 pub mod components;
 pub mod deployments;
 pub mod domains;

@@ -2,6 +2,7 @@
 //! `plateau plugin push`, deployed through the API and fetched through
 //! the edge by Host name.
 
+mod autoscale;
 mod build_sandbox;
 mod builds;
 mod cdn;
