@@ -270,12 +270,24 @@ pub fn add_parameter_rules(doc: &mut Value) {
 }
 
 /// The document as served: the router's operations, the plugins'
-/// operations, and the scope names known now.
+/// operations and schemas (an OpenAPI fragment with `paths` and
+/// `components.schemas`), and the scope names known now.
 pub fn served(doc: &Value, plugins: Value, scopes: BTreeMap<String, String>) -> Value {
     let mut doc = doc.clone();
-    if let (Some(paths), Value::Object(extra)) = (doc["paths"].as_object_mut(), plugins) {
+    let mut plugins = plugins;
+    if let (Some(paths), Value::Object(extra)) =
+        (doc["paths"].as_object_mut(), plugins["paths"].take())
+    {
         for (path, methods) in extra {
             paths.entry(path).or_insert(methods);
+        }
+    }
+    if let (Some(schemas), Value::Object(extra)) = (
+        doc["components"]["schemas"].as_object_mut(),
+        plugins["components"]["schemas"].take(),
+    ) {
+        for (name, schema) in extra {
+            schemas.entry(name).or_insert(schema);
         }
     }
     let names: Vec<String> = std::iter::once(plateau_core::scope::ALL.to_owned())

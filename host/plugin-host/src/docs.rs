@@ -1,10 +1,13 @@
 //! Plugin routes in the OpenAPI document, from their self-descriptions,
-//! in the same shape as core operations (security, error responses).
+//! in the same shape as core operations (security, error responses), with
+//! the bodies the component declared at load
+//! ([`plateau_contract::api_schema`]).
 
 mod ofrep;
 
 use std::sync::Arc;
 
+use plateau_contract::api_schema::ResponseSchema;
 use plateau_plugin_runtime::{Access, Description, PluginVersion};
 use serde_json::{Map, Value, json};
 
@@ -57,16 +60,27 @@ const PROBLEMS: &[(&str, &str)] = &[
     ("504", "the plugin ran past its deadline"),
 ];
 
-/// The responses of one route. A description names a route's access but
-/// not its bodies, so the success is any `2XX` with the plugin's answer,
-/// and errors are problem documents, except where a route speaks a
-/// protocol with its own error shape ([`ofrep`]).
-fn responses(path: &str, access: &Access) -> Map<String, Value> {
+/// The responses of one route: its declared success (else any `2XX`
+/// with the plugin's answer) and problem documents, except where a route
+/// speaks a protocol with its own error shape ([`ofrep`]).
+fn responses(path: &str, access: &Access, success: &[ResponseSchema]) -> Map<String, Value> {
     let mut responses = Map::new();
-    responses.insert(
-        "2XX".into(),
-        json!({ "description": "the plugin's answer" }),
-    );
+    for ResponseSchema { status, schema } in success {
+        let answer = match schema {
+            Some(schema) => json!({
+                "description": "the plugin's answer",
+                "content": { "application/json": { "schema": schema } }
+            }),
+            None => json!({ "description": "done, without a body" }),
+        };
+        responses.insert(status.to_string(), answer);
+    }
+    if success.is_empty() {
+        responses.insert(
+            "2XX".into(),
+            json!({ "description": "the plugin's answer" }),
+        );
+    }
     for (status, description) in PROBLEMS {
         let auth = matches!(*status, "401" | "403");
         if auth && matches!(access, Access::Public) {
@@ -78,10 +92,15 @@ fn responses(path: &str, access: &Access) -> Map<String, Value> {
     responses
 }
 
-/// The request body of a route that takes one. Its shape is the plugin's
-/// own and absent from the description, so any JSON is documented, and
-/// none: a plugin reads an absent body as it chooses.
-fn request_body(method: &str) -> Option<Value> {
+/// The request body of a route that takes one: the declared schema, else
+/// any JSON and none (a plugin reads an absent body as it chooses).
+fn request_body(method: &str, declared: Option<&Value>) -> Option<Value> {
+    if let Some(schema) = declared {
+        return Some(json!({
+            "required": true,
+            "content": { "application/json": { "schema": schema } }
+        }));
+    }
     matches!(method, "POST" | "PUT" | "PATCH").then(|| {
         json!({
             "description": "JSON; its shape is the plugin's (see the plugin's documentation)",
@@ -91,17 +110,57 @@ fn request_body(method: &str) -> Option<Value> {
     })
 }
 
-/// The OpenAPI `paths` of every active plugin.
+/// A plugin's schema names as served: `<plugin>.<name>`, so two plugins'
+/// names never meet each other's or the core's.
+fn renamed(plugin: &str, value: &Value) -> Value {
+    const REF: &str = "#/components/schemas/";
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| match (k.as_str(), v.as_str()) {
+                    ("$ref", Some(target)) if target.starts_with(REF) => {
+                        let name = &target[REF.len()..];
+                        (k.clone(), json!(format!("{REF}{plugin}.{name}")))
+                    }
+                    _ => (k.clone(), renamed(plugin, v)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| renamed(plugin, v)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The OpenAPI fragment of every active plugin: `paths` and
+/// `components.schemas`, which the API's served document merges.
 pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
     let mut paths = Map::new();
+    let mut schemas = Map::new();
     for (name, version, _) in active {
+        let api = version.api_schema();
+        for (component, schema) in api.map(|a| &a.components).into_iter().flatten() {
+            schemas.insert(format!("{name}.{component}"), renamed(name, schema));
+        }
         for route in &version.description().routes {
             let security = match &route.access {
                 Access::Public => json!([{}]),
                 Access::Authenticated => json!([{ "bearer": [] }]),
                 Access::Scope(s) => json!([{ "bearer": [s] }]),
             };
-            let responses = responses(&route.path, &route.access);
+            let declared = api.and_then(|a| a.route(&route.method, &route.path));
+            let request = declared
+                .and_then(|d| d.request.as_ref())
+                .map(|s| renamed(name, s));
+            let success: Vec<ResponseSchema> = declared
+                .map(|d| d.responses.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|r| ResponseSchema {
+                    status: r.status,
+                    schema: r.schema.as_ref().map(|s| renamed(name, s)),
+                })
+                .collect();
+            let responses = responses(&route.path, &route.access, &success);
             let params: Vec<Value> = route
                 .path
                 .split('/')
@@ -116,7 +175,7 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 "responses": responses,
                 "x-plateau-plugin": { "name": name, "version": version.description().version },
             });
-            if let Some(body) = request_body(&route.method) {
+            if let Some(body) = request_body(&route.method, request.as_ref()) {
                 op["requestBody"] = ofrep::request_body(&route.path).unwrap_or(body);
             }
             let entry = paths
@@ -127,5 +186,5 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
             }
         }
     }
-    Value::Object(paths)
+    json!({ "paths": paths, "components": { "schemas": schemas } })
 }

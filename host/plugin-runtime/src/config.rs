@@ -71,6 +71,7 @@ impl RuntimeConfig {
                 "/openapi",
                 "/docs",
                 "/admin",
+                plateau_contract::api_schema::PREFIX,
             ]
             .map(String::from)
             .to_vec(),

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use wasmtime::{Store, Trap, UpdateDeadline};
 
+use plateau_contract::api_schema::ApiSchema;
+
 use crate::bindings::{Call, Returned, WorldPre};
 use crate::config::{PluginLimits, PluginSettings};
 use crate::context::{MAX_PARKED, Phase, PluginContext};
@@ -32,6 +34,8 @@ pub struct PluginVersion {
     pub(crate) served_by: String,
     pub(crate) digest: String,
     pub(crate) wit_version: WitVersion,
+    /// Its routes' bodies, when it told them.
+    pub(crate) api_schema: Option<ApiSchema>,
 }
 
 /// A request's result.
@@ -68,6 +72,12 @@ impl PluginVersion {
 
     pub fn description(&self) -> &Description {
         &self.description
+    }
+
+    /// Its routes' request and response bodies, when the component told
+    /// them at load.
+    pub fn api_schema(&self) -> Option<&ApiSchema> {
+        self.api_schema.as_ref()
     }
 
     /// `name@version` of the component's self-description.

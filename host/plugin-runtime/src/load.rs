@@ -19,9 +19,11 @@ use crate::error::{Error, Result};
 use crate::exec::{PluginVersion, run};
 use crate::inspect::{WitVersion, inspect};
 use crate::state::State;
-use crate::types::Description;
+use crate::types::{Description, Request};
 use crate::validate::validate_description;
 use crate::waits::Waits;
+use plateau_contract::Method;
+use plateau_contract::api_schema::ApiSchema;
 
 /// What every plugin version of a runtime shares.
 pub(crate) struct RuntimeInner {
@@ -127,15 +129,24 @@ impl PluginRuntime {
             egress: rt.egress.clone(),
             waits: rt.waits.clone(),
         });
-        let ran = run(&rt, &pre, loading, Phase::Describe, None, Call::Describe)
-            .await
-            .map_err(|e| Error::Describe(Box::new(e)))?;
+        let ran = run(
+            &rt,
+            &pre,
+            loading.clone(),
+            Phase::Describe,
+            None,
+            Call::Describe,
+        )
+        .await
+        .map_err(|e| Error::Describe(Box::new(e)))?;
         let Returned::Description(description) = ran.returned else {
             unreachable!("describe returns a description");
         };
         let description: Description = description;
         validate_description(&description, &settings.grants, &rt.config.reserved_prefixes)
             .map_err(Error::InvalidDescription)?;
+
+        let api_schema = api_schema(&rt, &pre, loading).await;
 
         let context = Arc::new(PluginContext {
             name: description.name.clone(),
@@ -166,10 +177,41 @@ impl PluginRuntime {
             description,
             digest,
             wit_version: inspection.version,
+            api_schema,
         };
         Ok(Loaded {
             version: Arc::new(version),
             report,
         })
+    }
+}
+
+/// The bodies of the component's routes, asked in band right after
+/// `describe` and under its rules (see [`plateau_contract::api_schema`]);
+/// none when the component does not answer them.
+async fn api_schema(
+    rt: &RuntimeInner,
+    pre: &WorldPre,
+    loading: Arc<PluginContext>,
+) -> Option<ApiSchema> {
+    let req = Request::new(Method::Get, plateau_contract::api_schema::PATH);
+    let ran = run(rt, pre, loading, Phase::Describe, None, Call::Handle(req)).await;
+    let response = match ran.map(|r| r.returned) {
+        Ok(Returned::Response(response)) => response,
+        Ok(_) => unreachable!("handle returns a response"),
+        Err(e) => {
+            tracing::debug!(error = %e, "the component gave no API schema");
+            return None;
+        }
+    };
+    if response.status != 200 {
+        return None;
+    }
+    match serde_json::from_slice(&response.body) {
+        Ok(schema) => Some(schema),
+        Err(e) => {
+            tracing::warn!(error = %e, "the component's API schema is not valid; its routes stay untyped");
+            None
+        }
     }
 }

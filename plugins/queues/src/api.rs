@@ -1,13 +1,13 @@
 //! The management routes: create, list, read, change and delete queues.
 
 use plateau_sdk::jobs::{self, NewJob};
-use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{
     ApiError, Bucket, Namespace, NewEvent, Params, Request, Response, clock, paginate_kv_with,
 };
 
 use crate::input::{self, NewQueue, QueuePatch, Settings};
 use crate::record::{self, Queue};
+use crate::views::QueueView;
 
 pub fn not_found(name: &str) -> ApiError {
     ApiError::not_found(format!(
@@ -23,19 +23,6 @@ pub fn load(bucket: &Bucket, name: &str) -> Result<Queue, ApiError> {
     bucket
         .get(&Queue::key(name))?
         .ok_or_else(|| not_found(name))
-}
-
-/// A queue as the API shows it.
-pub fn view(queue: &Queue) -> Value {
-    json!({
-        "name": queue.name,
-        "visibilityTimeoutSeconds": queue.visibility_timeout_seconds,
-        "retentionSeconds": queue.retention_seconds,
-        "maxReceives": queue.max_receives,
-        "deadLetterQueue": queue.dead_letter_queue,
-        "createdAt": queue.created_at,
-        "updatedAt": queue.updated_at,
-    })
 }
 
 fn settings(queue: &Queue) -> Settings {
@@ -94,16 +81,17 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     }
     NewEvent::new("queues.queue.created", "create")
         .resource("queue", &name)
-        .data(&view(&queue))
+        .data(&QueueView::from(&queue))
         .audit()
         .emit()?;
-    Ok(Response::created(&view(&queue)).with_header("location", format!("/queues/{name}")))
+    Ok(Response::created(&QueueView::from(&queue))
+        .with_header("location", format!("/queues/{name}")))
 }
 
 /// `GET /queues`: by name, paginated like core lists.
 pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let page = paginate_kv_with(&Bucket::caller()?, "q/", &req.page_query()?, |entry| {
-        Ok(view(&entry.json::<Queue>()?))
+        Ok(QueueView::from(&entry.json::<Queue>()?))
     })?;
     Ok(page.into_response())
 }
@@ -111,7 +99,7 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
 /// `GET /queues/{name}`
 pub fn get(_req: &Request, params: &Params) -> Result<Response, ApiError> {
     let queue = load(&Bucket::caller()?, &params["name"])?;
-    Ok(Response::ok(&view(&queue)))
+    Ok(Response::ok(&QueueView::from(&queue)))
 }
 
 /// `PATCH /queues/{name}`: changes the settings sent.
@@ -141,10 +129,10 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     }
     NewEvent::new("queues.queue.updated", "update")
         .resource("queue", name)
-        .data(&view(&queue))
+        .data(&QueueView::from(&queue))
         .audit()
         .emit()?;
-    Ok(Response::ok(&view(&queue)))
+    Ok(Response::ok(&QueueView::from(&queue)))
 }
 
 /// `DELETE /queues/{name}`: 204; its messages go with it.

@@ -3,6 +3,7 @@
 
 use plateau_sdk::{ApiError, Validator};
 use serde::{Deserialize, Deserializer};
+use utoipa::ToSchema;
 
 /// Limits, as SQS standard queues have them.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -31,7 +32,7 @@ pub fn is_queue_name(name: &str) -> bool {
 const NAME_RULE: &str = "must be 1 to 80 characters of letters, digits, - and _";
 
 /// `POST /queues`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewQueue {
     pub name: Option<String>,
@@ -42,14 +43,16 @@ pub struct NewQueue {
 }
 
 /// `PATCH /queues/{name}`: `null` clears `maxReceives` and `deadLetterQueue`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QueuePatch {
     pub visibility_timeout_seconds: Option<u32>,
     pub retention_seconds: Option<u32>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>)]
     pub max_receives: Option<Option<u32>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     pub dead_letter_queue: Option<Option<String>>,
 }
 
@@ -147,7 +150,7 @@ impl QueuePatch {
 }
 
 /// One message to send.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewMessage {
     pub body: Option<String>,
@@ -156,7 +159,7 @@ pub struct NewMessage {
 }
 
 /// `POST /queues/{name}/messages/batch`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewBatch {
     pub messages: Vec<NewMessage>,
@@ -233,7 +236,7 @@ impl NewBatch {
 }
 
 /// `POST /queues/{name}/receive`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReceiveRequest {
     pub max_messages: Option<u32>,
@@ -283,7 +286,7 @@ impl ReceiveRequest {
 }
 
 /// `POST /queues/{name}/ack`: one handle, or a batch of up to 10.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AckRequest {
     pub receipt_handle: Option<String>,
@@ -315,7 +318,7 @@ impl AckRequest {
 }
 
 /// `POST /queues/{name}/visibility`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VisibilityRequest {
     pub receipt_handle: String,
@@ -335,7 +338,7 @@ impl VisibilityRequest {
 }
 
 /// `POST /queues/{name}/redrive`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RedriveRequest {
     pub target_queue: Option<String>,

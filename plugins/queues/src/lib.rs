@@ -28,6 +28,7 @@ pub mod messages;
 pub mod plugin;
 pub mod record;
 pub mod store;
+pub mod views;
 
 pub use plugin::QueuesPlugin;
 

@@ -9,6 +9,7 @@ use crate::api::{self, load as load_queue};
 use crate::input::RedriveRequest;
 use crate::record::{self, IndexEntry, Message, Queue, parse_index_key};
 use crate::store;
+use crate::views::{Redriven, Stats};
 
 /// `POST /queues/{name}/purge`: every message goes at once (the queue moves
 /// to a new generation); 204.
@@ -69,14 +70,14 @@ pub fn stats(_req: &Request, params: &Params) -> Result<Response, ApiError> {
         }
     }
     let dead: Option<i64> = bucket.get(&record::dead_counter_key(name))?;
-    Ok(Response::ok(&json!({
-        "visible": visible,
-        "inFlight": in_flight,
-        "delayed": delayed,
-        "total": visible + in_flight + delayed,
-        "deadLettered": dead.unwrap_or(0),
-        "oldestAgeSeconds": oldest.map_or(0, |o| now.saturating_sub(o) / 1000),
-    })))
+    Ok(Response::ok(&Stats {
+        visible,
+        in_flight,
+        delayed,
+        total: visible + in_flight + delayed,
+        dead_lettered: dead.unwrap_or(0),
+        oldest_age_seconds: oldest.map_or(0, |o| now.saturating_sub(o) / 1000),
+    }))
 }
 
 /// `POST /queues/{name}/redrive`: moves up to `maxMessages` messages of
@@ -137,11 +138,11 @@ pub fn redrive(req: &Request, params: &Params) -> Result<Response, ApiError> {
         .data(&json!({ "moved": moved, "targetQueue": target }))
         .audit()
         .emit()?;
-    Ok(Response::ok(&json!({
-        "moved": moved,
-        "skipped": skipped,
-        "remaining": remaining,
-    })))
+    Ok(Response::ok(&Redriven {
+        moved,
+        skipped,
+        remaining,
+    }))
 }
 
 /// The most keys one collection run deletes (each is one write).

@@ -23,7 +23,6 @@
 
 use std::time::{Duration, Instant};
 
-use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock};
 
 use crate::api::load as load_queue;
@@ -32,6 +31,7 @@ use crate::input::{
 };
 use crate::record::{self, Dedupe, Message, Queue, parse_index_key};
 use crate::store::{self, Loaded};
+use crate::views::{AckFailure, Acked, Received, ReceivedBatch, Sent, SentBatch};
 
 /// How many index entries a receive reads to choose from.
 const HEAD: u32 = 100;
@@ -83,8 +83,11 @@ fn send_one(
     Ok((id, false))
 }
 
-fn sent_view(id: &str, duplicate: bool) -> Value {
-    json!({ "id": id, "duplicate": duplicate })
+fn sent_view(id: &str, duplicate: bool) -> Sent {
+    Sent {
+        id: id.to_owned(),
+        duplicate,
+    }
 }
 
 /// `POST /queues/{name}/messages`: 201 with the id; 200 with the first
@@ -109,7 +112,7 @@ pub fn send_batch(req: &Request, params: &Params) -> Result<Response, ApiError> 
         let (id, duplicate) = send_one(&bucket, &queue, out, now)?;
         sent.push(sent_view(&id, duplicate));
     }
-    Ok(Response::ok(&json!({ "messages": sent })))
+    Ok(Response::ok(&SentBatch { messages: sent }))
 }
 
 /// `POST /queues/{name}/receive`: up to `maxMessages` visible messages,
@@ -131,7 +134,7 @@ pub fn receive(req: &Request, params: &Params) -> Result<Response, ApiError> {
         let (received, next_visible) = receive_once(&bucket, &queue, &asked, now)?;
         let left = wait.saturating_sub(started.elapsed());
         if !received.is_empty() || left.is_zero() {
-            return Ok(Response::ok(&json!({ "messages": received })));
+            return Ok(Response::ok(&ReceivedBatch { messages: received }));
         }
         // Until a change of the index commits, or the next hidden message
         // shows (the host clock may be a test's: at least 1 ms).
@@ -145,7 +148,7 @@ pub fn receive(req: &Request, params: &Params) -> Result<Response, ApiError> {
         // The host refused to park (too many parked calls): answer now
         // rather than spin.
         if !woke && parked.elapsed() < slice / 2 {
-            return Ok(Response::ok(&json!({ "messages": received })));
+            return Ok(Response::ok(&ReceivedBatch { messages: received }));
         }
     }
 }
@@ -157,7 +160,7 @@ fn receive_once(
     queue: &Queue,
     asked: &Receive,
     now: u64,
-) -> Result<(Vec<Value>, Option<u64>), ApiError> {
+) -> Result<(Vec<Received>, Option<u64>), ApiError> {
     let sid = queue.sid();
     let visibility = asked.visibility.unwrap_or(queue.visibility_timeout_seconds);
     let visibility_ms = u64::from(visibility) * 1000;
@@ -200,7 +203,7 @@ fn deliver(
     loaded: Loaded,
     now: u64,
     visibility_ms: u64,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Received>, ApiError> {
     let sid = queue.sid();
     let message = &loaded.message;
     if now >= message.sent_at + u64::from(queue.retention_seconds) * 1000 {
@@ -224,14 +227,14 @@ fn deliver(
     if !store::claim(bucket, &sid, &loaded, Some(&next), Vec::new())? {
         return Ok(None);
     }
-    Ok(Some(json!({
-        "id": next.id,
-        "body": next.body,
-        "receiptHandle": record::receipt_handle(&next.id, &token),
-        "receives": next.receives,
-        "sentAt": clock::rfc3339(next.sent_at),
-        "firstReceivedAt": next.first_received_at.map(clock::rfc3339),
-    })))
+    Ok(Some(Received {
+        receipt_handle: record::receipt_handle(&next.id, &token),
+        receives: next.receives,
+        sent_at: clock::rfc3339(next.sent_at),
+        first_received_at: next.first_received_at.map(clock::rfc3339),
+        id: next.id,
+        body: next.body,
+    }))
 }
 
 /// Moves a message that was received `maxReceives` times to the queue's
@@ -317,15 +320,15 @@ pub fn ack(req: &Request, params: &Params) -> Result<Response, ApiError> {
             let mut failed = Vec::new();
             for handle in handles {
                 match ack_one(&bucket, &queue, &handle)? {
-                    Ok(()) => acked.push(json!(handle)),
-                    Err(e) => failed.push(json!({
-                        "receiptHandle": handle,
-                        "code": e.code().as_str(),
-                        "detail": e.detail(),
-                    })),
+                    Ok(()) => acked.push(handle),
+                    Err(e) => failed.push(AckFailure {
+                        receipt_handle: handle,
+                        code: e.code().as_str().to_owned(),
+                        detail: e.detail().to_owned(),
+                    }),
                 }
             }
-            Ok(Response::ok(&json!({ "acked": acked, "failed": failed })))
+            Ok(Response::ok(&Acked { acked, failed }))
         }
     }
 }

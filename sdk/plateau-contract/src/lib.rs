@@ -14,6 +14,7 @@
 //! **Invariant**: nothing here knows about wasmtime, WIT bindings, axum or
 //! SQL. Each side converts between these records and its own bindings.
 
+pub mod api_schema;
 pub mod delivery;
 pub mod description;
 pub mod edge;

@@ -127,7 +127,7 @@ pub fn handle<P: Plugin>(router: &Router, req: WitRequest) -> WitResponse {
         status,
         headers,
         body,
-    } = P::handle(router, &req);
+    } = crate::serve::<P>(router, &req);
     wit::Response {
         status,
         headers,

@@ -125,6 +125,7 @@ pub use plateau_contract as contract;
 /// Re-exported so plugins need not pin their own versions.
 pub use serde;
 pub use serde_json;
+pub use utoipa;
 
 /// The result of a handler.
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -163,6 +164,17 @@ pub trait Plugin {
     fn on_job(job: &jobs::Job) -> std::result::Result<(), String> {
         let _ = job;
         Ok(())
+    }
+}
+
+/// Serves one request as the host sends it: the host's in-band question
+/// for the routes' bodies ([`plateau_contract::api_schema::PATH`]) is
+/// answered from the router, everything else by [`Plugin::handle`].
+pub fn serve<P: Plugin>(router: &Router, req: &Request) -> Response {
+    if req.method == "GET" && req.path == plateau_contract::api_schema::PATH {
+        Response::json(200, &router.api_schema())
+    } else {
+        P::handle(router, req)
     }
 }
 

@@ -7,9 +7,13 @@
 //! pattern wins. A path no pattern matches is a 404 problem; a path matched
 //! only by routes of other methods is a 405 problem with an `Allow` header.
 
+use std::collections::BTreeMap;
 use std::ops::Index;
 
+use plateau_contract::api_schema::{ApiSchema, ResponseSchema, RouteSchema};
 use plateau_contract::route::{self, Capture, Found, Pattern};
+use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::{Access, ApiError, Method, Request, Response, RouteInfo, percent_decode};
 
@@ -75,6 +79,48 @@ struct Entry {
     access: Access,
     summary: String,
     handler: Handler,
+    /// The JSON request body's schema ([`Router::request`]).
+    request: Option<SchemaFn>,
+    /// The success statuses and their bodies' schemas
+    /// ([`Router::response`]).
+    responses: Vec<(u16, Option<SchemaFn>)>,
+}
+
+/// Writes a type's schema (and the named schemas it refers to) for
+/// [`ApiSchema`].
+type SchemaFn = fn(&mut BTreeMap<String, Value>) -> Value;
+
+/// `T`'s schema as a reference to its component, adding the component and
+/// those it refers to.
+fn schema_of<T: ToSchema>(components: &mut BTreeMap<String, Value>) -> Value {
+    let mut nested = Vec::new();
+    T::schemas(&mut nested);
+    for (name, schema) in nested {
+        components.insert(name, to_value(&schema));
+    }
+    let name = T::name().into_owned();
+    components.insert(name.clone(), to_value(&T::schema()));
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// The schema of a [`crate::Page`] of `T`s.
+fn page_of<T: ToSchema>(components: &mut BTreeMap<String, Value>) -> Value {
+    json!({
+        "type": "object",
+        "required": ["items", "nextCursor", "total"],
+        "properties": {
+            "items": { "type": "array", "items": schema_of::<T>(components) },
+            "nextCursor": {
+                "type": ["string", "null"],
+                "description": "pass it as `cursor` for the next page; null on the last page",
+            },
+            "total": { "type": "integer", "minimum": 0, "description": "the number of items in the whole list" },
+        },
+    })
+}
+
+fn to_value(schema: &utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>) -> Value {
+    serde_json::to_value(schema).expect("a schema serializes")
 }
 
 /// A matched route.
@@ -125,6 +171,8 @@ impl Router {
             access: Access::Authenticated,
             summary: String::new(),
             handler,
+            request: None,
+            responses: Vec::new(),
         });
         if cfg!(not(target_arch = "wasm32")) {
             self.check(self.entries.len() - 1);
@@ -194,6 +242,60 @@ impl Router {
     pub fn summary(mut self, summary: &str) -> Self {
         self.last("summary").summary = summary.to_owned();
         self
+    }
+
+    /// The last route takes a JSON body of type `T` (its schema goes into
+    /// the host's OpenAPI document; the handler still parses the body).
+    pub fn request<T: ToSchema>(mut self) -> Self {
+        self.last("request").request = Some(schema_of::<T>);
+        self
+    }
+
+    /// The last route may answer `status` with a JSON body of type `T`
+    /// (call it once per success status).
+    pub fn response<T: ToSchema>(mut self, status: u16) -> Self {
+        let route = self.last("response");
+        route.responses.push((status, Some(schema_of::<T>)));
+        self
+    }
+
+    /// The last route answers 200 with a [`crate::Page`] of `T`s.
+    pub fn response_page<T: ToSchema>(mut self) -> Self {
+        let route = self.last("response_page");
+        route.responses.push((200, Some(page_of::<T>)));
+        self
+    }
+
+    /// The last route may answer `status` (204) without a body.
+    pub fn empty_response(mut self, status: u16) -> Self {
+        let route = self.last("empty_response");
+        route.responses.push((status, None));
+        self
+    }
+
+    /// The bodies of every route that declares one, for the host's OpenAPI
+    /// document (answered at [`plateau_contract::api_schema::PATH`]).
+    pub fn api_schema(&self) -> ApiSchema {
+        let mut components = BTreeMap::new();
+        let routes = self
+            .entries
+            .iter()
+            .filter(|e| e.request.is_some() || !e.responses.is_empty())
+            .map(|e| RouteSchema {
+                method: e.method.as_str().to_owned(),
+                path: e.pattern.clone(),
+                request: e.request.map(|f| f(&mut components)),
+                responses: e
+                    .responses
+                    .iter()
+                    .map(|(status, schema)| ResponseSchema {
+                        status: *status,
+                        schema: schema.map(|f| f(&mut components)),
+                    })
+                    .collect(),
+            })
+            .collect();
+        ApiSchema { routes, components }
     }
 
     fn last(&mut self, what: &str) -> &mut Entry {

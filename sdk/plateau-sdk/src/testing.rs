@@ -33,7 +33,7 @@ pub fn reset() {
 /// organisation, and an answer of 500 or more rolls back the request's
 /// key-value writes and events.
 pub fn handle<P: Plugin>(req: &Request) -> Response {
-    handle_with(&P::router(), req, P::handle)
+    handle_with(&P::router(), req, crate::serve::<P>)
 }
 
 /// [`handle`] with a router built once by the test.

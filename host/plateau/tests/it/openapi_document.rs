@@ -67,7 +67,13 @@ page = projects_list.sync(client=client, limit=50)
 assert created.id in [p.id for p in page.items], page
 gone = projects_delete.sync_detailed(client=client, id=created.id)
 assert gone.status_code == 200, gone
-print("scenario ok:", created.id)
+from plateau_api_client.api.queues import queues_create, queues_messages
+from plateau_api_client.models import QueuesNewQueue, QueuesNewMessage
+queue = queues_create.sync(client=client, body=QueuesNewQueue(name="generated", visibility_timeout_seconds=30))
+assert queue.visibility_timeout_seconds == 30, queue
+sent = queues_messages.sync(client=client, name="generated", body=QueuesNewMessage(body="hello"))
+assert sent.id and sent.duplicate is False, sent
+print("scenario ok:", created.id, queue.name, sent.id)
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,6 +132,23 @@ async fn clients_can_generate_from_the_document() {
     let upload = &doc["paths"]["/apps/{id}/source-upload/{uploadId}"]["put"]["requestBody"]["content"]
         ["application/octet-stream"]["schema"];
     assert_eq!(upload["format"], "binary", "{upload}");
+    // A plugin's bodies come from the types its handlers use.
+    let create = &doc["paths"]["/queues"]["post"];
+    assert_eq!(
+        create["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/queues.NewQueue",
+        "{create}"
+    );
+    assert_eq!(
+        create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/queues.QueueView",
+        "{create}"
+    );
+    let view = &doc["components"]["schemas"]["queues.QueueView"];
+    assert_eq!(
+        view["properties"]["retentionSeconds"]["type"], "integer",
+        "{view}"
+    );
 
     // An implementation of the specification that is not ours.
     let out = python(

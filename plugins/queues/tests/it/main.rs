@@ -22,6 +22,48 @@ fn the_description_is_valid() {
     assert_eq!(d.routes.len(), 13);
 }
 
+/// The OpenAPI document shows every route's answers, and the bodies of
+/// the routes that need one, from the types the handlers use.
+#[test]
+fn every_route_declares_its_bodies() {
+    let answer = testing::handle::<QueuesPlugin>(&Request::new(
+        Method::Get,
+        plateau_sdk::contract::api_schema::PATH,
+    ));
+    assert_eq!(answer.status, 200, "the host's question is answered");
+    let schema: plateau_sdk::contract::api_schema::ApiSchema = answer.json_body().unwrap();
+    let d = plateau_sdk::describe::<QueuesPlugin>();
+    for route in &d.routes {
+        let declared = schema
+            .route(&route.method, &route.path)
+            .unwrap_or_else(|| panic!("{} {} declares nothing", route.method, route.path));
+        assert!(
+            !declared.responses.is_empty(),
+            "{} {}",
+            route.method,
+            route.path
+        );
+        let optional_body = route.path.ends_with("/receive") || route.path.ends_with("/purge");
+        if route.method != "GET" && route.method != "DELETE" && !optional_body {
+            assert!(
+                declared.request.is_some(),
+                "{} {}",
+                route.method,
+                route.path
+            );
+        }
+    }
+    let view = &schema.components["QueueView"];
+    assert_eq!(
+        view["properties"]["visibilityTimeoutSeconds"]["type"],
+        "integer"
+    );
+    assert!(
+        schema.components.contains_key("Sent"),
+        "nested schemas are named too"
+    );
+}
+
 #[test]
 fn bodies_are_checked_all_at_once() {
     let q: NewQueue = serde_json::from_value(json!({
