@@ -34,6 +34,9 @@
 //! - `cargo xtask bench queues [--messages N] [--connections N]`: messages per
 //!   second end to end through the queues plugin, with p50/p99 of send,
 //!   receive and ack (issue 19).
+//! - `cargo xtask bench errors [--events N] [--connections N]`: Sentry
+//!   events per second through the error tracking plugin's envelope
+//!   endpoint, with p50/p99, checked against the issues' counts (issue 36).
 //! - `cargo xtask bench workflows [--runs N] [--steps N] [--workers N]`:
 //!   completed steps per second through the workflows plugin with 32
 //!   workers, with p50/p99 and 409 counts of claim and complete (issue 19).
@@ -50,6 +53,7 @@ mod cron_bench;
 mod databases_bench;
 mod edge_bench;
 mod email_bench;
+mod errors_bench;
 mod flags_bench;
 mod harness;
 mod load;
@@ -101,6 +105,14 @@ fn main() -> anyhow::Result<()> {
                 .build()
                 .context("starting tokio")?
                 .block_on(cron_bench::run(opts))
+        }
+        ["bench", "errors", rest @ ..] => {
+            let opts = errors_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(errors_bench::run(opts))
         }
         ["bench", "queues", rest @ ..] => {
             let opts = queues_bench::Options::parse(rest)?;
@@ -165,7 +177,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
         ),
     }
 }

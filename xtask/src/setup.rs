@@ -81,7 +81,8 @@ const RUN_PACKAGES: &[&str] = &[
 /// the AWS SDK that drives the S3 endpoint; psycopg 3 and asyncpg, the
 /// PostgreSQL drivers the databases' pooled URI must serve;
 /// `standardwebhooks`, the Standard Webhooks reference library that
-/// verifies the webhooks plugin's signatures.
+/// verifies the webhooks plugin's signatures; `sentry-sdk`, the official
+/// Sentry SDK that reports errors to the error tracking plugin.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
@@ -91,13 +92,15 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("psycopg", "psycopg[binary]"),
     ("asyncpg", "asyncpg"),
     ("standardwebhooks", "standardwebhooks"),
+    ("sentry_sdk", "sentry-sdk"),
 ];
 
 /// npm packages the test suite uses, installed under `target/npm-clients`
 /// (the tests set `NODE_PATH` to its `node_modules`): node-postgres, and
 /// axe-core, which the console's browser tests inject into every page
-/// (the version is the tests' `AXE_VERSION`).
-const TEST_NPM_PACKAGES: &[&str] = &["pg", "axe-core@4.10.3"];
+/// (the version is the tests' `AXE_VERSION`); `@sentry/node`, the official
+/// Sentry SDK the error tracking test reports with.
+const TEST_NPM_PACKAGES: &[&str] = &["pg", "axe-core@4.10.3", "@sentry/node"];
 
 pub fn run_server(extra: &[&str]) -> anyhow::Result<()> {
     ensure_wasm_target()?;

@@ -7,7 +7,10 @@
 //! (letters, digits, `-`, `_`, `.`, `~`), `{name}` (one non-empty segment)
 //! or, as the last segment, `{name...}` (one or more segments). Parameter
 //! names are lowercase letters, digits and `_`, not starting with a digit,
-//! and unique within a pattern. When several patterns match a path, the
+//! and unique within a pattern. A pattern may end with `/` after its first
+//! segment (Sentry's ingest paths do, `/api/{project}/envelope/`): it then
+//! matches only paths with that trailing slash, as `/flags` matches only
+//! paths without. When several patterns match a path, the
 //! most specific wins: segment by segment from the left, a literal beats a
 //! parameter, which beats a rest parameter.
 
@@ -85,6 +88,10 @@ impl<'a> Pattern<'a> {
                     None => Segment::Param(inner),
                 },
                 None if is_literal_segment(piece) => Segment::Literal(piece),
+                // A trailing slash: the empty last segment, matched literally.
+                None if piece.is_empty() && i > 0 && i + 1 == pieces.len() => {
+                    Segment::Literal(piece)
+                }
                 None => {
                     return Err(format!(
                         "segment `{piece}` must be letters, digits, -, _, . or ~, or a {{name}}"

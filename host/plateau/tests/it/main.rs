@@ -20,6 +20,7 @@ mod cron_due;
 mod cron_missed;
 mod databases;
 mod email;
+mod error_tracking;
 mod errors;
 mod events;
 mod flags;

@@ -15,8 +15,9 @@
 //! Hooks: `on_job` delivers a queued message (`send:{id}` jobs, see
 //! [`delivery`]); `on_event` queues alerts that other plugins and the host
 //! ask for with `alarms.email.requested` (the host's threshold alarms),
-//! `checks.email.requested`, `heartbeats.email.requested` and
-//! `webhooks.email.requested` (see [`alerts`]).
+//! `checks.email.requested`, `heartbeats.email.requested`,
+//! `webhooks.email.requested` and `errors.email.requested` (see
+//! [`alerts`]).
 
 pub mod alerts;
 pub mod config;
@@ -34,11 +35,12 @@ use plateau_sdk::{Capability, Description, Event, Plugin, Router};
 pub struct EmailPlugin;
 
 /// The event types whose data asks for an alert email.
-pub const ALERT_EVENTS: [&str; 4] = [
+pub const ALERT_EVENTS: [&str; 5] = [
     "alarms.email.requested",
     "checks.email.requested",
     "heartbeats.email.requested",
     "webhooks.email.requested",
+    "errors.email.requested",
 ];
 
 impl Plugin for EmailPlugin {

@@ -180,7 +180,8 @@ fn description_declares_scopes_capabilities_subscriptions_and_routes() {
             "alarms.email.requested",
             "checks.email.requested",
             "heartbeats.email.requested",
-            "webhooks.email.requested"
+            "webhooks.email.requested",
+            "errors.email.requested"
         ]
     );
     let routes: Vec<String> = description

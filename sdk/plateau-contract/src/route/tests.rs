@@ -11,7 +11,9 @@ fn the_grammar_accepts_and_refuses() {
         ("/files/v1.2/a_b-c~d", Ok(())),
         ("flags", Err("must start with /")),
         ("/", Err("segment ``")),
-        ("/flags/", Err("segment ``")),
+        ("/flags/", Ok(())),
+        ("/flags/{id}/envelope/", Ok(())),
+        ("/flags/{rest...}/", Err("only the last segment")),
         ("/flags//x", Err("segment ``")),
         ("/flags/{rest...}/x", Err("only the last segment")),
         ("/flags/a{b}", Err("segment `a{b}`")),
@@ -40,6 +42,7 @@ fn table() -> Vec<(&'static str, &'static str)> {
         ("GET", "/files/{dir}/{name}"),
         ("DELETE", "/flags"),
         ("GET", "/flags"),
+        ("POST", "/ingest/{id}/envelope/"),
     ]
 }
 
@@ -86,6 +89,9 @@ fn the_most_specific_route_wins() {
         ("GET", "/files", "404"),
         ("GET", "/files/a//b", "404"),
         ("GET", "/flagsx", "404"),
+        ("POST", "/ingest/7/envelope/", "/ingest/{id}/envelope/ id=7"),
+        ("POST", "/ingest/7/envelope", "404"),
+        ("POST", "/ingest/7/envelope//", "404"),
     ];
     for (method, path, expected) in cases {
         assert_eq!(outcome(method, path), expected, "{method} {path}");
