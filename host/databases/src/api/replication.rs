@@ -22,8 +22,8 @@ use utoipa::ToSchema;
 use super::{Service, find};
 use crate::inside::is_plain_identifier;
 use crate::inside::publications::{self, PublicationView};
-use crate::replication::status::{SubscriptionView, SyncedSequence};
 use crate::replication::Request;
+use crate::replication::status::{SubscriptionView, SyncedSequence};
 
 type Problem = plateau_api::error::Problem;
 
@@ -36,8 +36,7 @@ fn name_ok(name: &str) -> bool {
     is_plain_identifier(name) && !name.starts_with("pg_")
 }
 
-const NAME_RULE: &str =
-    "a lowercase letter or _, then lowercase letters, digits or _ (at most 63), not starting with pg_";
+const NAME_RULE: &str = "a lowercase letter or _, then lowercase letters, digits or _ (at most 63), not starting with pg_";
 
 /// The database's publications.
 #[utoipa::path(get, path = "/databases/{id}/publications", tag = "databases",
@@ -66,6 +65,7 @@ pub struct CreatePublication {
     /// Publish every table, those made later included (or name `tables`).
     pub all_tables: Option<bool>,
     /// The tables to publish, `schema.table` or `table` (in `public`).
+    #[schema(max_items = 1000)]
     pub tables: Option<Vec<String>>,
 }
 
@@ -84,12 +84,13 @@ pub async fn create_publication(
     Path(id): Path<String>,
     Body(input): Body<CreatePublication>,
 ) -> Result<(StatusCode, Json<PublicationView>), ApiError> {
+    let d = find(&app, &caller, &id).await?;
     let all = input.all_tables.unwrap_or(false);
     let tables = input.tables.unwrap_or_default();
     Validator::new()
         .check(name_ok(&input.name), "name", NAME_RULE)
         .check(
-            all != !tables.is_empty(),
+            all == tables.is_empty(),
             "tables",
             "name at least one table, or set allTables (not both)",
         )
@@ -99,13 +100,13 @@ pub async fn create_publication(
             "at most 1000 names of at most 127 characters",
         )
         .finish()?;
-    let d = find(&app, &caller, &id).await?;
     let mut conn = service.admin(&d).await?;
     let made = publications::create(&mut conn, &input.name, all, &tables).await;
     let _ = conn.close().await;
     let made = made?;
-    let event = changed(&caller, &d.id, "database.publication_created", "create")
-        .data(json!({ "publication": made.name, "allTables": made.all_tables, "tables": made.tables }));
+    let event = changed(&caller, &d.id, "database.publication_created", "create").data(
+        json!({ "publication": made.name, "allTables": made.all_tables, "tables": made.tables }),
+    );
     service.record_event(&event).await?;
     Ok((StatusCode::CREATED, Json(made)))
 }
@@ -162,8 +163,10 @@ pub struct CreateSubscription {
     /// A database of this organisation by id, or a connection string
     /// `postgresql://user:password@host:port/dbname[?sslmode=require]`
     /// whose host the egress guard lets through.
+    #[schema(min_length = 1, max_length = 2048)]
     pub source: String,
     /// The source's publication.
+    #[schema(pattern = "^[a-z_][a-z0-9_]{0,62}$")]
     pub publication: String,
     /// Copy the tables' rows first; true by default.
     pub copy_data: Option<bool>,
@@ -185,6 +188,7 @@ pub async fn create_subscription(
     Path(id): Path<String>,
     Body(input): Body<CreateSubscription>,
 ) -> Result<(StatusCode, Json<SubscriptionView>), ApiError> {
+    let d = find(&app, &caller, &id).await?;
     Validator::new()
         .check(name_ok(&input.name), "name", NAME_RULE)
         .check(
@@ -198,7 +202,6 @@ pub async fn create_subscription(
             "a lowercase identifier of at most 63 characters",
         )
         .finish()?;
-    let d = find(&app, &caller, &id).await?;
     let request = Request {
         name: &input.name,
         source: &input.source,

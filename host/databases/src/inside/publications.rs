@@ -58,10 +58,9 @@ pub async fn list(conn: &mut PgConnection) -> Result<Vec<PublicationView>> {
                 tables: Vec::new(),
             });
         }
-        if let (Some(schema), Some(table)) = (
-            r.get::<Option<String>, _>(2),
-            r.get::<Option<String>, _>(3),
-        ) && let Some(p) = out.last_mut()
+        if let (Some(schema), Some(table)) =
+            (r.get::<Option<String>, _>(2), r.get::<Option<String>, _>(3))
+            && let Some(p) = out.last_mut()
         {
             p.tables.push(format!("{schema}.{table}"));
         }
@@ -124,10 +123,13 @@ pub async fn create(
         }
         format!("FOR TABLE {}", quoted.join(", "))
     };
-    sqlx::query(&format!("CREATE PUBLICATION {} {target}", quote_ident(name)))
-        .execute(&mut *conn)
-        .await
-        .map_err(query_error)?;
+    sqlx::query(&format!(
+        "CREATE PUBLICATION {} {target}",
+        quote_ident(name)
+    ))
+    .execute(&mut *conn)
+    .await
+    .map_err(query_error)?;
     get(conn, name)
         .await?
         .ok_or_else(|| Error::Internal(format!("publication {name} is gone once made")))
@@ -136,7 +138,9 @@ pub async fn create(
 /// Drops publication `name`; a missing one is a 404.
 pub async fn drop(conn: &mut PgConnection, name: &str) -> Result<()> {
     if get(conn, name).await?.is_none() {
-        return Err(Error::Missing(format!("no publication {name} in this database")));
+        return Err(Error::Missing(format!(
+            "no publication {name} in this database"
+        )));
     }
     sqlx::query(&format!("DROP PUBLICATION {}", quote_ident(name)))
         .execute(&mut *conn)

@@ -8,7 +8,7 @@
 //! expressions of the tenant's tables as the subscription's owner. So
 //! the host's session makes it, then hands it to [`SUBSCRIBER_ROLE`], a
 //! role of its own that is a member of the owner role and nothing else
-//! (never a superuser, no login): the tenant's code in the apply worker
+//! (never a superuser, no password): the tenant's code in the apply worker
 //! runs with the owner's rights at most (PostgreSQL 16 and later switch to
 //! each table's owner, 15 runs as the subscription's owner). PostgreSQL 15
 //! gives a subscription only to a superuser, so the role is one for the
@@ -70,7 +70,9 @@ pub async fn published_tables(
     .bind(name)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(Some(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect()))
+    Ok(Some(
+        rows.into_iter().map(|r| (r.get(0), r.get(1))).collect(),
+    ))
 }
 
 /// The tables of publication `name` whose updates and deletes could not be
@@ -132,20 +134,21 @@ pub async fn exists(conn: &mut PgConnection, name: &str) -> Result<bool> {
     )
 }
 
-/// Makes [`SUBSCRIBER_ROLE`] (once) a member of `owner` only.
+/// Makes [`SUBSCRIBER_ROLE`] a member of `owner` only. The apply worker
+/// logs in as the subscription's owner, so it may log in, but it has no
+/// password: no client can (every connection needs SCRAM).
 async fn ensure_subscriber_role(conn: &mut PgConnection, owner: &str) -> Result<()> {
     let role = quote_ident(SUBSCRIBER_ROLE);
     let found = sqlx::query("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1")
         .bind(SUBSCRIBER_ROLE)
         .fetch_optional(&mut *conn)
         .await?;
-    if found.is_none() {
-        sqlx::query(&format!(
-            "CREATE ROLE {role} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS INHERIT"
-        ))
+    let attributes =
+        "LOGIN PASSWORD NULL NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS INHERIT";
+    let verb = if found.is_none() { "CREATE" } else { "ALTER" };
+    sqlx::query(&format!("{verb} ROLE {role} {attributes}"))
         .execute(&mut *conn)
         .await?;
-    }
     sqlx::query(&format!("GRANT {} TO {role}", quote_ident(owner)))
         .execute(&mut *conn)
         .await?;

@@ -31,8 +31,8 @@ use plateau_store::databases::{self as dbs, Database};
 use sha2::Digest;
 use sqlx::Connection as _;
 
-use crate::inside::subscriptions::{self as sql, NewSubscription};
 use crate::inside::quote_ident;
+use crate::inside::subscriptions::{self as sql, NewSubscription};
 use crate::local::quote_literal;
 use crate::service::DatabaseService;
 use crate::{Error, Result};
@@ -322,7 +322,10 @@ async fn drop_role(conn: &mut sqlx::PgConnection, role: &str) -> Result<()> {
         .await?;
     if found.is_some() {
         let quoted = quote_ident(role);
-        for sql in [format!("DROP OWNED BY {quoted}"), format!("DROP ROLE {quoted}")] {
+        for sql in [
+            format!("DROP OWNED BY {quoted}"),
+            format!("DROP ROLE {quoted}"),
+        ] {
             sqlx::query(&sql).execute(&mut *conn).await?;
         }
     }

@@ -102,9 +102,7 @@ impl External {
         };
         for ip in &addresses {
             plateau_egress::check_address(*ip, allow).map_err(|why| {
-                refused(format!(
-                    "the egress guard refuses the source {host}: {why}"
-                ))
+                refused(format!("the egress guard refuses the source {host}: {why}"))
             })?;
         }
         Ok(External {
@@ -140,7 +138,12 @@ impl External {
     /// Reads back what [`External::conninfo`] wrote.
     pub fn from_conninfo(text: &str) -> Option<External> {
         let pairs = parse_conninfo(text)?;
-        let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let get = |k: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
         Some(External {
             host: get("host")?,
             hostaddr: get("hostaddr")?.parse().ok()?,
@@ -274,17 +277,28 @@ mod tests {
         ] {
             let e = External::parse(uri, &[]).await.unwrap_err();
             assert!(
-                matches!(&e, Error::Refused { code: "source_unreachable", .. }),
+                matches!(
+                    &e,
+                    Error::Refused {
+                        code: "source_unreachable",
+                        ..
+                    }
+                ),
                 "{uri}: {e:?}"
             );
         }
         let allow = plateau_egress::parse_allow_list("127.0.0.0/8").unwrap();
-        let e = External::parse("postgresql://u:p%40x@127.0.0.1:6/db?sslmode=require", &allow)
-            .await
-            .unwrap();
+        let e = External::parse(
+            "postgresql://u:p%40x@127.0.0.1:6/db?sslmode=require",
+            &allow,
+        )
+        .await
+        .unwrap();
         assert_eq!((e.password.as_str(), e.port), ("p@x", 6));
-        assert!(External::parse("postgresql://u:p@127.0.0.1/db?sslrootcert=/x", &allow)
-            .await
-            .is_err());
+        assert!(
+            External::parse("postgresql://u:p@127.0.0.1/db?sslrootcert=/x", &allow)
+                .await
+                .is_err()
+        );
     }
 }

@@ -84,9 +84,7 @@ impl DatabaseService {
             Some(id) => self.subscription_source(&s.org_id, id).await,
             None => External::from_conninfo(conninfo)
                 .map(Source::External)
-                .ok_or_else(|| {
-                    Error::Internal(format!("subscription {} has no source", s.name))
-                }),
+                .ok_or_else(|| Error::Internal(format!("subscription {} has no source", s.name))),
         }
     }
 

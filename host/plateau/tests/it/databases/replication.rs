@@ -3,7 +3,8 @@
 //! updates and deletes on the source seen on the target, the lag reported
 //! and the cutover verdict ready, the sequences synced; the tenant's
 //! trigger that fires in the apply worker runs without superuser; dropping
-//! the subscription removes its slot and role on the source. Each
+//! the subscription removes its slot and role on the source; the tenant
+//! can neither re-point nor drop the host's subscription. Each
 //! preflight refusal: no replica identity, tables the target lacks, no
 //! such publication, a source newer than the target, a source the egress
 //! guard refuses, a source with `wal_level=replica` (until `apply-config`
@@ -108,20 +109,38 @@ async fn a_15_database_replicates_into_a_17_one_after_a_preflight() {
     // Publications.
     let pubs = format!("/databases/{src}/publications");
     for (body, tables) in [
-        (json!({ "name": "items_pub", "tables": ["items"] }), json!(["public.items"])),
-        (json!({ "name": "everything", "allTables": true }), json!(["public.extra", "public.items", "public.notes"])),
-        (json!({ "name": "extra_pub", "tables": ["public.extra"] }), json!(["public.extra"])),
+        (
+            json!({ "name": "items_pub", "tables": ["items"] }),
+            json!(["public.items"]),
+        ),
+        (
+            json!({ "name": "everything", "allTables": true }),
+            json!(["public.extra", "public.items", "public.notes"]),
+        ),
+        (
+            json!({ "name": "extra_pub", "tables": ["public.extra"] }),
+            json!(["public.extra"]),
+        ),
     ] {
         let r = c.post(&pubs, body.clone()).await;
         assert_eq!(r.status, 201, "{body}: {}", r.text());
         assert_eq!(r.json()["tables"], tables, "{}", r.text());
     }
     for (body, says) in [
-        (json!({ "name": "both", "allTables": true, "tables": ["items"] }), "tables"),
+        (
+            json!({ "name": "both", "allTables": true, "tables": ["items"] }),
+            "tables",
+        ),
         (json!({ "name": "none" }), "tables"),
         (json!({ "name": "Bad", "allTables": true }), "name"),
-        (json!({ "name": "ghost", "tables": ["nope"] }), "public.nope"),
-        (json!({ "name": "items_pub", "tables": ["items"] }), "already exists"),
+        (
+            json!({ "name": "ghost", "tables": ["nope"] }),
+            "public.nope",
+        ),
+        (
+            json!({ "name": "items_pub", "tables": ["items"] }),
+            "already exists",
+        ),
     ] {
         let r = c.post(&pubs, body.clone()).await;
         assert_eq!(r.status, 400, "{body}: {}", r.text());
@@ -131,22 +150,76 @@ async fn a_15_database_replicates_into_a_17_one_after_a_preflight() {
     assert_eq!(listed.as_array().unwrap().len(), 3, "{listed}");
 
     // Each preflight refusal.
-    let sub = |source: &str, publication: &str| {
-        json!({ "name": "from15", "source": source, "publication": publication })
-    };
-    refused(&c, dst, sub(src, "everything"), "replica_identity_missing", "public.notes").await;
-    refused(&c, dst, sub(src, "extra_pub"), "tables_missing", "public.extra").await;
-    refused(&c, dst, sub(src, "nothing_here"), "publication_missing", "nothing_here").await;
-    refused(&c, src, sub(dst, "items_pub"), "unsupported_version_pair", "PostgreSQL 17").await;
+    let sub = |source: &str, publication: &str| json!({ "name": "from15", "source": source, "publication": publication });
+    refused(
+        &c,
+        dst,
+        sub(src, "everything"),
+        "replica_identity_missing",
+        "public.notes",
+    )
+    .await;
+    refused(
+        &c,
+        dst,
+        sub(src, "extra_pub"),
+        "tables_missing",
+        "public.extra",
+    )
+    .await;
+    refused(
+        &c,
+        dst,
+        sub(src, "nothing_here"),
+        "publication_missing",
+        "nothing_here",
+    )
+    .await;
+    refused(
+        &c,
+        src,
+        sub(dst, "items_pub"),
+        "unsupported_version_pair",
+        "PostgreSQL 17",
+    )
+    .await;
     let local = "postgresql://someone:secret@127.0.0.1:5432/postgres";
-    refused(&c, dst, sub(local, "items_pub"), "source_unreachable", "loopback").await;
-    refused(&c, dst, sub("dbs_nope", "items_pub"), "invalid_source", "dbs_nope").await;
+    refused(
+        &c,
+        dst,
+        sub(local, "items_pub"),
+        "source_unreachable",
+        "loopback",
+    )
+    .await;
+    refused(
+        &c,
+        dst,
+        sub("dbs_nope", "items_pub"),
+        "invalid_source",
+        "dbs_nope",
+    )
+    .await;
     set_wal_level(&server, &c, old, Some("replica")).await;
     assert_eq!(psql_ok(&uri(&c, old).await, "SHOW wal_level"), "replica");
-    refused(&c, dst, sub(old, "items_pub"), "wal_level_not_logical", "apply-config").await;
+    refused(
+        &c,
+        dst,
+        sub(old, "items_pub"),
+        "wal_level_not_logical",
+        "apply-config",
+    )
+    .await;
     set_wal_level(&server, &c, old, None).await;
     assert_eq!(psql_ok(&uri(&c, old).await, "SHOW wal_level"), "logical");
-    refused(&c, dst, sub(old, "items_pub"), "publication_missing", "items_pub").await;
+    refused(
+        &c,
+        dst,
+        sub(old, "items_pub"),
+        "publication_missing",
+        "items_pub",
+    )
+    .await;
 
     // The subscription: rows copied, then changes streamed.
     let began = Instant::now();
@@ -185,28 +258,63 @@ async fn a_15_database_replicates_into_a_17_one_after_a_preflight() {
     assert!(view["lagBytes"].as_i64().is_some(), "{view}");
     assert_eq!(view["tablesReady"], 1, "{view}");
     assert_eq!(view["streaming"], true, "{view}");
-    let one = c.get(&format!("/databases/{dst}/subscriptions/from15")).await;
+    let one = c
+        .get(&format!("/databases/{dst}/subscriptions/from15"))
+        .await;
     assert_eq!(one.status, 200, "{}", one.text());
-    let audit = psql_ok(&dst_uri, "SELECT count(*) > 0, bool_or(su = 'on') FROM audit");
-    assert_eq!(audit, "t|f", "the tenant's trigger ran as a superuser in the apply worker");
+    let audit = psql_ok(
+        &dst_uri,
+        "SELECT count(*) > 0, bool_or(su = 'on') FROM audit",
+    );
+    assert_eq!(
+        audit, "t|f",
+        "the tenant's trigger ran as a superuser in the apply worker"
+    );
+
+    // The tenant does not own the subscription: it cannot point it
+    // elsewhere, nor drop it.
+    for sql in [
+        "ALTER SUBSCRIPTION from15 CONNECTION 'host=169.254.169.254 dbname=x'",
+        "DROP SUBSCRIPTION from15",
+    ] {
+        let out = super::psql(&dst_uri, sql);
+        assert!(!out.status.success(), "the owner ran {sql}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("must be owner"), "{sql}: {err}");
+    }
 
     // Sequences, then a write of the target's own.
     let r = c
-        .post(&format!("/databases/{dst}/subscriptions/from15/sync-sequences"), json!({}))
+        .post(
+            &format!("/databases/{dst}/subscriptions/from15/sync-sequences"),
+            json!({}),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     let synced = r.json();
     assert!(
-        synced.as_array().unwrap().iter().any(|s| s["sequence"] == "public.items_id_seq" && s["value"] == 105),
+        synced
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["sequence"] == "public.items_id_seq" && s["value"] == 105),
         "{synced}"
     );
-    let id = psql_ok(&dst_uri, "INSERT INTO items (name) VALUES ('on the target') RETURNING id");
-    assert_eq!(id, "106");
+    let id = psql_ok(
+        &dst_uri,
+        "INSERT INTO items (name) VALUES ('on the target') RETURNING id",
+    );
+    assert_eq!(id.lines().next(), Some("106"), "{id}");
 
     // Drops: the slot and the role on the source go too.
-    let r = c.delete(&format!("/databases/{dst}/subscriptions/from15")).await;
+    let r = c
+        .delete(&format!("/databases/{dst}/subscriptions/from15"))
+        .await;
     assert_eq!(r.status, 204, "{}", r.text());
-    let listed = c.get(&format!("/databases/{dst}/subscriptions")).await.json();
+    let listed = c
+        .get(&format!("/databases/{dst}/subscriptions"))
+        .await
+        .json();
     assert_eq!(listed, json!([]));
     let left = psql_ok(
         &src_uri,
