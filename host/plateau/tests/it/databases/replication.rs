@@ -3,7 +3,9 @@
 //! updates and deletes on the source seen on the target, the lag reported
 //! and the cutover verdict ready, the sequences synced; the tenant's
 //! trigger that fires in the apply worker runs without superuser; dropping
-//! the subscription removes its slot and role on the source; the tenant
+//! the subscription removes its slot and role on the source; a restored
+//! copy of the subscriber keeps no subscription while the original streams
+//! on; the tenant
 //! can neither re-point nor drop the host's subscription. Each
 //! preflight refusal: no replica identity, tables the target lacks, no
 //! such publication, a source newer than the target, a source the egress
@@ -283,6 +285,47 @@ async fn a_15_database_replicates_into_a_17_one_after_a_preflight() {
         assert!(err.contains("must be owner"), "{sql}: {err}");
     }
 
+    // A restored copy of the subscriber keeps no subscription (its slot is
+    // the original's), and the original goes on streaming.
+    // The plan allows 3 databases.
+    super::delete(&c, old).await;
+    super::backups::until_backed_up(&c, dst, "full").await;
+    let began = Instant::now();
+    let r = c
+        .post(
+            &format!("/databases/{dst}/restore"),
+            json!({ "name": "dst-copy" }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let copy = r.json()["id"].as_str().unwrap().to_owned();
+    c.wait_running(&format!("/databases/{copy}")).await;
+    let copy_uri = uri(&c, &copy).await;
+    assert_eq!(
+        psql_ok(
+            &copy_uri,
+            "SELECT (SELECT count(subname) FROM pg_subscription), (SELECT count(*) FROM items)"
+        ),
+        "0|104"
+    );
+    eprintln!(
+        "subscriber restored without its subscription in {:.2} s",
+        began.elapsed().as_secs_f64()
+    );
+    psql_ok(&src_uri, "INSERT INTO items (name) VALUES ('late')");
+    let began = Instant::now();
+    while psql_ok(&dst_uri, "SELECT count(*) FROM items WHERE name = 'late'") != "1" {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the original stopped streaming"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "a row written after the restore reached the original in {:.2} s",
+        began.elapsed().as_secs_f64()
+    );
+
     // Sequences, then a write of the target's own.
     let r = c
         .post(
@@ -297,14 +340,14 @@ async fn a_15_database_replicates_into_a_17_one_after_a_preflight() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|s| s["sequence"] == "public.items_id_seq" && s["value"] == 105),
+            .any(|s| s["sequence"] == "public.items_id_seq" && s["value"] == 106),
         "{synced}"
     );
     let id = psql_ok(
         &dst_uri,
         "INSERT INTO items (name) VALUES ('on the target') RETURNING id",
     );
-    assert_eq!(id.lines().next(), Some("106"), "{id}");
+    assert_eq!(id.lines().next(), Some("107"), "{id}");
 
     // Drops: the slot and the role on the source go too.
     let r = c
