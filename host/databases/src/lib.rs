@@ -20,6 +20,7 @@ pub mod inside;
 pub mod install;
 pub mod local;
 pub mod reconciler;
+pub mod replication;
 pub mod reset;
 pub mod rotation;
 pub mod scram;

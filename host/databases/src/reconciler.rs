@@ -180,6 +180,8 @@ impl Resources for DatabaseService {
     async fn delete(&self, state: &State) -> Result<(), Failure> {
         if let Some(d) = databases::get(self.db(), &state.org_id, &state.id).await? {
             self.keep_backups(&d).await?;
+            // Its subscriptions' slots on their sources go with it.
+            self.unsubscribe_all(&d).await?;
         }
         plateau_store::databases::rotations::remove(self.db(), &state.id).await?;
         let mut tx = self.db().begin().await?;

@@ -40,6 +40,10 @@ pub struct ServiceConfig {
     /// How long the previous password of a rotation keeps working
     /// (`rotation`).
     pub rotation_overlap: Duration,
+    /// The operator's exemptions from the egress guard
+    /// (`PLATEAU_EGRESS_ALLOW`), which a subscription's source named by a
+    /// connection string must pass (`replication`).
+    pub egress_allow: Vec<ipnet::IpNet>,
 }
 
 /// How often the leaders of clusters with replicas are checked.

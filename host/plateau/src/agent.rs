@@ -46,6 +46,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         sealer,
         &host_id,
         &args.haproxy,
+        &args.egress_allow,
     )?;
     let sweeper = plateau_cache::snapshots::spawn_sweeper(
         db.clone(),

@@ -63,6 +63,7 @@ pub fn start(
     sealer: Arc<Sealer>,
     host_id: &str,
     haproxy: &Path,
+    egress_allow: &str,
 ) -> anyhow::Result<Arc<DatabaseService>> {
     let root = data_dir.join("databases");
     let binaries = args.postgres_dir.clone().unwrap_or_else(bins::default_root);
@@ -94,6 +95,8 @@ pub fn start(
             disk_check_every: Duration::from_millis(args.database_disk_check_ms.max(100)),
             backup_every: Duration::from_secs(args.database_backup_hours.max(1) * 3600),
             rotation_overlap: Duration::from_secs(args.database_rotation_overlap_seconds),
+            egress_allow: plateau_egress::parse_allow_list(egress_allow)
+                .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?,
         },
     )))
 }

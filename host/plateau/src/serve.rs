@@ -207,6 +207,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         sealer.clone(),
         &host_id,
         &args.haproxy,
+        &args.egress_allow,
     )?;
     let volumes = crate::apps::volumes(&args.apps, &db, &args.store.data_dir, &host_id)?;
     // The data plane: supervision and failover go on in the agent while

@@ -8,6 +8,7 @@ mod clusters;
 mod dumps;
 mod inside;
 mod members;
+mod replication;
 mod rotation;
 
 pub use clusters::owner_uri;
@@ -61,6 +62,20 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rotation::get, rotation::set))
         .routes(routes!(rotation::rotate))
         .routes(routes!(rotation::migrate))
+        .routes(routes!(
+            replication::list_publications,
+            replication::create_publication
+        ))
+        .routes(routes!(replication::drop_publication))
+        .routes(routes!(
+            replication::list_subscriptions,
+            replication::create_subscription
+        ))
+        .routes(routes!(
+            replication::get_subscription,
+            replication::drop_subscription
+        ))
+        .routes(routes!(replication::sync_sequences))
 }
 
 impl From<Error> for ApiError {

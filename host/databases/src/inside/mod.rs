@@ -9,10 +9,12 @@ pub mod data;
 pub mod dump;
 pub mod extensions;
 pub mod ops;
+pub mod publications;
 pub mod quota;
 pub mod roles;
 pub mod script;
 pub mod statement;
+pub mod subscriptions;
 
 use crate::Error;
 

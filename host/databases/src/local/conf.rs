@@ -36,7 +36,7 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          max_parallel_workers = {cpus}\n\
          max_parallel_workers_per_gather = {per_gather}\n\
          password_encryption = 'scram-sha-256'\n\
-         wal_level = replica\n\
+         wal_level = logical\n\
          max_wal_senders = 10\n\
          wal_keep_size = 64MB\n\
          shared_preload_libraries = 'pg_stat_statements'\n\
@@ -284,6 +284,7 @@ pub fn recovery(
          unix_socket_directories = '{socket}'\n\
          restore_command = 'cp \"{wal}/%f\" \"%p\"'\n\
          recovery_target_action = 'promote'\n\
+         max_logical_replication_workers = 0\n\
          recovery_target_timeline = '{timeline}'\n",
         socket = socket_dir.display(),
         wal = wal_dir.display(),

@@ -170,6 +170,20 @@ impl LocalProvider {
             let sql = format!("ALTER ROLE {} PASSWORD NULL", quote_ident(&alias));
             sqlx::Executor::execute(&mut admin, sqlx::raw_sql(&sql)).await?;
         }
+        // A subscriber's copy keeps no subscription: each names a slot of
+        // the original's on its source, which the copy would take from it
+        // (no apply worker ran here: `conf::recovery`).
+        let mut own = PgConnection::connect_with(&crate::host_session::pin(
+            PgConnectOptions::new()
+                .socket(&socket)
+                .port(placement.port)
+                .username(ADMIN_ROLE)
+                .database(&placement.database)
+                .application_name("plateau"),
+        ))
+        .await?;
+        crate::inside::subscriptions::forget_all(&mut own).await?;
+        own.close().await?;
         admin.close().await?;
         let mut stop = supervise::command(user.as_deref(), &bin.join("pg_ctl"));
         stop.arg("-D").arg(&data).args(["-m", "fast", "-w", "stop"]);

@@ -8,6 +8,7 @@ pub mod branches;
 pub mod dumps;
 pub mod resets;
 pub mod rotations;
+pub mod subscriptions;
 
 use sqlx::FromRow;
 

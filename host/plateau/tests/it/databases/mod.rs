@@ -14,6 +14,7 @@ mod inside;
 mod isolation;
 mod outage;
 mod quota;
+mod replication;
 mod restore_kill;
 mod rotation;
 mod secrets;
