@@ -92,6 +92,12 @@ const DEFAULT: &[Package] = &[
         module: "builtin",
         targets: Targets::Lib,
     },
+    Package {
+        name: "plateau-plugin-otel",
+        dir: "plugins/otel",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
 ];
 
 /// The runtime's test components and the template plugin, behind the

@@ -81,7 +81,9 @@ const RUN_PACKAGES: &[&str] = &[
 /// the AWS SDK that drives the S3 endpoint; psycopg 3 and asyncpg, the
 /// PostgreSQL drivers the databases' pooled URI must serve;
 /// `standardwebhooks`, the Standard Webhooks reference library that
-/// verifies the webhooks plugin's signatures.
+/// verifies the webhooks plugin's signatures; the OpenTelemetry SDK and
+/// its OTLP/HTTP exporter, which send traces, metrics and logs to the otel
+/// plugin's receiver.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
@@ -91,6 +93,11 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("psycopg", "psycopg[binary]"),
     ("asyncpg", "asyncpg"),
     ("standardwebhooks", "standardwebhooks"),
+    ("opentelemetry.sdk", "opentelemetry-sdk"),
+    (
+        "opentelemetry.exporter.otlp.proto.http",
+        "opentelemetry-exporter-otlp-proto-http",
+    ),
 ];
 
 /// npm packages the test suite uses, installed under `target/npm-clients`

@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 9] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 10] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -23,5 +23,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 9] {
         ("workflows", builtin::PLATEAU_PLUGIN_WORKFLOWS),
         ("webhooks", builtin::PLATEAU_PLUGIN_WEBHOOKS),
         ("log-drains", builtin::PLATEAU_PLUGIN_LOG_DRAINS),
+        ("otel", builtin::PLATEAU_PLUGIN_OTEL),
     ]
 }
