@@ -4,7 +4,7 @@
 //! | Route | Access |
 //! |---|---|
 //! | `POST /otel/ingest/v1/traces`, `/v1/metrics`, `/v1/logs` | public: the ingest token in `plateau-otel-token` is the credential |
-//! | `GET /otel/traces`, `GET /otel/traces/{traceId}`, `GET /otel/metrics`, `GET /otel/logs` | `otel:read` |
+//! | `GET /otel/traces`, `GET /otel/traces/{trace_id}`, `GET /otel/metrics`, `GET /otel/logs` | `otel:read` |
 //! | `GET /otel/tokens` | `otel:read` |
 //! | `POST /otel/tokens`, `DELETE /otel/tokens/{id}` | `otel:write` |
 //!
@@ -49,7 +49,7 @@ impl Plugin for OtelPlugin {
             .get("/otel/traces", traces::list)
             .scope("otel:read")
             .summary("List traces with a span matching service, name, status, duration and attr.{key} filters, newest first")
-            .get("/otel/traces/{traceId}", traces::get)
+            .get("/otel/traces/{trace_id}", traces::get)
             .scope("otel:read")
             .summary("Get a trace's spans as a tree")
             .get("/otel/metrics", signals::metrics)
@@ -88,5 +88,17 @@ impl Plugin for OtelPlugin {
             log::warn(&format!("unknown job {} dropped", job.key));
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_passes_the_hosts_checks() {
+        let description = plateau_sdk::describe::<OtelPlugin>();
+        assert_eq!(description.problems(), Vec::<String>::new());
+        assert_eq!(description.subscriptions, ["organization.plan_changed"]);
     }
 }

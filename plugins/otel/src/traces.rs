@@ -1,5 +1,5 @@
 //! `GET /otel/traces` (traces with a span that matches the filters, newest
-//! first) and `GET /otel/traces/{traceId}` (a trace's span tree).
+//! first) and `GET /otel/traces/{trace_id}` (a trace's span tree).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -143,10 +143,10 @@ fn summary(trace: &str, spans: &[SpanRec]) -> Value {
     })
 }
 
-/// `GET /otel/traces/{traceId}`: the trace's spans as a tree, each with
+/// `GET /otel/traces/{trace_id}`: the trace's spans as a tree, each with
 /// its `children` sorted by start time.
 pub fn get(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    let trace = query::trace_id(&params["traceId"], "traceId")?;
+    let trace = query::trace_id(&params["trace_id"], "trace_id")?;
     let scope = Scope::of(req)?;
     let spans = spans_of(&scope, &trace, &scope.days)?;
     if spans.is_empty() {
