@@ -93,7 +93,8 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
             Capability::Tcp,
         ],
         &["*"],
-    ),    ("otel", &[Capability::Scheduler], &[]),
+    ),
+    ("otel", &[Capability::Scheduler], &[]),
 ];
 
 /// The call deadline of the built-in plugins whose calls wait on long

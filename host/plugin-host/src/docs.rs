@@ -2,6 +2,7 @@
 //! in the same shape as core operations (security, error responses).
 
 mod ofrep;
+mod otlp;
 
 use std::sync::Arc;
 
@@ -60,7 +61,7 @@ const PROBLEMS: &[(&str, &str)] = &[
 /// The responses of one route. A description names a route's access but
 /// not its bodies, so the success is any `2XX` with the plugin's answer,
 /// and errors are problem documents, except where a route speaks a
-/// protocol with its own error shape ([`ofrep`]).
+/// protocol with its own error shape ([`ofrep`], [`otlp`]).
 fn responses(path: &str, access: &Access) -> Map<String, Value> {
     let mut responses = Map::new();
     responses.insert(
@@ -75,6 +76,7 @@ fn responses(path: &str, access: &Access) -> Map<String, Value> {
         responses.insert((*status).into(), problem(description));
     }
     ofrep::document(path, &mut responses);
+    otlp::document(path, &mut responses);
     responses
 }
 
@@ -117,7 +119,9 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 "x-plateau-plugin": { "name": name, "version": version.description().version },
             });
             if let Some(body) = request_body(&route.method) {
-                op["requestBody"] = ofrep::request_body(&route.path).unwrap_or(body);
+                op["requestBody"] = ofrep::request_body(&route.path)
+                    .or_else(|| otlp::request_body(&route.path))
+                    .unwrap_or(body);
             }
             let entry = paths
                 .entry(route.path.replace("...}", "}"))

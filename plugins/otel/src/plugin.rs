@@ -23,7 +23,10 @@ impl Plugin for OtelPlugin {
     fn describe() -> Description {
         Description::new("otel", env!("CARGO_PKG_VERSION"))
             .prefix("/otel")
-            .scope("otel:read", "Query traces, metrics and logs; list ingest tokens")
+            .scope(
+                "otel:read",
+                "Query traces, metrics and logs; list ingest tokens",
+            )
             .scope("otel:write", "Create and revoke OTLP ingest tokens")
             .capabilities(&[
                 Capability::Kv,

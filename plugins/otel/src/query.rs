@@ -107,7 +107,11 @@ fn text(value: &Value) -> String {
 
 /// Whether every filter matches an attribute of the record or of its
 /// resource.
-pub fn attributes_match(filters: &[(String, String)], own: &Attributes, resource: &Attributes) -> bool {
+pub fn attributes_match(
+    filters: &[(String, String)],
+    own: &Attributes,
+    resource: &Attributes,
+) -> bool {
     filters.iter().all(|(key, want)| {
         own.get(key)
             .or_else(|| resource.get(key))
@@ -178,7 +182,10 @@ mod tests {
 
     #[test]
     fn trace_ids_are_32_hex_digits() {
-        assert_eq!(trace_id(&"AB".repeat(16), "traceId").unwrap(), "ab".repeat(16));
+        assert_eq!(
+            trace_id(&"AB".repeat(16), "traceId").unwrap(),
+            "ab".repeat(16)
+        );
         assert!(trace_id("xyz", "traceId").is_err());
     }
 }

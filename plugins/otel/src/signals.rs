@@ -71,7 +71,9 @@ fn points(scope: &Scope, s: &SeriesRec, limit: usize) -> Result<Vec<Value>, ApiE
     let mut out = Vec::new();
     for day in scope.days.iter().filter(|d| **d <= last_day) {
         let prefix = record::points_prefix(&scope.project, day, &s.name, &s.id);
-        let page = scope.bucket.list(&prefix, None, (limit - out.len()) as u32)?;
+        let page = scope
+            .bucket
+            .list(&prefix, None, (limit - out.len()) as u32)?;
         for entry in &page.entries {
             let p: PointRec = entry.json()?;
             out.push(json!({
@@ -92,7 +94,10 @@ fn points(scope: &Scope, s: &SeriesRec, limit: usize) -> Result<Vec<Value>, ApiE
 pub fn logs(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let scope = Scope::of(req)?;
     let q = req.query();
-    let trace = q.get("traceId").map(|t| query::trace_id(t, "traceId")).transpose()?;
+    let trace = q
+        .get("traceId")
+        .map(|t| query::trace_id(t, "traceId"))
+        .transpose()?;
     let service = q.get("service");
     let min_severity = match q.get("minSeverity") {
         None => 0,
@@ -100,7 +105,9 @@ pub fn logs(req: &Request, _params: &Params) -> Result<Response, ApiError> {
             .parse::<i32>()
             .ok()
             .filter(|n| (1..=24).contains(n))
-            .ok_or_else(|| ApiError::validation("minSeverity", "must be a severity number, 1 to 24"))?,
+            .ok_or_else(|| {
+                ApiError::validation("minSeverity", "must be a severity number, 1 to 24")
+            })?,
     };
     let filters = query::attribute_filters(req);
     let limit = query::limit(req, 50, 500)?;

@@ -66,7 +66,8 @@ impl Writer {
                 .is_some_and(|(_, _, bytes)| bytes + size <= record::CHUNK_BYTES);
             let new_chunk = usize::from(!fits);
             let new_pointer = usize::from(
-                !trace.is_empty() && (!fits || !chunks.last().is_some_and(|c| c.1.contains(&trace))),
+                !trace.is_empty()
+                    && (!fits || !chunks.last().is_some_and(|c| c.1.contains(&trace))),
             );
             if !self.room(planned + new_chunk + new_pointer) {
                 rejected += 1;

@@ -32,18 +32,21 @@ pub fn authenticate(req: &Request) -> Result<TokenEntry, WireError> {
         code: "unauthenticated",
         message: message.to_owned(),
     };
-    let token = req
-        .header(TOKEN_HEADER)
-        .map(str::trim)
-        .ok_or_else(|| refused("send the project's ingest token in the plateau-otel-token header"))?;
+    let token = req.header(TOKEN_HEADER).map(str::trim).ok_or_else(|| {
+        refused("send the project's ingest token in the plateau-otel-token header")
+    })?;
     if !token.starts_with(TOKEN_PREFIX) || token.len() > 100 {
-        return Err(refused("the plateau-otel-token header is not an ingest token (plto_...)"));
+        return Err(refused(
+            "the plateau-otel-token header is not an ingest token (plto_...)",
+        ));
     }
     Bucket::global()
         .map_err(ApiError::from)?
         .get::<TokenEntry>(&record::token_entry_key(&hash(token)))
         .map_err(ApiError::from)?
-        .ok_or_else(|| refused("the ingest token is unknown or revoked: make one with POST /otel/tokens"))
+        .ok_or_else(|| {
+            refused("the ingest token is unknown or revoked: make one with POST /otel/tokens")
+        })
 }
 
 fn view(t: &TokenRec) -> Value {

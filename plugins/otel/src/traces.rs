@@ -27,7 +27,10 @@ impl Filter {
                 None => Ok(None),
                 Some(raw) => match raw.parse::<f64>() {
                     Ok(v) if v >= 0.0 && v.is_finite() => Ok(Some((v * 1e6) as u64)),
-                    _ => Err(ApiError::validation(field, "must be a number of milliseconds, 0 or more")),
+                    _ => Err(ApiError::validation(
+                        field,
+                        "must be a number of milliseconds, 0 or more",
+                    )),
                 },
             }
         };
@@ -170,7 +173,10 @@ fn tree(mut spans: Vec<SpanRec>) -> Vec<Value> {
         if s.parent_span_id.is_empty() || !ids.contains(&s.parent_span_id) {
             tops.push(i);
         } else {
-            children.entry(s.parent_span_id.clone()).or_default().push(i);
+            children
+                .entry(s.parent_span_id.clone())
+                .or_default()
+                .push(i);
         }
     }
     // Pre-order, then built in reverse so children exist before parents.

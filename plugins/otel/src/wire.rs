@@ -180,7 +180,9 @@ pub fn decode<T: Message + Default + DeserializeOwned>(
 pub fn answer<T: Message + Serialize>(encoding: Encoding, message: &T) -> Response {
     let body = match encoding {
         Encoding::Protobuf => message.encode_to_vec(),
-        Encoding::Json => plateau_sdk::serde_json::to_vec(message).unwrap_or_else(|_| b"{}".to_vec()),
+        Encoding::Json => {
+            plateau_sdk::serde_json::to_vec(message).unwrap_or_else(|_| b"{}".to_vec())
+        }
     };
     Response {
         status: 200,
@@ -208,14 +210,18 @@ mod tests {
         assert_eq!(encoding(&json), Ok(Encoding::Json));
         let pb = post("application/x-protobuf", vec![]);
         assert_eq!(encoding(&pb), Ok(Encoding::Protobuf));
-        assert_eq!(encoding(&post("text/plain", vec![])).unwrap_err().status, 415);
+        assert_eq!(
+            encoding(&post("text/plain", vec![])).unwrap_err().status,
+            415
+        );
     }
 
     #[test]
     fn gzip_bodies_are_inflated_and_bombs_refused() {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(b"{}").unwrap();
-        let req = post("application/json", gz.finish().unwrap()).with_header("content-encoding", "gzip");
+        let req =
+            post("application/json", gz.finish().unwrap()).with_header("content-encoding", "gzip");
         assert_eq!(body(&req).unwrap(), b"{}");
         let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         bomb.write_all(&vec![0u8; MAX_DECODED + 10]).unwrap();
@@ -228,8 +234,9 @@ mod tests {
 
     #[test]
     fn bad_payloads_are_400_in_the_clients_encoding() {
-        let err = decode::<ExportTraceServiceRequest>(Encoding::Json, b"{\"resourceSpans\": 3}", "x")
-            .unwrap_err();
+        let err =
+            decode::<ExportTraceServiceRequest>(Encoding::Json, b"{\"resourceSpans\": 3}", "x")
+                .unwrap_err();
         assert_eq!(err.status, 400);
         let response = err.response(Some(Encoding::Protobuf));
         let status = RpcStatus::decode(response.body.as_slice()).unwrap();

@@ -29,14 +29,22 @@ fn call(req: Request) -> Response {
 
 fn get(c: &Caller, target: &str) -> Value {
     let res = call(Request::new(Method::Get, target).with_caller(c.clone()));
-    assert_eq!(res.status, 200, "{target}: {}", String::from_utf8_lossy(&res.body));
+    assert_eq!(
+        res.status,
+        200,
+        "{target}: {}",
+        String::from_utf8_lossy(&res.body)
+    );
     testing::json_body(&res)
 }
 
 fn token(c: &Caller) -> String {
     let res = call(Request::new(Method::Post, "/otel/tokens").with_caller(c.clone()));
     assert_eq!(res.status, 201, "{}", String::from_utf8_lossy(&res.body));
-    testing::json_body(&res)["token"].as_str().unwrap().to_owned()
+    testing::json_body(&res)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 fn export(signal: &str, token: &str, body: &Value) -> Response {
@@ -75,7 +83,13 @@ fn spans_logs_and_metrics_come_back_and_stay_in_their_organisation() {
         &t,
         &spans(vec![
             span("eee19b7ec3c1b174", "", "GET /cart", NOW - 50, 40),
-            span("aaa19b7ec3c1b174", "eee19b7ec3c1b174", "SELECT", NOW - 45, 30),
+            span(
+                "aaa19b7ec3c1b174",
+                "eee19b7ec3c1b174",
+                "SELECT",
+                NOW - 45,
+                30,
+            ),
             json!({"traceId": "00", "spanId": "01", "name": "bad"}),
         ]),
     );
@@ -116,12 +130,22 @@ fn spans_logs_and_metrics_come_back_and_stay_in_their_organisation() {
     assert_eq!(tree["spans"][0]["name"], "GET /cart");
     assert_eq!(tree["spans"][0]["children"][0]["name"], "SELECT");
     let correlated = get(&alice, &format!("/otel/logs?traceId={TRACE}"));
-    assert_eq!(correlated["items"].as_array().unwrap().len(), 1, "{correlated}");
+    assert_eq!(
+        correlated["items"].as_array().unwrap().len(),
+        1,
+        "{correlated}"
+    );
     assert_eq!(correlated["items"][0]["body"], "card declined");
-    assert_eq!(get(&alice, "/otel/logs")["items"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        get(&alice, "/otel/logs")["items"].as_array().unwrap().len(),
+        2
+    );
     let series = get(&alice, "/otel/metrics?name=orders&attr.region=eu");
     assert_eq!(series["items"][0]["points"][0]["value"], 3, "{series}");
-    assert_eq!(get(&alice, "/otel/metrics?attr.region=us")["items"], json!([]));
+    assert_eq!(
+        get(&alice, "/otel/metrics?attr.region=us")["items"],
+        json!([])
+    );
 
     // Another organisation, and another project of the same one, see nothing.
     let bob = caller("org_b", "prj_b", "free");
@@ -155,15 +179,27 @@ fn protobuf_is_answered_in_protobuf_and_bad_tokens_and_types_are_refused() {
     assert_eq!(res.header("content-type"), Some("application/x-protobuf"));
     let answer = ExportTraceServiceResponse::decode(res.body.as_slice()).unwrap();
     assert_eq!(answer.partial_success, None);
-    assert_eq!(post("plto_wrong", "application/x-protobuf", vec![]).status, 401);
+    assert_eq!(
+        post("plto_wrong", "application/x-protobuf", vec![]).status,
+        401
+    );
     assert_eq!(post(&t, "text/plain", vec![]).status, 415);
-    assert_eq!(post(&t, "application/x-protobuf", vec![0xff, 0xff]).status, 400);
+    assert_eq!(
+        post(&t, "application/x-protobuf", vec![0xff, 0xff]).status,
+        400
+    );
 
     // A revoked token stops working at once.
-    let id = get(&alice, "/otel/tokens")["items"][0]["id"].as_str().unwrap().to_owned();
+    let id = get(&alice, "/otel/tokens")["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let res = call(Request::new(Method::Delete, &format!("/otel/tokens/{id}")).with_caller(alice));
     assert_eq!(res.status, 204);
-    assert_eq!(post(&t, "application/x-protobuf", message.encode_to_vec()).status, 401);
+    assert_eq!(
+        post(&t, "application/x-protobuf", message.encode_to_vec()).status,
+        401
+    );
 }
 
 #[test]
@@ -172,7 +208,15 @@ fn retention_deletes_the_days_past_the_plan() {
     testing::set_now(NOW);
     let alice = caller("org_a", "prj_a", "starter");
     let t = token(&alice);
-    assert_eq!(export("traces", &t, &spans(vec![span("eee19b7ec3c1b174", "", "x", NOW, 1)])).status, 200);
+    assert_eq!(
+        export(
+            "traces",
+            &t,
+            &spans(vec![span("eee19b7ec3c1b174", "", "x", NOW, 1)])
+        )
+        .status,
+        200
+    );
     let job = Job {
         key: "retention".to_owned(),
         organization_id: Some("org_a".to_owned()),
@@ -183,11 +227,20 @@ fn retention_deletes_the_days_past_the_plan() {
     // Seven days later the starter plan still keeps it.
     testing::set_now(NOW + 7 * DAY);
     testing::run_job::<OtelPlugin>(&job).unwrap();
-    assert_eq!(get(&alice, "/otel/traces")["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        get(&alice, "/otel/traces")["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     // The day after, it is gone, keys and all.
     testing::set_now(NOW + 8 * DAY);
     testing::run_job::<OtelPlugin>(&job).unwrap();
     assert_eq!(get(&alice, "/otel/traces")["items"], json!([]));
-    let left = plateau_sdk::Bucket::organization("org_a").unwrap().list_all("s/").unwrap();
+    let left = plateau_sdk::Bucket::organization("org_a")
+        .unwrap()
+        .list_all("s/")
+        .unwrap();
     assert!(left.is_empty(), "{left:?}");
 }
