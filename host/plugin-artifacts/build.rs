@@ -95,6 +95,8 @@ const DEFAULT: &[Package] = &[
     Package {
         name: "plateau-plugin-errors",
         dir: "plugins/errors",
+        name: "plateau-plugin-otel",
+        dir: "plugins/otel",
         module: "builtin",
         targets: Targets::Lib,
     },

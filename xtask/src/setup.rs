@@ -83,6 +83,9 @@ const RUN_PACKAGES: &[&str] = &[
 /// `standardwebhooks`, the Standard Webhooks reference library that
 /// verifies the webhooks plugin's signatures; `sentry-sdk`, the official
 /// Sentry SDK that reports errors to the error tracking plugin.
+/// verifies the webhooks plugin's signatures; the OpenTelemetry SDK and
+/// its OTLP/HTTP exporter, which send traces, metrics and logs to the otel
+/// plugin's receiver.
 const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("oras", "oras"),
     ("schemathesis", "schemathesis"),
@@ -93,6 +96,11 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("asyncpg", "asyncpg"),
     ("standardwebhooks", "standardwebhooks"),
     ("sentry_sdk", "sentry-sdk"),
+    ("opentelemetry.sdk", "opentelemetry-sdk"),
+    (
+        "opentelemetry.exporter.otlp.proto.http",
+        "opentelemetry-exporter-otlp-proto-http",
+    ),
 ];
 
 /// npm packages the test suite uses, installed under `target/npm-clients`

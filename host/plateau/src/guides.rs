@@ -30,6 +30,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("webhooks", include_str!("../../../docs/webhooks.md")),
     ("log-drains", include_str!("../../../docs/log-drains.md")),
     ("errors", include_str!("../../../docs/errors.md")),
+    ("otel", include_str!("../../../docs/otel.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
     ("waf", include_str!("../../../docs/waf.md")),

@@ -24,5 +24,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 10] {
         ("webhooks", builtin::PLATEAU_PLUGIN_WEBHOOKS),
         ("log-drains", builtin::PLATEAU_PLUGIN_LOG_DRAINS),
         ("errors", builtin::PLATEAU_PLUGIN_ERRORS),
+        ("otel", builtin::PLATEAU_PLUGIN_OTEL),
     ]
 }

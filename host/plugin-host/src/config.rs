@@ -94,6 +94,7 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         ],
         &["*"],
     ),
+    ("otel", &[Capability::Scheduler], &[]),
 ];
 
 /// The call deadline of the built-in plugins whose calls wait on long

@@ -4,6 +4,7 @@
 //! ([`plateau_contract::api_schema`]).
 
 mod ofrep;
+mod otlp;
 
 use std::sync::Arc;
 
@@ -62,7 +63,7 @@ const PROBLEMS: &[(&str, &str)] = &[
 
 /// The responses of one route: its declared success (else any `2XX`
 /// with the plugin's answer) and problem documents, except where a route
-/// speaks a protocol with its own error shape ([`ofrep`]).
+/// speaks a protocol with its own error shape ([`ofrep`], [`otlp`]).
 fn responses(path: &str, access: &Access, success: &[ResponseSchema]) -> Map<String, Value> {
     let mut responses = Map::new();
     for ResponseSchema { status, schema } in success {
@@ -89,6 +90,7 @@ fn responses(path: &str, access: &Access, success: &[ResponseSchema]) -> Map<Str
         responses.insert((*status).into(), problem(description));
     }
     ofrep::document(path, &mut responses);
+    otlp::document(path, &mut responses);
     responses
 }
 
@@ -176,7 +178,9 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 "x-plateau-plugin": { "name": name, "version": version.description().version },
             });
             if let Some(body) = request_body(&route.method, request.as_ref()) {
-                op["requestBody"] = ofrep::request_body(&route.path).unwrap_or(body);
+                op["requestBody"] = ofrep::request_body(&route.path)
+                    .or_else(|| otlp::request_body(&route.path))
+                    .unwrap_or(body);
             }
             let entry = paths
                 .entry(route.path.replace("...}", "}"))

@@ -36,6 +36,7 @@ mod metrics;
 mod multihost;
 mod openapi_conformance;
 mod openapi_document;
+mod otel;
 mod pagination;
 mod plans;
 mod plugin_idempotency;
