@@ -95,6 +95,10 @@ const DEFAULT: &[Package] = &[
     Package {
         name: "plateau-plugin-errors",
         dir: "plugins/errors",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
+    Package {
         name: "plateau-plugin-otel",
         dir: "plugins/otel",
         module: "builtin",
