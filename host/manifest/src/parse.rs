@@ -300,7 +300,9 @@ fn read_app(value: &Value, path: &str, v: &mut Validator) -> Option<AppSpec> {
     let health_at = f.at("healthCheckPath");
     let health_check_path = f.string("healthCheckPath");
     if let Some(h) = &health_check_path
-        && (!h.starts_with('/') || h.len() > 512 || h.contains(|c: char| c.is_whitespace()))
+        && (!h.starts_with('/')
+            || h.chars().count() > 512
+            || h.contains(|c: char| c.is_whitespace() || c.is_control()))
     {
         f.v.error(health_at, "must be a path starting with /");
     }

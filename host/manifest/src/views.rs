@@ -81,11 +81,10 @@ pub struct ManifestApp {
     pub image: String,
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
-    #[schema(pattern = "^/\\S{0,511}$")]
+    #[schema(pattern = "^/[^\\s\\u0000-\\u001f\\u007f-\\u009f]{0,511}$")]
     pub health_check_path: Option<String>,
     /// Variables the manifest owns (the app's others are left alone);
     /// values may hold references.
-    #[schema(value_type = Option<Object>, additional_properties = true)]
     pub env: Option<std::collections::BTreeMap<String, String>>,
 }
 
