@@ -99,9 +99,10 @@ pub async fn apply_manifest(
 }
 
 /// The scopes of what a manifest does, besides `manifest:write`: a token
-/// cannot make through a manifest what it could not make itself.
+/// cannot make through a manifest what it could not make itself (a new
+/// project's `projects:write` is checked when it is made).
 fn check_scopes(caller: &Caller, m: &Manifest) -> Result<(), ApiError> {
-    let mut needed = vec!["projects:write"];
+    let mut needed = Vec::new();
     if !m.apps.is_empty() || m.prune {
         needed.extend(["apps:write", "apps:deploy"]);
     }

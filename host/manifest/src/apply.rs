@@ -270,6 +270,9 @@ async fn wait_ready(
 }
 
 async fn create_project(s: &Services, name: &str) -> Result<String, ApiError> {
+    if !s.caller.scopes.allows("projects:write") {
+        return Err(ApiError::MissingScope("projects:write".to_owned()));
+    }
     let (_, Json(p)) = plateau_api::routes::projects::create(
         State(s.state.clone()),
         s.caller.clone(),
