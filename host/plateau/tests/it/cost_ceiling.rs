@@ -21,7 +21,10 @@ async fn calls_past_a_tokens_cost_ceiling_are_refused() {
     // A ceiling of 0: nothing may be started, directly or by a manifest.
     let zero = c.with_token(&mint(&s, json!({ "name": "zero", "maxCostCents": 0 })).await);
     let r = zero
-        .post("/caches", json!({ "name": "z", "memoryMb": 32, "replicas": 0 }))
+        .post(
+            "/caches",
+            json!({ "name": "z", "memoryMb": 32, "replicas": 0 }),
+        )
         .await;
     assert_eq!(r.status, 403, "{}", r.text());
     assert_eq!(r.json()["code"], "cost_ceiling_reached", "{}", r.text());
@@ -40,20 +43,30 @@ async fn calls_past_a_tokens_cost_ceiling_are_refused() {
     // token's; once it reaches the ceiling the next start is refused.
     let one = c.with_token(&mint(&s, json!({ "name": "one", "maxCostCents": 1 })).await);
     let r = one
-        .post("/caches", json!({ "name": "first", "memoryMb": 32, "replicas": 0 }))
+        .post(
+            "/caches",
+            json!({ "name": "first", "memoryMb": 32, "replicas": 0 }),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let id = r.json()["id"].as_str().unwrap().to_owned();
     c.wait_running(&format!("/caches/{id}")).await;
-    let spent = eventually("the cache's usage to be the token's", Duration::from_secs(60), || async {
-        let me = one.get("/me").await.json();
-        let spent = me["token"]["spentCents"].as_i64().unwrap();
-        (spent >= 1).then_some(spent)
-    })
+    let spent = eventually(
+        "the cache's usage to be the token's",
+        Duration::from_secs(60),
+        || async {
+            let me = one.get("/me").await.json();
+            let spent = me["token"]["spentCents"].as_i64().unwrap();
+            (spent >= 1).then_some(spent)
+        },
+    )
     .await;
     eprintln!("token with maxCostCents 1: spentCents {spent} once its cache ran");
     let r = one
-        .post("/caches", json!({ "name": "second", "memoryMb": 32, "replicas": 0 }))
+        .post(
+            "/caches",
+            json!({ "name": "second", "memoryMb": 32, "replicas": 0 }),
+        )
         .await;
     assert_eq!(r.status, 403, "{}", r.text());
     assert!(r.text().contains("maxCostCents is 1"), "{}", r.text());
