@@ -159,7 +159,7 @@ pub(crate) struct App {
     pub(crate) host: String,
 }
 
-async fn push_component(
+pub(crate) async fn push_component(
     server: &Server,
     token: &str,
     file: &Path,

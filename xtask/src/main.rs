@@ -4,6 +4,9 @@
 //!   server on embedded defaults (SQLite in `./data`, port 8080).
 //! - `cargo xtask test [cargo test flags]`: install what is missing and run
 //!   every test (the black-box suite runs on SQLite and PostgreSQL).
+//! - `cargo xtask bench manifest [--rounds N]`: a stack of 5 apps, 2
+//!   databases and 1 cache applied from empty, and re-applied unchanged
+//!   (p50, p99; each checked to touch nothing) (issue 34).
 //! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]`:
 //!   managed PostgreSQL creation time (p50, p99) and pgbench select-only
 //!   through the pooler against straight to the leader (issue 16).
@@ -57,6 +60,7 @@ mod errors_bench;
 mod flags_bench;
 mod harness;
 mod load;
+mod manifest_bench;
 mod postgres_bins;
 mod queues_bench;
 mod server;
@@ -138,6 +142,14 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(email_bench::run(opts))
         }
+        ["bench", "manifest", rest @ ..] => {
+            let opts = manifest_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(manifest_bench::run(opts))
+        }
         ["bench", "apps", rest @ ..] => {
             let opts = apps_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -177,7 +189,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench manifest [--rounds N]"
         ),
     }
 }

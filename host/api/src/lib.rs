@@ -6,6 +6,7 @@
 
 pub mod alarms;
 pub mod auth;
+pub mod cost;
 pub mod error;
 pub mod fault;
 pub mod idempotency;

@@ -184,6 +184,26 @@ impl Apps {
 }
 
 impl Apps {
+    /// The app's variables as name → (target, SHA-256 of the value in
+    /// hex): what a manifest compares its desired environment with, so no
+    /// value leaves this crate in the clear.
+    pub async fn env_digests(
+        &self,
+        app_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, (String, String)>, String> {
+        use sha2::Digest;
+        let vars = plateau_store::apps::env::list(self.db(), app_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut digests = std::collections::BTreeMap::new();
+        for v in vars {
+            let value = env::open(self.sealer(), app_id, &v.name, &v.sealed)?;
+            let digest = hex::encode(sha2::Sha256::digest(value.as_bytes()));
+            digests.insert(v.name, (v.target, digest));
+        }
+        Ok(digests)
+    }
+
     pub(crate) fn sealer(&self) -> &Sealer {
         &self.inner.sealer
     }

@@ -14,6 +14,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("apps", include_str!("../../../docs/apps.md")),
     ("databases", include_str!("../../../docs/databases.md")),
     ("caches", include_str!("../../../docs/caches.md")),
+    ("manifest", include_str!("../../../docs/manifest.md")),
     ("storage", include_str!("../../../docs/storage.md")),
     ("registry", include_str!("../../../docs/registry.md")),
     ("queues", include_str!("../../../docs/queues.md")),

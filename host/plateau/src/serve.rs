@@ -131,6 +131,7 @@ pub fn areas() -> Vec<(&'static str, OpenApiRouter<AppState>)> {
         ("databases", plateau_databases::api::routes()),
         ("apps", plateau_apps::api::routes()),
         ("storage", plateau_storage::api::routes()),
+        ("manifest", plateau_manifest::routes()),
     ]
 }
 

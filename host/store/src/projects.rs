@@ -41,6 +41,17 @@ pub async fn get(db: &Db, org_id: &str, id: &str) -> Result<Option<Project>> {
         .await?)
 }
 
+/// The organisation's project named `name` (names are unique in an
+/// organisation): how a manifest finds its project.
+pub async fn by_name(db: &Db, org_id: &str, name: &str) -> Result<Option<Project>> {
+    let sql = format!("SELECT {COLUMNS} FROM projects WHERE org_id = $1 AND name = $2");
+    Ok(sqlx::query_as(&sql)
+        .bind(org_id)
+        .bind(name)
+        .fetch_optional(db.pool())
+        .await?)
+}
+
 pub async fn default_for(db: &Db, org_id: &str) -> Result<Option<Project>> {
     let sql = format!("SELECT {COLUMNS} FROM projects WHERE org_id = $1 AND is_default = 1");
     Ok(sqlx::query_as(&sql)

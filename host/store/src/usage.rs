@@ -114,6 +114,23 @@ pub async fn totals(db: &Db, org_id: &str, from: &str, to: &str) -> Result<Vec<(
     .await?)
 }
 
+/// The total per metric of the resources token `token_id` created (those
+/// whose creation event, action `create`, names it as the actor): the
+/// usage a token's calls started, which its `maxCostCents` bounds.
+pub async fn token_totals(db: &Db, org_id: &str, token_id: &str) -> Result<Vec<(String, f64)>> {
+    Ok(sqlx::query_as(
+        "SELECT metric, SUM(quantity) FROM usage_points \
+         WHERE org_id = $1 AND resource_id IN (\
+           SELECT resource_id FROM events WHERE org_id = $1 AND actor_id = $2 \
+           AND action = 'create' AND resource_id IS NOT NULL) \
+         GROUP BY metric ORDER BY metric",
+    )
+    .bind(org_id)
+    .bind(token_id)
+    .fetch_all(db.pool())
+    .await?)
+}
+
 /// A cache or database this host runs, as the usage sampler reads it.
 #[derive(Clone, Debug, FromRow)]
 pub struct Running {

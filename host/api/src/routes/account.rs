@@ -45,6 +45,8 @@ pub struct MeToken {
     pub project_id: Option<String>,
     pub expires_at: Option<String>,
     pub max_cost_cents: Option<i64>,
+    /// The cost, in whole cents rounded up at list price, of the
+    /// resources this token created: what `maxCostCents` bounds.
     pub spent_cents: i64,
 }
 
@@ -52,7 +54,9 @@ pub struct MeToken {
 #[utoipa::path(get, path = "/me", tag = "account",
     security(("bearer" = [])),
     responses((status = 200, description = "the caller", body = Me)))]
-pub async fn me(caller: Caller) -> Result<Json<Me>, ApiError> {
+pub async fn me(State(app): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
+    let spent_cents =
+        crate::cost::attributed_cents(app.db(), &caller.org_id, &caller.token_id).await?;
     Ok(Json(Me {
         user: MeUser {
             id: caller.user_id.clone(),
@@ -71,7 +75,7 @@ pub async fn me(caller: Caller) -> Result<Json<Me>, ApiError> {
             project_id: caller.project_id.clone(),
             expires_at: caller.expires_at.map(time::to_rfc3339),
             max_cost_cents: caller.max_cost_cents,
-            spent_cents: caller.spent_cents,
+            spent_cents,
         },
     }))
 }

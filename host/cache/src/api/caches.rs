@@ -126,6 +126,7 @@ pub async fn provision(
     settings: Settings,
     seed: Option<String>,
 ) -> Result<CacheView, ApiError> {
+    plateau_api::cost::check_ceiling(app.db(), caller, "creating a cache").await?;
     let limit = plans::get(app.db(), &caller.plan)
         .await?
         .map(|p| p.cache_instances)

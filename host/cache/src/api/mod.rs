@@ -2,8 +2,8 @@
 //! connection details, snapshots and restores, metrics and logs. Handlers
 //! find the [`CacheService`] as an axum `Extension`.
 
-mod caches;
-mod connection;
+pub mod caches;
+pub mod connection;
 mod ops;
 mod snapshots;
 

@@ -4,7 +4,7 @@
 
 mod backups;
 mod branches;
-mod clusters;
+pub mod clusters;
 mod dumps;
 mod inside;
 mod members;

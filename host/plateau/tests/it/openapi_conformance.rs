@@ -37,6 +37,11 @@ const MAX_EXAMPLES: &str = "10";
 /// - `PUT /apps/{id}/github` skips `positive_data_acceptance`: which git
 ///   URLs are allowed is the operator's setting (`PLATEAU_APPS_GIT_ALLOW`,
 ///   422 otherwise), which a schema cannot say.
+/// - `POST /manifest` and `POST /manifest/plan` skip it: an app's image
+///   must be one the registry has for the organisation, names must be
+///   unique per kind, and references must name items of the manifest (with
+///   no cycle), which no schema can say; the server refuses each with a 4xx
+///   naming the field.
 /// - `GET /flags/evaluators` skips `allow_header_conformance`: the plugin
 ///   dispatcher sends `PUT` and `DELETE /flags/evaluators` to the routes of
 ///   `/flags/{key}` (a literal beats a parameter only among routes of the
@@ -78,6 +83,16 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-path = "/apps/{{id}}/github"
 include-method = "PUT"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/manifest"
+include-method = "POST"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/manifest/plan"
+include-method = "POST"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]

@@ -1,0 +1,44 @@
+//! A token's spend ceiling (`maxCostCents`, spec sections 2, 4.1, 4.2).
+//!
+//! What a token's calls start is what it created: the resources whose
+//! creation event names the token as its actor. Their usage in the series
+//! store (`usage_points`), at list price (`plateau_core::prices`, as
+//! `GET /metrics` prices it), rounded up to whole cents, is the cost
+//! attributed to the token. A call that starts a resource (an app, a
+//! database, a cache, each of a manifest's) only adds to that cost, so it
+//! would pass the ceiling once the attributed cost has reached it: such a
+//! call is then refused with 403 `cost_ceiling_reached` naming the
+//! ceiling. Calls that stop or read cost nothing and are never refused.
+
+use plateau_store::{Db, usage};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+
+/// The cost attributed to token `token_id` in whole cents, rounded up.
+pub async fn attributed_cents(db: &Db, org_id: &str, token_id: &str) -> Result<i64, ApiError> {
+    let totals = usage::token_totals(db, org_id, token_id).await?;
+    let cents: f64 = totals
+        .iter()
+        .filter_map(|(metric, q)| plateau_core::prices::of(metric).map(|p| p.list_cents(*q)))
+        .sum();
+    Ok(cents.ceil() as i64)
+}
+
+/// Refuses a call that starts a resource (`what`: `creating a cache`)
+/// when the caller's token has a ceiling its attributed cost has reached.
+pub async fn check_ceiling(db: &Db, caller: &Caller, what: &str) -> Result<(), ApiError> {
+    let Some(max) = caller.max_cost_cents else {
+        return Ok(());
+    };
+    let spent = attributed_cents(db, &caller.org_id, &caller.token_id).await?;
+    if spent >= max {
+        return Err(ApiError::forbidden(
+            "cost_ceiling_reached",
+            format!(
+                "{what} would pass this token's cost ceiling: maxCostCents is {max} and the resources its calls started have cost {spent} cents; use a token with a higher maxCostCents"
+            ),
+        ));
+    }
+    Ok(())
+}
