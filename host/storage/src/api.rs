@@ -89,6 +89,7 @@ pub(crate) fn api_error(e: Error) -> ApiError {
         Error::BucketNotEmpty => ApiError::conflict("bucket_not_empty", e.to_string()),
         Error::InvalidArgument(m) => ApiError::invalid("name", m),
         Error::NoSuchBucket => ApiError::not_found("the bucket does not exist"),
+        Error::ObjectLocked => ApiError::forbidden("object_locked", e.to_string()),
         Error::Internal(m) => ApiError::Internal(m),
         other => ApiError::bad_request("storage_error", other.to_string()),
     }

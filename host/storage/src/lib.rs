@@ -15,10 +15,12 @@
 pub mod api;
 pub mod api_objects;
 pub mod blobs;
+pub mod condition;
 pub mod error;
 pub mod keys;
 pub mod lifecycle;
 pub mod local;
+pub mod lock;
 pub mod names;
 pub mod presign;
 pub mod provider;

@@ -160,9 +160,10 @@ impl Provider for LocalProvider {
         bucket: &Bucket,
         key: &str,
         version: Option<&str>,
+        bypass: bool,
         actor: &Actor,
     ) -> Result<Option<Deleted>> {
-        versions::delete(self, bucket, key, version, actor).await
+        versions::delete(self, bucket, key, version, bypass, actor).await
     }
 
     async fn list_versions(
@@ -231,6 +232,16 @@ impl Provider for LocalProvider {
         change: HeaderChange,
     ) -> Result<ObjectInfo> {
         settings::change_headers(self, bucket, key, change).await
+    }
+
+    async fn change_version(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        change: VersionChange,
+    ) -> Result<ObjectInfo> {
+        settings::change_version(self, bucket, key, version, change).await
     }
 
     async fn bucket_setting(&self, bucket: &Bucket, kind: &str) -> Result<Option<String>> {

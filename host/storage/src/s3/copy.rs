@@ -94,6 +94,20 @@ pub(super) async fn copy(
     } else if let Some(h) = headers.as_mut() {
         h.acl = acl;
     }
+    // The copy's lock is its own (asked for, or the bucket's default
+    // retention), never the source's.
+    let h = headers.get_or_insert_with(|| source.headers.clone());
+    h.retention = None;
+    h.legal_hold = false;
+    super::lock::for_write(
+        front,
+        &to,
+        input.object_lock_mode.as_ref(),
+        input.object_lock_retain_until_date.as_ref(),
+        input.object_lock_legal_hold_status.as_ref(),
+        h,
+    )
+    .await?;
     let source_customer = encryption::customer(
         input.copy_source_sse_customer_algorithm.as_deref(),
         input.copy_source_sse_customer_key.as_deref(),

@@ -73,6 +73,15 @@ pub(super) async fn create(
     headers.checksum_algorithm = algorithm;
     headers.tags = tags;
     headers.acl = acl;
+    super::lock::for_write(
+        front,
+        &bucket,
+        input.object_lock_mode.as_ref(),
+        input.object_lock_retain_until_date.as_ref(),
+        input.object_lock_legal_hold_status.as_ref(),
+        &mut headers,
+    )
+    .await?;
     let upload = front
         .storage
         .provider()

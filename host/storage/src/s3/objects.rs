@@ -140,6 +140,15 @@ pub(super) async fn put_object(
     );
     headers.tags = tags;
     headers.acl = acl;
+    super::lock::for_write(
+        front,
+        &bucket,
+        req.input.object_lock_mode.as_ref(),
+        req.input.object_lock_retain_until_date.as_ref(),
+        req.input.object_lock_legal_hold_status.as_ref(),
+        &mut headers,
+    )
+    .await?;
     if let Some(plan) = plan {
         headers.sse = Some(plan.sealed.clone());
         plan.encrypt(&mut upload, 0);

@@ -124,6 +124,7 @@ pub(super) async fn get(
     let sums = checksums(&info, input.checksum_mode.as_ref(), range.is_none());
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
     let h = &info.headers;
+    let (lock_mode, lock_until, lock_hold) = super::lock::fields(h);
     let mut out = S3Response::new(GetObjectOutput {
         body: Some(blob(stream)),
         content_length: Some(length as i64),
@@ -156,6 +157,9 @@ pub(super) async fn get(
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
         version_id: info.version_id.clone(),
+        object_lock_mode: lock_mode,
+        object_lock_retain_until_date: lock_until,
+        object_lock_legal_hold_status: lock_hold,
         ..Default::default()
     });
     set_checksums!(out.output, from sums);
@@ -216,6 +220,7 @@ pub(super) async fn head(
     );
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
     let h = &info.headers;
+    let (lock_mode, lock_until, lock_hold) = super::lock::fields(h);
     let mut out = S3Response::new(HeadObjectOutput {
         content_length: Some(length as i64),
         content_range,
@@ -231,6 +236,9 @@ pub(super) async fn head(
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
         version_id: info.version_id.clone(),
+        object_lock_mode: lock_mode,
+        object_lock_retain_until_date: lock_until,
+        object_lock_legal_hold_status: lock_hold,
         ..Default::default()
     });
     set_checksums!(out.output, from sums);
