@@ -13,8 +13,10 @@
 //! sees it.
 
 pub mod api;
+pub mod api_keys;
 pub mod api_objects;
 pub mod blobs;
+pub mod checksum;
 pub mod condition;
 pub mod error;
 pub mod keys;

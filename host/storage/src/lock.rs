@@ -97,6 +97,26 @@ impl Config {
     }
 }
 
+/// Enables object lock on a bucket just made (without a default
+/// retention), versioning with it, as S3's
+/// `x-amz-bucket-object-lock-enabled` does at creation.
+pub async fn enable_on_new(
+    provider: &dyn crate::Provider,
+    bucket: &crate::provider::Bucket,
+) -> crate::Result<()> {
+    use plateau_store::storage::versions;
+    let enabled = serde_json::Value::from("Enabled").to_string();
+    provider
+        .set_bucket_setting(bucket, versions::SETTING, Some(&enabled))
+        .await?;
+    let config = serde_json::to_string(&Config::default())
+        .map_err(|e| crate::Error::Internal(format!("object lock config: {e}")))?;
+    provider
+        .set_bucket_setting(bucket, SETTING, Some(&config))
+        .await?;
+    Ok(())
+}
+
 /// Whether a version with `headers` may not be deleted at `now`: a legal
 /// hold, or a retention in force (GOVERNANCE yields to `bypass`).
 pub fn protects(headers: &ObjectHeaders, now: i64, bypass: bool) -> bool {
