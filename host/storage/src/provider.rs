@@ -330,6 +330,9 @@ pub trait Provider: Send + Sync + 'static {
 
     /// The bucket's configuration of `kind` (`cors`, `tagging`, `acl`), JSON.
     async fn bucket_setting(&self, bucket: &Bucket, kind: &str) -> Result<Option<String>>;
+    /// Every configuration of the bucket, by kind (one read for a write
+    /// that needs several: object lock, default encryption).
+    async fn bucket_settings(&self, bucket: &Bucket) -> Result<BTreeMap<String, String>>;
     /// Sets, or with None removes, the bucket's configuration of `kind`;
     /// false when there was none to remove.
     async fn set_bucket_setting(

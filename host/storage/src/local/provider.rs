@@ -248,6 +248,16 @@ impl Provider for LocalProvider {
         Ok(storage::settings::get(&self.db, &bucket.id, kind).await?)
     }
 
+    async fn bucket_settings(
+        &self,
+        bucket: &Bucket,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        Ok(storage::settings::all(&self.db, &bucket.id)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
     async fn set_bucket_setting(&self, b: &Bucket, kind: &str, body: Option<&str>) -> Result<bool> {
         settings::set(self, b, kind, body).await
     }

@@ -99,15 +99,14 @@ pub(super) async fn copy(
     let h = headers.get_or_insert_with(|| source.headers.clone());
     h.retention = None;
     h.legal_hold = false;
+    let defaults = super::bucket_encryption::defaults(front, &to).await?;
     super::lock::for_write(
-        front,
-        &to,
+        defaults.lock.as_ref(),
         input.object_lock_mode.as_ref(),
         input.object_lock_retain_until_date.as_ref(),
         input.object_lock_legal_hold_status.as_ref(),
         h,
-    )
-    .await?;
+    )?;
     let source_customer = encryption::customer(
         input.copy_source_sse_customer_algorithm.as_deref(),
         input.copy_source_sse_customer_key.as_deref(),
@@ -125,6 +124,7 @@ pub(super) async fn copy(
     )?;
     let plan = encryption::plan(
         &front.storage,
+        defaults.encrypt,
         input.server_side_encryption.as_ref(),
         customer.as_ref(),
     )?;

@@ -161,19 +161,19 @@ pub(super) async fn get_config(
     }))
 }
 
-/// The lock of a new version: the one the write asks for (`mode` and
-/// `until` together, a legal hold), else the bucket's default retention.
-/// A bucket without object lock refuses a write that asks for one.
-pub(super) async fn for_write(
-    front: &Front,
-    bucket: &Bucket,
+/// The lock of a new version in a bucket of object lock `config`: the
+/// one the write asks for (`mode` and `until` together, a legal hold),
+/// else the bucket's default retention. A bucket without object lock
+/// refuses a write that asks for one.
+pub(super) fn for_write(
+    config: Option<&Config>,
     mode: Option<&ObjectLockMode>,
     until: Option<&Timestamp>,
     hold: Option<&ObjectLockLegalHoldStatus>,
     headers: &mut ObjectHeaders,
 ) -> S3Result<()> {
     let asked = mode.is_some() || until.is_some() || hold.is_some();
-    let Some(config) = config(front, bucket).await? else {
+    let Some(config) = config else {
         if asked {
             return Err(invalid_request(
                 "Bucket is missing Object Lock Configuration",

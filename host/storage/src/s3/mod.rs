@@ -9,6 +9,7 @@
 
 mod acl;
 mod attributes;
+mod bucket_encryption;
 mod buckets;
 mod copy;
 mod cors;

@@ -22,8 +22,10 @@ pub(super) async fn create(
         input.sse_customer_key.as_deref(),
         input.sse_customer_key_md5.as_deref(),
     )?;
+    let defaults = super::bucket_encryption::defaults(front, &bucket).await?;
     let plan = encryption::plan(
         &front.storage,
+        defaults.encrypt,
         input.server_side_encryption.as_ref(),
         customer.as_ref(),
     )?;
@@ -74,14 +76,12 @@ pub(super) async fn create(
     headers.tags = tags;
     headers.acl = acl;
     super::lock::for_write(
-        front,
-        &bucket,
+        defaults.lock.as_ref(),
         input.object_lock_mode.as_ref(),
         input.object_lock_retain_until_date.as_ref(),
         input.object_lock_legal_hold_status.as_ref(),
         &mut headers,
-    )
-    .await?;
+    )?;
     let upload = front
         .storage
         .provider()

@@ -5,7 +5,7 @@ use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
 use super::{
-    Front, acl, attributes, buckets, copy, cors, delete, lifecycle, list, lock, multipart, objects,
+    Front, acl, attributes, bucket_encryption, buckets, copy, cors, delete, lifecycle, list, lock, multipart, objects,
     part_copy, read, retention, tagging, uploads, versioning,
 };
 
@@ -330,5 +330,26 @@ impl S3 for Front {
         req: S3Request<GetObjectLegalHoldInput>,
     ) -> S3Result<S3Response<GetObjectLegalHoldOutput>> {
         retention::get_legal_hold(self, req).await
+    }
+
+    async fn put_bucket_encryption(
+        &self,
+        req: S3Request<PutBucketEncryptionInput>,
+    ) -> S3Result<S3Response<PutBucketEncryptionOutput>> {
+        bucket_encryption::put(self, req).await
+    }
+
+    async fn get_bucket_encryption(
+        &self,
+        req: S3Request<GetBucketEncryptionInput>,
+    ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
+        bucket_encryption::get(self, req).await
+    }
+
+    async fn delete_bucket_encryption(
+        &self,
+        req: S3Request<DeleteBucketEncryptionInput>,
+    ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
+        bucket_encryption::delete(self, req).await
     }
 }
