@@ -33,7 +33,7 @@ org_part() { # token -> the org part of its bucket names (the probe bucket
     probe=$(curl -sf -H "authorization: Bearer $1" -H 'content-type: application/json' \
         -d '{"name":"probe"}' "$api/api/v1/storage/buckets")
     curl -sf -X DELETE -H "authorization: Bearer $1" \
-        "$api/api/v1/storage/buckets/$(echo "$probe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')"
+        "$api/api/v1/storage/buckets/$(echo "$probe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')" > /dev/null
     echo "$probe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bucket"].split("-")[1])'
 }
 set -- "$@"

@@ -123,10 +123,12 @@ fn default_retention(d: Option<&s3s::dto::DefaultRetention>) -> S3Result<Default
         (Some(n), None) | (None, Some(n)) => n,
     };
     if period <= 0 {
-        return Err(S3Error::with_message(
+        let mut err = S3Error::with_message(
             S3ErrorCode::Custom("InvalidRetentionPeriod".into()),
             "the retention period must be a positive number of days or years",
-        ));
+        );
+        err.set_status_code(http::StatusCode::BAD_REQUEST);
+        return Err(err);
     }
     Ok(DefaultRetention {
         mode,
