@@ -174,7 +174,11 @@ mod tests {
             (r(Compliance, 200), None, true, false),
         ];
         for (old, new, bypass, want) in cases {
-            assert_eq!(may_replace(old, new, 100, bypass), want, "{old:?} -> {new:?}");
+            assert_eq!(
+                may_replace(old, new, 100, bypass),
+                want,
+                "{old:?} -> {new:?}"
+            );
         }
     }
 

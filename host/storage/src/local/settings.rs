@@ -25,7 +25,11 @@ pub(super) async fn change_headers(
         change(&mut found.headers);
         let json = serde_json::to_string(&found.headers)
             .map_err(|e| Error::Internal(format!("object headers: {e}")))?;
-        let seen = (found.etag.as_str(), found.modified_at, seen_headers.as_str());
+        let seen = (
+            found.etag.as_str(),
+            found.modified_at,
+            seen_headers.as_str(),
+        );
         if objects::set_headers(&provider.db, &bucket.id, key, seen, &json).await? {
             return Ok(found);
         }

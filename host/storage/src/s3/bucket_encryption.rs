@@ -116,7 +116,6 @@ pub(super) async fn get(
                     sse_algorithm: ServerSideEncryption::from_static(ServerSideEncryption::AES256),
                 }),
                 bucket_key_enabled: Some(false),
-                ..Default::default()
             }],
         }),
     }))

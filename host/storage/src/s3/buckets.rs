@@ -16,7 +16,10 @@ pub(super) async fn list_buckets(
 ) -> S3Result<S3Response<ListBucketsOutput>> {
     let principal = front.principal(&req).await?;
     let input = &req.input;
-    if input.max_buckets.is_some_and(|m| !(1..=10_000).contains(&m)) {
+    if input
+        .max_buckets
+        .is_some_and(|m| !(1..=10_000).contains(&m))
+    {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidArgument,
             "max-buckets must be between 1 and 10000",
@@ -32,7 +35,11 @@ pub(super) async fn list_buckets(
         .into_iter()
         .filter(|b| principal.may(&b.id, false) && b.bucket.starts_with(prefix))
         .collect();
-    let start = match input.continuation_token.as_deref().filter(|t| !t.is_empty()) {
+    let start = match input
+        .continuation_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
         None => 0,
         Some(token) => all
             .iter()
@@ -48,7 +55,9 @@ pub(super) async fn list_buckets(
     let max = input.max_buckets.map_or(usize::MAX, |m| m as usize);
     let page: Vec<_> = all.iter().skip(start).take(max).collect();
     let more = start + page.len() < all.len();
-    let continuation_token = more.then(|| page.last().map(|b| b.bucket.clone())).flatten();
+    let continuation_token = more
+        .then(|| page.last().map(|b| b.bucket.clone()))
+        .flatten();
     let buckets = page
         .into_iter()
         .map(|b| Bucket {

@@ -63,7 +63,10 @@ pub(super) async fn put_config(
         .object_lock_configuration
         .as_ref()
         .ok_or_else(|| malformed("ObjectLockConfiguration is required"))?;
-    if conf.object_lock_enabled.as_ref().map(ObjectLockEnabled::as_str)
+    if conf
+        .object_lock_enabled
+        .as_ref()
+        .map(ObjectLockEnabled::as_str)
         != Some(ObjectLockEnabled::ENABLED)
     {
         return Err(malformed("ObjectLockEnabled must be Enabled"));
@@ -95,9 +98,8 @@ pub(super) async fn put_config(
 
 /// Stores the bucket's configuration (object lock enabled).
 pub(super) async fn enable(front: &Front, bucket: &Bucket, config: &Config) -> S3Result<()> {
-    let body = serde_json::to_string(config).map_err(|e| {
-        super::internal(crate::Error::Internal(format!("object lock config: {e}")))
-    })?;
+    let body = serde_json::to_string(config)
+        .map_err(|e| super::internal(crate::Error::Internal(format!("object lock config: {e}"))))?;
     front
         .storage
         .provider()

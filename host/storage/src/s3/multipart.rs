@@ -314,7 +314,10 @@ async fn check_whole_checksum(
         .await
         .map_err(s3_error)?;
     let mut sums = Vec::new();
-    let listed = input.multipart_upload.as_ref().and_then(|m| m.parts.as_ref());
+    let listed = input
+        .multipart_upload
+        .as_ref()
+        .and_then(|m| m.parts.as_ref());
     for part in listed.into_iter().flatten() {
         let found = stored
             .iter()

@@ -5,8 +5,8 @@ use s3s::dto::*;
 use s3s::{S3, S3Request, S3Response, S3Result};
 
 use super::{
-    Front, acl, attributes, bucket_encryption, buckets, copy, cors, delete, lifecycle, list, lock, multipart, objects,
-    part_copy, read, retention, tagging, uploads, versioning,
+    Front, acl, attributes, bucket_encryption, buckets, copy, cors, delete, lifecycle, list, lock,
+    multipart, objects, part_copy, read, retention, tagging, uploads, versioning,
 };
 
 #[async_trait::async_trait]

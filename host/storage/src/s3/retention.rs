@@ -82,7 +82,10 @@ pub(super) async fn get_retention(
         .await
         .map_err(s3_error)?
         .info;
-    let r = info.headers.retention.ok_or_else(|| no_config("retention"))?;
+    let r = info
+        .headers
+        .retention
+        .ok_or_else(|| no_config("retention"))?;
     Ok(S3Response::new(GetObjectRetentionOutput {
         retention: Some(ObjectLockRetention {
             mode: Some(ObjectLockRetentionMode::from(r.mode.as_str().to_owned())),

@@ -45,7 +45,10 @@ async fn locked_versions_are_kept() {
     eprintln!("{out:#}");
 
     // A bucket without object lock refuses it with S3's errors.
-    assert_eq!(out["plain_get_config"], "ObjectLockConfigurationNotFoundError");
+    assert_eq!(
+        out["plain_get_config"],
+        "ObjectLockConfigurationNotFoundError"
+    );
     assert_eq!(out["plain_put_config"], "InvalidBucketState");
     assert_eq!(out["plain_retention"], "InvalidRequest");
     assert_eq!(out["plain_legal_hold"], "InvalidRequest");
@@ -53,7 +56,10 @@ async fn locked_versions_are_kept() {
 
     // Made with object lock: versioning on, and never suspended.
     assert_eq!(out["versioning"], "Enabled");
-    assert_eq!(out["config_at_creation"], json!({ "ObjectLockEnabled": "Enabled" }));
+    assert_eq!(
+        out["config_at_creation"],
+        json!({ "ObjectLockEnabled": "Enabled" })
+    );
     assert_eq!(out["suspend"], "InvalidBucketState");
     assert_eq!(out["days_and_years"], "MalformedXML");
     assert_eq!(out["days_zero"], "InvalidRetentionPeriod");
@@ -102,13 +108,20 @@ async fn locked_versions_are_kept() {
     assert_eq!(out["copy_lock"], json!([null, "COMPLIANCE"]));
 
     // The lifecycle job expires noncurrent versions but not locked ones.
-    let state = crate::eventually("noncurrent versions expired", Duration::from_secs(60), || {
-        let state = s3.boto(&s3.key, &STATE.replace("VAULT", name));
-        async move { (state["free_versions"] == 1).then_some(state) }
-    })
+    let state = crate::eventually(
+        "noncurrent versions expired",
+        Duration::from_secs(60),
+        || {
+            let state = s3.boto(&s3.key, &STATE.replace("VAULT", name));
+            async move { (state["free_versions"] == 1).then_some(state) }
+        },
+    )
     .await;
     eprintln!("after lifecycle: {state}");
-    assert_eq!(state["kept_versions"], 2, "the locked noncurrent version stays");
+    assert_eq!(
+        state["kept_versions"], 2,
+        "the locked noncurrent version stays"
+    );
 
     // ListBuckets pages; the whole-upload checksum is compared.
     let out = s3.boto(&s3.key, PAGES_AND_CHECKSUMS);
