@@ -25,7 +25,6 @@ mod lock;
 mod multipart;
 mod objects;
 mod ops;
-
 mod part_copy;
 mod read;
 mod retention;
