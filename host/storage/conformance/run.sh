@@ -28,10 +28,13 @@ key() { # token -> "access secret"
         -d '{"name":"s3-tests"}' "$api/api/v1/storage/keys" |
         python3 -c 'import json,sys; k=json.load(sys.stdin); print(k["accessKeyId"], k["secretAccessKey"])'
 }
-org_part() { # token -> the org part of its bucket names
-    curl -sf -H "authorization: Bearer $1" -H 'content-type: application/json' \
-        -d '{"name":"probe"}' "$api/api/v1/storage/buckets" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["bucket"].split("-")[1])'
+org_part() { # token -> the org part of its bucket names (the probe bucket
+    # is deleted: the suite expects an account without buckets)
+    probe=$(curl -sf -H "authorization: Bearer $1" -H 'content-type: application/json' \
+        -d '{"name":"probe"}' "$api/api/v1/storage/buckets")
+    curl -sf -X DELETE -H "authorization: Bearer $1" \
+        "$api/api/v1/storage/buckets/$(echo "$probe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')" > /dev/null
+    echo "$probe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bucket"].split("-")[1])'
 }
 set -- "$@"
 read -r main_id main_secret <<EOT

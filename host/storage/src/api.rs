@@ -12,7 +12,7 @@ use plateau_api::error::ApiError;
 use plateau_api::json::{Body, Validator};
 use plateau_api::pagination::{Page, PageQuery, Pager};
 use plateau_core::time;
-use plateau_store::storage::{buckets, keys};
+use plateau_store::storage::buckets;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -33,8 +33,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
             crate::api_objects::list_objects,
             crate::api_objects::delete_object
         ))
-        .routes(routes!(list_keys, create_key))
-        .routes(routes!(delete_key))
+        .routes(routes!(
+            crate::api_keys::list_keys,
+            crate::api_keys::create_key
+        ))
+        .routes(routes!(crate::api_keys::delete_key))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -80,6 +83,10 @@ pub struct CreateBucket {
     /// 1 to 30 lowercase letters, digits and single hyphens.
     pub name: String,
     pub project_id: Option<String>,
+    /// Object lock (S3's write-once retention) on the bucket; it turns
+    /// versioning on, and neither can be turned off afterwards.
+    #[serde(default)]
+    pub object_lock: bool,
 }
 
 /// Turns a storage error into the API's.
@@ -89,6 +96,7 @@ pub(crate) fn api_error(e: Error) -> ApiError {
         Error::BucketNotEmpty => ApiError::conflict("bucket_not_empty", e.to_string()),
         Error::InvalidArgument(m) => ApiError::invalid("name", m),
         Error::NoSuchBucket => ApiError::not_found("the bucket does not exist"),
+        Error::ObjectLocked => ApiError::forbidden("object_locked", e.to_string()),
         Error::Internal(m) => ApiError::Internal(m),
         other => ApiError::bad_request("storage_error", other.to_string()),
     }
@@ -162,6 +170,11 @@ pub async fn create_bucket(
         .create_bucket(&caller.org_id, project_id, &input.name, &caller.actor())
         .await
         .map_err(api_error)?;
+    if input.object_lock {
+        crate::lock::enable_on_new(storage.provider(), &bucket)
+            .await
+            .map_err(api_error)?;
+    }
     Ok((StatusCode::CREATED, Json(bucket_view(&storage, bucket))))
 }
 
@@ -303,137 +316,4 @@ pub async fn presign_url(
         method,
         expires_at: time::to_rfc3339((now + expires as i64) * 1000),
     }))
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KeyView {
-    pub id: String,
-    pub name: String,
-    pub access_key_id: String,
-    /// The secret, masked: its last four characters.
-    pub masked_secret: String,
-    pub read_only: bool,
-    /// Bucket ids the key is limited to; absent for every bucket.
-    pub buckets: Option<Vec<String>>,
-    pub created_at: String,
-}
-
-impl From<keys::AccessKey> for KeyView {
-    fn from(k: keys::AccessKey) -> Self {
-        KeyView {
-            id: k.id,
-            name: k.name,
-            access_key_id: k.access_key_id,
-            masked_secret: format!("…{}", k.secret_hint),
-            read_only: k.read_only != 0,
-            buckets: k
-                .buckets
-                .as_deref()
-                .and_then(|b| serde_json::from_str(b).ok()),
-            created_at: time::to_rfc3339(k.created_at),
-        }
-    }
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreatedKey {
-    #[serde(flatten)]
-    pub key: KeyView,
-    /// The secret access key. Store it now: it is never shown again.
-    pub secret_access_key: String,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateKey {
-    pub name: String,
-    /// Only reads (default false).
-    pub read_only: Option<bool>,
-    /// Limits the key to these bucket ids; all buckets when absent.
-    pub buckets: Option<Vec<String>>,
-}
-
-/// List the organisation's access keys (secrets masked).
-#[utoipa::path(get, path = "/storage/keys", tag = "storage",
-    security(("bearer" = ["storage:read"])),
-    params(("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
-           ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
-    responses((status = 200, description = "access keys", body = Page<KeyView>)))]
-pub async fn list_keys(
-    State(app): State<AppState>,
-    caller: Caller,
-    axum::extract::Query(pairs): axum::extract::Query<Vec<(String, String)>>,
-) -> Result<Json<Page<KeyView>>, ApiError> {
-    let pager = Pager::new(
-        app.cursors(),
-        &page(&pairs),
-        "storage_keys",
-        &caller.org_id,
-        String::new(),
-    )?;
-    let listed = keys::list(app.db(), &caller.org_id, pager.keyset()).await?;
-    Ok(Json(pager.finish(listed, |k| k.id.clone(), KeyView::from)))
-}
-
-/// Create an access key. Returns the secret once.
-#[utoipa::path(post, path = "/storage/keys", tag = "storage",
-    security(("bearer" = ["storage:write"])),
-    request_body = CreateKey,
-    responses((status = 201, description = "the new key, with its secret", body = CreatedKey)))]
-pub async fn create_key(
-    State(app): State<AppState>,
-    Extension(storage): Extension<Storage>,
-    caller: Caller,
-    Body(input): Body<CreateKey>,
-) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
-    Validator::new().name("name", &input.name).finish()?;
-    if let Some(ids) = &input.buckets {
-        for id in ids {
-            if buckets::get(app.db(), &caller.org_id, id).await?.is_none() {
-                return Err(ApiError::invalid(
-                    "buckets",
-                    format!("bucket {id} does not exist"),
-                ));
-            }
-        }
-    }
-    let (key, secret) = storage
-        .keys()
-        .create(
-            &caller.org_id,
-            input.name.trim(),
-            input.read_only.unwrap_or(false),
-            input.buckets,
-            &caller.actor(),
-        )
-        .await
-        .map_err(api_error)?;
-    Ok((
-        StatusCode::CREATED,
-        Json(CreatedKey {
-            key: key.into(),
-            secret_access_key: secret,
-        }),
-    ))
-}
-
-/// Delete an access key; S3 requests signed with it fail from then on.
-#[utoipa::path(delete, path = "/storage/keys/{id}", tag = "storage",
-    security(("bearer" = ["storage:write"])),
-    params(("id" = String, Path, description = "key id")),
-    responses((status = 200, description = "the deleted key", body = KeyView)))]
-pub async fn delete_key(
-    Extension(storage): Extension<Storage>,
-    caller: Caller,
-    Path(id): Path<String>,
-) -> Result<Json<KeyView>, ApiError> {
-    let key = storage
-        .keys()
-        .delete(&caller.org_id, &id, &caller.actor())
-        .await
-        .map_err(api_error)?
-        .ok_or_else(|| ApiError::not_found(format!("access key {id} does not exist")))?;
-    Ok(Json(key.into()))
 }

@@ -41,6 +41,9 @@ pub enum Error {
     InvalidArgument(String),
     #[error("the object does not meet the write's condition (If-Match or If-None-Match)")]
     PreconditionFailed,
+    /// Object lock protects the version (a retention or a legal hold).
+    #[error("the object version is protected by object lock")]
+    ObjectLocked,
     #[error("internal storage error: {0}")]
     Internal(String),
 }
@@ -66,6 +69,7 @@ impl Error {
         match e {
             WriteError::Quota => Error::QuotaExceeded(quota()),
             WriteError::Gone => Error::NoSuchUpload,
+            WriteError::Locked => Error::ObjectLocked,
             WriteError::Versioned => Error::Internal("a versioned write was grouped".to_owned()),
             WriteError::Store(e) => e.into(),
         }

@@ -13,12 +13,16 @@
 //! sees it.
 
 pub mod api;
+pub mod api_keys;
 pub mod api_objects;
 pub mod blobs;
+pub mod checksum;
+pub mod condition;
 pub mod error;
 pub mod keys;
 pub mod lifecycle;
 pub mod local;
+pub mod lock;
 pub mod names;
 pub mod presign;
 pub mod provider;

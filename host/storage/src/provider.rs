@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use plateau_store::storage::Usage;
 pub use plateau_store::storage::buckets::Bucket;
 
+pub use crate::condition::Condition;
 use crate::error::{Error, Result};
 
 /// Object content, streamed.
@@ -63,6 +64,12 @@ pub struct ObjectHeaders {
     /// A multipart object's part numbers, one per segment.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<i64>,
+    /// Object lock's retention of this version ([`crate::lock`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<crate::lock::Retention>,
+    /// Object lock's legal hold on this version.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub legal_hold: bool,
 }
 
 impl ObjectHeaders {
@@ -80,34 +87,8 @@ impl ObjectHeaders {
 /// A change to an object's headers ([`Provider::change_headers`]).
 pub type HeaderChange = std::sync::Arc<dyn Fn(&mut ObjectHeaders) + Send + Sync>;
 
-/// What a write requires of the object it replaces (`If-Match`,
-/// `If-None-Match: *`), checked when it commits.
-#[derive(Clone, Debug, Default)]
-pub struct Condition {
-    /// The entity tag the current object must have (`*`: any object).
-    pub if_match: Option<String>,
-    /// There must be no current object.
-    pub if_none_match: bool,
-}
-
-impl Condition {
-    pub fn is_empty(&self) -> bool {
-        self.if_match.is_none() && !self.if_none_match
-    }
-
-    /// Whether a write may replace `current` (its entity tag, or None
-    /// when there is no object).
-    pub fn holds(&self, current: Option<&str>) -> bool {
-        if self.if_none_match && current.is_some() {
-            return false;
-        }
-        match (&self.if_match, current) {
-            (None, _) => true,
-            (Some(_), None) => false,
-            (Some(want), Some(etag)) => want == "*" || want.trim_matches('"') == etag,
-        }
-    }
-}
+/// A change to a version's headers that may refuse ([`Provider::change_version`]).
+pub type VersionChange = std::sync::Arc<dyn Fn(&mut ObjectHeaders) -> Result<()> + Send + Sync>;
 
 /// The entry of [`Digests`] that, when set, is the object's entity tag
 /// (an encrypting stream's MD5 of the plaintext) instead of the MD5 of
@@ -283,7 +264,7 @@ pub trait Provider: Send + Sync + 'static {
     /// Deletes an object; false when there was none.
     async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {
         Ok(self
-            .delete_version(bucket, key, None, actor)
+            .delete_version(bucket, key, None, false, actor)
             .await?
             .is_some())
     }
@@ -299,12 +280,15 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// Deletes the current version of an object (where versioning is set,
     /// by making a delete marker its newest version), or with `version`
-    /// that version for good; None when there was nothing to delete.
+    /// that version for good; None when there was nothing to delete;
+    /// ObjectLocked when object lock protects it ([`crate::lock::protects`],
+    /// GOVERNANCE yielding to `bypass`).
     async fn delete_version(
         &self,
         bucket: &Bucket,
         key: &str,
         version: Option<&str>,
+        bypass: bool,
         actor: &Actor,
     ) -> Result<Option<Deleted>>;
     /// Versions of keys after `query.after` (and, within that key, after
@@ -334,8 +318,21 @@ pub trait Provider: Send + Sync + 'static {
         change: HeaderChange,
     ) -> Result<ObjectInfo>;
 
+    /// Changes the headers of one version (the current one for None) in
+    /// place, as `change` does or refuses.
+    async fn change_version(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        change: VersionChange,
+    ) -> Result<ObjectInfo>;
+
     /// The bucket's configuration of `kind` (`cors`, `tagging`, `acl`), JSON.
     async fn bucket_setting(&self, bucket: &Bucket, kind: &str) -> Result<Option<String>>;
+    /// Every configuration of the bucket, by kind (one read for a write
+    /// that needs several: object lock, default encryption).
+    async fn bucket_settings(&self, bucket: &Bucket) -> Result<BTreeMap<String, String>>;
     /// Sets, or with None removes, the bucket's configuration of `kind`;
     /// false when there was none to remove.
     async fn set_bucket_setting(

@@ -19,7 +19,7 @@ use plateau_store::storage::lifecycle as leases;
 
 use super::{Rule, Rules, older_than};
 use crate::Storage;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::provider::{Bucket, ListQuery, Provider, VersionInfo};
 
 /// How often the job runs and how long a lifecycle day lasts.
@@ -122,9 +122,14 @@ async fn apply(
         };
         for group in &groups {
             for (key, version) in decide(&rules, group, now, day, applied) {
-                provider
-                    .delete_version(bucket, &key, version.as_deref(), &actor)
-                    .await?;
+                // A version object lock protects is left for a later run.
+                match provider
+                    .delete_version(bucket, &key, version.as_deref(), false, &actor)
+                    .await
+                {
+                    Ok(_) | Err(Error::ObjectLocked) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         if !page.truncated {

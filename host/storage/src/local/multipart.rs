@@ -174,7 +174,7 @@ pub(super) async fn complete(
                 "every part of an upload created with the {algorithm} checksum algorithm needs its checksum"
             )));
         }
-        if let Some(sum) = composite(algorithm, &sums) {
+        if let Some(sum) = crate::checksum::composite(algorithm, &sums) {
             headers.checksums.insert(algorithm.clone(), sum);
         }
     }
@@ -215,31 +215,6 @@ pub(super) async fn complete(
     let mut made = super::info(row);
     made.version_id = settled.versioned.then_some(settled.version_id);
     Ok(made)
-}
-
-/// The checksum of a multipart object: the checksum of its parts'
-/// checksums, and `-<parts>` (S3's composite checksum).
-fn composite(algorithm: &str, sums: &[String]) -> Option<String> {
-    use base64::Engine;
-    use base64::engine::general_purpose::STANDARD as BASE64;
-    use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Sha1, Sha256};
-    let mut joined = Vec::new();
-    for sum in sums {
-        joined.extend(BASE64.decode(sum).ok()?);
-    }
-    fn of<H: s3s::crypto::Checksum>(mut h: H, data: &[u8]) -> Vec<u8> {
-        h.update(data);
-        h.finalize().as_ref().to_vec()
-    }
-    let digest = match algorithm {
-        "crc32" => of(Crc32::new(), &joined),
-        "crc32c" => of(Crc32c::new(), &joined),
-        "crc64nvme" => of(Crc64Nvme::new(), &joined),
-        "sha1" => of(Sha1::new(), &joined),
-        "sha256" => of(Sha256::new(), &joined),
-        _ => return None,
-    };
-    Some(format!("{}-{}", BASE64.encode(digest), sums.len()))
 }
 
 pub(super) async fn abort(

@@ -160,9 +160,10 @@ impl Provider for LocalProvider {
         bucket: &Bucket,
         key: &str,
         version: Option<&str>,
+        bypass: bool,
         actor: &Actor,
     ) -> Result<Option<Deleted>> {
-        versions::delete(self, bucket, key, version, actor).await
+        versions::delete(self, bucket, key, version, bypass, actor).await
     }
 
     async fn list_versions(
@@ -233,8 +234,28 @@ impl Provider for LocalProvider {
         settings::change_headers(self, bucket, key, change).await
     }
 
+    async fn change_version(
+        &self,
+        bucket: &Bucket,
+        key: &str,
+        version: Option<&str>,
+        change: VersionChange,
+    ) -> Result<ObjectInfo> {
+        settings::change_version(self, bucket, key, version, change).await
+    }
+
     async fn bucket_setting(&self, bucket: &Bucket, kind: &str) -> Result<Option<String>> {
         Ok(storage::settings::get(&self.db, &bucket.id, kind).await?)
+    }
+
+    async fn bucket_settings(
+        &self,
+        bucket: &Bucket,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        Ok(storage::settings::all(&self.db, &bucket.id)
+            .await?
+            .into_iter()
+            .collect())
     }
 
     async fn set_bucket_setting(&self, b: &Bucket, kind: &str, body: Option<&str>) -> Result<bool> {

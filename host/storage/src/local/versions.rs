@@ -53,6 +53,7 @@ pub(super) async fn delete(
     bucket: &Bucket,
     key: &str,
     version: Option<&str>,
+    bypass: bool,
     actor: &Actor,
 ) -> Result<Option<Deleted>> {
     let event = object_event(bucket, key, "storage.object.deleted", actor)
@@ -65,7 +66,10 @@ pub(super) async fn delete(
             let marker = new_id("v");
             versions::delete_current(&mut tx, org, id, key, &marker, &event, now).await
         }
-        Some(v) => versions::delete_version(&mut tx, org, id, key, v, &event, now).await,
+        Some(v) => {
+            let locked = |headers: &str| crate::lock::protects_json(headers, now, bypass);
+            versions::delete_version(&mut tx, org, id, key, v, &locked, &event, now).await
+        }
     }
     .map_err(|e| Error::from_write(e, String::new))?;
     tx.commit().await?;

@@ -6,22 +6,63 @@ use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::{Front, actor, s3_error, timestamp};
 
+/// The organisation's buckets the key reaches, oldest first; with
+/// `MaxBuckets`, a page of them (1 to 10000), the next page after the
+/// bucket its `ContinuationToken` names; `Prefix` keeps the names that
+/// start with it.
 pub(super) async fn list_buckets(
     front: &Front,
     req: S3Request<ListBucketsInput>,
 ) -> S3Result<S3Response<ListBucketsOutput>> {
     let principal = front.principal(&req).await?;
-    let buckets = front
+    let input = &req.input;
+    if input
+        .max_buckets
+        .is_some_and(|m| !(1..=10_000).contains(&m))
+    {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "max-buckets must be between 1 and 10000",
+        ));
+    }
+    let prefix = input.prefix.as_deref().unwrap_or_default();
+    let all: Vec<_> = front
         .storage
         .provider()
         .buckets(&principal.org_id)
         .await
         .map_err(s3_error)?
         .into_iter()
-        .filter(|b| principal.may(&b.id, false))
+        .filter(|b| principal.may(&b.id, false) && b.bucket.starts_with(prefix))
+        .collect();
+    let start = match input
+        .continuation_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
+        None => 0,
+        Some(token) => all
+            .iter()
+            .position(|b| b.bucket == token)
+            .map(|i| i + 1)
+            .ok_or_else(|| {
+                S3Error::with_message(
+                    S3ErrorCode::InvalidArgument,
+                    "the continuation token names no bucket of this listing",
+                )
+            })?,
+    };
+    let max = input.max_buckets.map_or(usize::MAX, |m| m as usize);
+    let page: Vec<_> = all.iter().skip(start).take(max).collect();
+    let more = start + page.len() < all.len();
+    let continuation_token = more
+        .then(|| page.last().map(|b| b.bucket.clone()))
+        .flatten();
+    let buckets = page
+        .into_iter()
         .map(|b| Bucket {
             creation_date: Some(timestamp(b.created_at)),
-            name: Some(b.bucket),
+            name: Some(b.bucket.clone()),
             bucket_region: None,
         })
         .collect();
@@ -31,7 +72,8 @@ pub(super) async fn list_buckets(
             display_name: None,
             id: Some(principal.org_id.clone()),
         }),
-        ..Default::default()
+        continuation_token,
+        prefix: input.prefix.clone(),
     }))
 }
 

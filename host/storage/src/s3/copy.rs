@@ -94,6 +94,19 @@ pub(super) async fn copy(
     } else if let Some(h) = headers.as_mut() {
         h.acl = acl;
     }
+    // The copy's lock is its own (asked for, or the bucket's default
+    // retention), never the source's.
+    let h = headers.get_or_insert_with(|| source.headers.clone());
+    h.retention = None;
+    h.legal_hold = false;
+    let defaults = super::bucket_encryption::defaults(front, &to).await?;
+    super::lock::for_write(
+        defaults.lock.as_ref(),
+        input.object_lock_mode.as_ref(),
+        input.object_lock_retain_until_date.as_ref(),
+        input.object_lock_legal_hold_status.as_ref(),
+        h,
+    )?;
     let source_customer = encryption::customer(
         input.copy_source_sse_customer_algorithm.as_deref(),
         input.copy_source_sse_customer_key.as_deref(),
@@ -111,6 +124,7 @@ pub(super) async fn copy(
     )?;
     let plan = encryption::plan(
         &front.storage,
+        defaults.encrypt,
         input.server_side_encryption.as_ref(),
         customer.as_ref(),
     )?;

@@ -3,6 +3,7 @@
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
+use super::lock::bypass;
 use super::{Front, actor, s3_error};
 
 pub(super) async fn delete_object(
@@ -28,6 +29,7 @@ pub(super) async fn delete_object(
             &bucket,
             &input.key,
             input.version_id.as_deref(),
+            bypass(&principal, input.bypass_governance_retention),
             &actor(&principal),
         )
         .await
@@ -54,6 +56,7 @@ pub(super) async fn delete_objects(
         ));
     }
     let quiet = req.input.delete.quiet.unwrap_or(false);
+    let bypass = bypass(&principal, req.input.bypass_governance_retention);
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     for object in &req.input.delete.objects {
@@ -74,7 +77,7 @@ pub(super) async fn delete_objects(
         match front
             .storage
             .provider()
-            .delete_version(&bucket, &object.key, version, &actor(&principal))
+            .delete_version(&bucket, &object.key, version, bypass, &actor(&principal))
             .await
         {
             Ok(done) => {

@@ -86,13 +86,18 @@ pub(super) struct Plan {
     key: sse::Key,
 }
 
-/// The encryption a write asks for: SSE-C, SSE-S3, or none.
+/// The encryption a write asks for: SSE-C, SSE-S3, or none; SSE-S3 when
+/// it asks for none in a bucket that encrypts by default.
 pub(super) fn plan(
     storage: &Storage,
+    by_default: bool,
     asked: Option<&ServerSideEncryption>,
     customer: Option<&Customer>,
 ) -> S3Result<Option<Plan>> {
-    match (asked.map(ServerSideEncryption::as_str), customer) {
+    let asked = asked
+        .map(ServerSideEncryption::as_str)
+        .or((by_default && customer.is_none()).then_some("AES256"));
+    match (asked, customer) {
         (Some(_), Some(_)) => Err(invalid(
             "server side encryption with customer provided keys cannot be combined with \
              x-amz-server-side-encryption",

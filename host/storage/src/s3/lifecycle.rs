@@ -174,6 +174,15 @@ pub(super) async fn put(
         }
         rules.push(rule_of(r)?);
     }
+    // A rule given without ID gets one, as S3 makes one up.
+    for (rule, n) in rules.iter_mut().filter(|r| r.id.is_none()).zip(1..) {
+        let mut id = format!("rule-{n}");
+        while ids.contains(&id) {
+            id.push('-');
+        }
+        ids.insert(id.clone());
+        rule.id = Some(id);
+    }
     let body = serde_json::to_string(&rules)
         .map_err(|e| err(S3ErrorCode::InternalError, &e.to_string()))?;
     front

@@ -54,8 +54,12 @@ impl Encoding {
     }
 }
 
-fn s3_object(info: ObjectInfo, enc: &Encoding) -> Object {
+fn s3_object(info: ObjectInfo, enc: &Encoding, owner: Option<&str>) -> Object {
     Object {
+        owner: owner.map(|id| Owner {
+            display_name: None,
+            id: Some(id.to_owned()),
+        }),
         e_tag: Some(etag(&info)),
         last_modified: Some(last_modified(&info)),
         size: Some(info.size as i64),
@@ -110,6 +114,7 @@ pub(super) async fn v2(
 ) -> S3Result<S3Response<ListObjectsV2Output>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     let input = &req.input;
+    let owner = (input.fetch_owner == Some(true)).then_some(bucket.org_id.as_str());
     let after = match (&input.continuation_token, &input.start_after) {
         (Some(token), _) => decode_token(token)?,
         (None, Some(start)) => start.clone(),
@@ -133,7 +138,7 @@ pub(super) async fn v2(
     Ok(S3Response::new(ListObjectsV2Output {
         name: Some(input.bucket.clone()),
         prefix: enc.opt(&input.prefix),
-        delimiter: enc.opt(&input.delimiter),
+        delimiter: enc.opt(&input.delimiter.clone().filter(|d| !d.is_empty())),
         max_keys: Some(max as i32),
         key_count: Some(count as i32),
         continuation_token: input.continuation_token.clone(),
@@ -148,7 +153,7 @@ pub(super) async fn v2(
             listing
                 .objects
                 .into_iter()
-                .map(|o| s3_object(o, &enc))
+                .map(|o| s3_object(o, &enc, owner))
                 .collect(),
         ),
         common_prefixes: prefixes(listing.prefixes, &enc),
@@ -190,8 +195,9 @@ pub(super) async fn v1(
     Ok(S3Response::new(ListObjectsOutput {
         name: Some(input.bucket.clone()),
         prefix: enc.opt(&input.prefix),
-        delimiter: enc.opt(&input.delimiter),
-        marker: enc.opt(&input.marker),
+        delimiter: enc.opt(&input.delimiter.clone().filter(|d| !d.is_empty())),
+        // S3 always gives the marker of a v1 listing, empty without one.
+        marker: enc.opt(&input.marker).or_else(|| Some(String::new())),
         max_keys: Some(max as i32),
         encoding_type: input.encoding_type.clone(),
         is_truncated: Some(listing.truncated),
@@ -200,7 +206,7 @@ pub(super) async fn v1(
             listing
                 .objects
                 .into_iter()
-                .map(|o| s3_object(o, &enc))
+                .map(|o| s3_object(o, &enc, None))
                 .collect(),
         ),
         common_prefixes: prefixes(listing.prefixes, &enc),

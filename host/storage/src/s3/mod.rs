@@ -9,6 +9,7 @@
 
 mod acl;
 mod attributes;
+mod bucket_encryption;
 mod buckets;
 mod copy;
 mod cors;
@@ -20,12 +21,13 @@ mod form;
 mod headers;
 mod lifecycle;
 mod list;
+mod lock;
 mod multipart;
 mod objects;
 mod ops;
-
 mod part_copy;
 mod read;
+mod retention;
 mod tagging;
 mod uploads;
 mod verify;
@@ -271,6 +273,7 @@ pub(crate) fn s3_error(e: Error) -> S3Error {
         Error::InvalidRange => S3ErrorCode::InvalidRange,
         Error::InvalidArgument(_) => S3ErrorCode::InvalidArgument,
         Error::PreconditionFailed => S3ErrorCode::PreconditionFailed,
+        Error::ObjectLocked => S3ErrorCode::AccessDenied,
         Error::Internal(_) => return internal(e),
     };
     S3Error::with_message(code, e.to_string())

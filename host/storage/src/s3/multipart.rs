@@ -22,8 +22,10 @@ pub(super) async fn create(
         input.sse_customer_key.as_deref(),
         input.sse_customer_key_md5.as_deref(),
     )?;
+    let defaults = super::bucket_encryption::defaults(front, &bucket).await?;
     let plan = encryption::plan(
         &front.storage,
+        defaults.encrypt,
         input.server_side_encryption.as_ref(),
         customer.as_ref(),
     )?;
@@ -73,6 +75,13 @@ pub(super) async fn create(
     headers.checksum_algorithm = algorithm;
     headers.tags = tags;
     headers.acl = acl;
+    super::lock::for_write(
+        defaults.lock.as_ref(),
+        input.object_lock_mode.as_ref(),
+        input.object_lock_retain_until_date.as_ref(),
+        input.object_lock_legal_hold_status.as_ref(),
+        &mut headers,
+    )?;
     let upload = front
         .storage
         .provider()
@@ -210,6 +219,7 @@ pub(super) async fn complete(
         parts.push((i64::from(number), etag.value().to_owned()));
     }
     check_part_checksums(front, &bucket, input).await?;
+    check_whole_checksum(front, &bucket, input).await?;
     let info = front
         .storage
         .provider()
@@ -272,6 +282,59 @@ async fn check_part_checksums(
                 format!("the {name} checksum of part {number} is not the one it was uploaded with"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// BadDigest when the whole-upload checksum the request sends (S3's
+/// composite: the checksum of the listed parts' checksums) is not the
+/// one of the parts as stored, or a listed part has no such checksum.
+async fn check_whole_checksum(
+    front: &Front,
+    bucket: &Stored,
+    input: &CompleteMultipartUploadInput,
+) -> S3Result<()> {
+    let sent = [
+        ("crc32", &input.checksum_crc32),
+        ("crc32c", &input.checksum_crc32c),
+        ("crc64nvme", &input.checksum_crc64nvme),
+        ("sha1", &input.checksum_sha1),
+        ("sha256", &input.checksum_sha256),
+    ];
+    let Some((algorithm, value)) = sent
+        .into_iter()
+        .find_map(|(name, v)| v.as_ref().map(|v| (name, v)))
+    else {
+        return Ok(());
+    };
+    let (stored, _) = front
+        .storage
+        .provider()
+        .list_parts(bucket, &input.upload_id, 0, 10_000)
+        .await
+        .map_err(s3_error)?;
+    let mut sums = Vec::new();
+    let listed = input
+        .multipart_upload
+        .as_ref()
+        .and_then(|m| m.parts.as_ref());
+    for part in listed.into_iter().flatten() {
+        let found = stored
+            .iter()
+            .find(|p| Some(p.number) == part.part_number.map(i64::from))
+            .and_then(|p| p.checksums.get(algorithm));
+        match found {
+            Some(sum) => sums.push(sum.clone()),
+            None => sums.push(String::new()),
+        }
+    }
+    let want = crate::checksum::composite(algorithm, &sums);
+    let base = |s: &str| s.split_once('-').map_or(s, |(b, _)| b).to_owned();
+    if sums.iter().any(String::is_empty) || want.map(|w| base(&w)) != Some(base(value)) {
+        return Err(S3Error::with_message(
+            S3ErrorCode::BadDigest,
+            format!("the {algorithm} checksum of the upload is not the one of its parts"),
+        ));
     }
     Ok(())
 }

@@ -99,8 +99,10 @@ pub(super) async fn put_object(
         req.input.sse_customer_key.as_deref(),
         req.input.sse_customer_key_md5.as_deref(),
     )?;
+    let defaults = super::bucket_encryption::defaults(front, &bucket).await?;
     let plan = encryption::plan(
         &front.storage,
+        defaults.encrypt,
         req.input.server_side_encryption.as_ref(),
         customer.as_ref(),
     )?;
@@ -140,6 +142,13 @@ pub(super) async fn put_object(
     );
     headers.tags = tags;
     headers.acl = acl;
+    super::lock::for_write(
+        defaults.lock.as_ref(),
+        req.input.object_lock_mode.as_ref(),
+        req.input.object_lock_retain_until_date.as_ref(),
+        req.input.object_lock_legal_hold_status.as_ref(),
+        &mut headers,
+    )?;
     if let Some(plan) = plan {
         headers.sse = Some(plan.sealed.clone());
         plan.encrypt(&mut upload, 0);

@@ -35,6 +35,18 @@ fn parts_count(info: &ObjectInfo) -> Option<i32> {
     Some(info.segments.len() as i32)
 }
 
+/// A read names no server-side encryption (S3 refuses it with 400: the
+/// object's own is used).
+fn no_sse_header<T>(req: &S3Request<T>) -> S3Result<()> {
+    if req.headers.contains_key("x-amz-server-side-encryption") {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            "x-amz-server-side-encryption is not allowed on a read",
+        ));
+    }
+    Ok(())
+}
+
 /// The stored checksums, when asked for and the whole object is read.
 fn checksums(info: &ObjectInfo, mode: Option<&ChecksumMode>, whole: bool) -> Checksum {
     let mut out = Checksum::default();
@@ -58,6 +70,7 @@ pub(super) async fn get(
     front: &Front,
     req: S3Request<GetObjectInput>,
 ) -> S3Result<S3Response<GetObjectOutput>> {
+    no_sse_header(&req)?;
     let (_, bucket) = front
         .object_reader(&req, &req.input.bucket, &req.input.key)
         .await?;
@@ -124,6 +137,7 @@ pub(super) async fn get(
     let sums = checksums(&info, input.checksum_mode.as_ref(), range.is_none());
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
     let h = &info.headers;
+    let (lock_mode, lock_until, lock_hold) = super::lock::fields(h);
     let mut out = S3Response::new(GetObjectOutput {
         body: Some(blob(stream)),
         content_length: Some(length as i64),
@@ -156,6 +170,9 @@ pub(super) async fn get(
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
         version_id: info.version_id.clone(),
+        object_lock_mode: lock_mode,
+        object_lock_retain_until_date: lock_until,
+        object_lock_legal_hold_status: lock_hold,
         ..Default::default()
     });
     set_checksums!(out.output, from sums);
@@ -170,6 +187,7 @@ pub(super) async fn head(
     front: &Front,
     req: S3Request<HeadObjectInput>,
 ) -> S3Result<S3Response<HeadObjectOutput>> {
+    no_sse_header(&req)?;
     let (_, bucket) = front
         .object_reader(&req, &req.input.bucket, &req.input.key)
         .await?;
@@ -216,6 +234,7 @@ pub(super) async fn head(
     );
     let described = encryption::describe(info.headers.sse.as_ref(), customer.as_ref());
     let h = &info.headers;
+    let (lock_mode, lock_until, lock_hold) = super::lock::fields(h);
     let mut out = S3Response::new(HeadObjectOutput {
         content_length: Some(length as i64),
         content_range,
@@ -231,6 +250,9 @@ pub(super) async fn head(
         expires: h.expires.map(timestamp),
         metadata: metadata(h),
         version_id: info.version_id.clone(),
+        object_lock_mode: lock_mode,
+        object_lock_retain_until_date: lock_until,
+        object_lock_legal_hold_status: lock_hold,
         ..Default::default()
     });
     set_checksums!(out.output, from sums);

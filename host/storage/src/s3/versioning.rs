@@ -60,6 +60,14 @@ pub(super) async fn put(
             ));
         }
     };
+    if status == BucketVersioningStatus::SUSPENDED
+        && super::lock::config(front, &bucket).await?.is_some()
+    {
+        return Err(S3Error::with_message(
+            S3ErrorCode::InvalidBucketState,
+            "versioning cannot be suspended on a bucket with object lock",
+        ));
+    }
     // Suspended is kept even on a bucket never versioned, as S3 does: its
     // writes are null versions, and a delete leaves a null delete marker.
     let body = serde_json::Value::from(status).to_string();

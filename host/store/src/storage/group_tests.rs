@@ -101,6 +101,7 @@ async fn a_group_follows_the_rules_of_single_writes() {
             Err(WriteError::Quota) => Err("quota"),
             Err(WriteError::Versioned) => Err("versioned"),
             Err(WriteError::Gone) => Err("gone"),
+            Err(WriteError::Locked) => Err("locked"),
             Err(WriteError::Store(e)) => panic!("{e}"),
         })
         .collect();

@@ -37,6 +37,9 @@ pub enum WriteError {
     /// A grouped write to a bucket with versioning set: to be written alone.
     #[error("the bucket has versioning set")]
     Versioned,
+    /// The version is protected by object lock (a retention or legal hold).
+    #[error("the object version is protected by object lock")]
+    Locked,
     #[error(transparent)]
     Store(#[from] crate::Error),
 }

@@ -44,24 +44,26 @@ pub(super) async fn get_in(tx: &mut Tx, bucket_id: &str, key: &str) -> Result<Op
 }
 
 /// Replaces the headers (tags, ACL) of the object `key` as it was when
-/// read (`etag`, `modified_at`); false when it changed or went away
-/// meanwhile, so a concurrent overwrite is never given stale headers.
+/// read (`etag`, `modified_at`, its headers); false when it changed or
+/// went away meanwhile, so a concurrent overwrite is never given stale
+/// headers and two changes of headers never undo each other.
 pub async fn set_headers(
     db: &Db,
     bucket_id: &str,
     key: &str,
-    seen: (&str, i64),
+    seen: (&str, i64, &str),
     headers: &str,
 ) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE storage_objects SET headers = $5 \
-         WHERE bucket_id = $1 AND key = $2 AND etag = $3 AND modified_at = $4",
+         WHERE bucket_id = $1 AND key = $2 AND etag = $3 AND modified_at = $4 AND headers = $6",
     )
     .bind(bucket_id)
     .bind(key)
     .bind(seen.0)
     .bind(seen.1)
     .bind(headers)
+    .bind(seen.2)
     .execute(db.pool())
     .await?;
     Ok(done.rows_affected() == 1)

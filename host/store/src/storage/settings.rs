@@ -15,6 +15,16 @@ pub async fn get(db: &Db, bucket_id: &str, kind: &str) -> Result<Option<String>>
     Ok(row.map(|(body,)| body))
 }
 
+/// Every configuration of the bucket, as (kind, body).
+pub async fn all(db: &Db, bucket_id: &str) -> Result<Vec<(String, String)>> {
+    Ok(
+        sqlx::query_as("SELECT kind, body FROM storage_bucket_settings WHERE bucket_id = $1")
+            .bind(bucket_id)
+            .fetch_all(db.pool())
+            .await?,
+    )
+}
+
 /// Sets (or replaces) the bucket's configuration of `kind`.
 pub async fn put(db: &Db, bucket_id: &str, kind: &str, body: &str, now: i64) -> Result<()> {
     sqlx::query(

@@ -8,6 +8,7 @@ mod boto;
 mod features;
 mod isolation;
 mod lifecycle;
+mod object_lock;
 mod semantics;
 mod staging;
 mod tools;

@@ -7,6 +7,7 @@
 //! **Invariant:** every stored version's bytes count in the usage (a delete
 //! marker has none), so noncurrent versions hold the plan's limit too.
 
+mod change;
 mod read;
 
 use sqlx::FromRow;
@@ -16,6 +17,8 @@ use super::{WriteError, add_bucket_usage, add_usage, lock_usage};
 use crate::events::{self, NewEvent};
 use crate::{Result, Tx};
 
+use self::change::get_in;
+pub use self::change::set_headers;
 pub use self::read::{Listed, get, list};
 
 /// The version id of an object written while versioning was not enabled.
@@ -328,20 +331,31 @@ pub async fn delete_current(
     Ok(Some(s))
 }
 
+/// Whether a version (its headers, JSON) may not be deleted: object lock.
+pub type Locked<'a> = &'a (dyn Fn(&str) -> bool + Send + Sync);
+
 /// Deletes one version of a key for good (a delete marker too); when it
 /// was the current one, the newest other becomes current. None when the
-/// key has no such version.
+/// key has no such version; Locked when `locked` says of its headers.
+#[allow(clippy::too_many_arguments)]
 pub async fn delete_version(
     tx: &mut Tx,
     org_id: &str,
     bucket_id: &str,
     key: &str,
     version_id: &str,
+    locked: Locked<'_>,
     event: &NewEvent,
     now: i64,
 ) -> Result<Option<Settled>, WriteError> {
     lock_usage(tx, org_id).await?;
     let old = objects::get_in(tx, bucket_id, key).await?;
+    if let Some(v) = get_in(tx, bucket_id, key, version_id, old.as_ref()).await?
+        && v.delete_marker == 0
+        && locked(&v.headers)
+    {
+        return Err(WriteError::Locked);
+    }
     let mut s = Settled {
         version_id: version_id.to_owned(),
         versioned: true,
