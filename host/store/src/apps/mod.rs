@@ -2,8 +2,8 @@
 //! deployments, components, environment and logs in submodules.
 //! Trashed apps keep their row with `deleted_at` set until restored.
 
-pub mod cdn;
 pub mod autoscale;
+pub mod cdn;
 pub mod components;
 pub mod deployments;
 pub mod domains;
