@@ -222,7 +222,9 @@ impl Plane {
     }
 
     /// Once the live deployment of an app migrating here serves from
-    /// this host, places the app here: every edge then routes to it.
+    /// this host (or it sleeps at zero replicas), places the app here:
+    /// every edge then routes to it. When it does not start here, the
+    /// migration ends and the app stays where it was.
     pub(crate) async fn arrive(&self, app: &App) -> Result<()> {
         let Some(me) = &self.placement().runner else {
             return Ok(());
@@ -231,7 +233,8 @@ impl Plane {
         let Some(live) = &app.live_deployment_id else {
             return Ok(());
         };
-        if !serving.is_some_and(|l| &l.deployment_id == live) {
+        let failed = self.recently_failed(&app.id, live);
+        if !failed && app.replicas > 0 && serving.is_none_or(|l| &l.deployment_id != live) {
             return Ok(());
         }
         let now = time::now_ms();
@@ -239,18 +242,27 @@ impl Plane {
         let Some(placed) = runners::placement_in(&mut tx, &app.id).await? else {
             return Ok(());
         };
-        if !runners::end_migration(&mut tx, &app.id, &me.id, true, now).await? {
+        if !runners::end_migration(&mut tx, &app.id, &me.id, !failed, now).await? {
             return Ok(());
         }
         let started = placed.migration_started_at.unwrap_or(now);
-        let e = event(app, "app.migrated", "update", &Actor::system()).data(json!({
+        let kind = if failed {
+            "app.migration_failed"
+        } else {
+            "app.migrated"
+        };
+        let e = event(app, kind, "update", &Actor::system()).data(json!({
             "from": placed.runner_id,
             "to": me.id,
-            "switchedAfterMs": now - started,
+            "afterMs": now - started,
         }));
         events::record(&mut tx, &e, now).await?;
         tx.commit().await?;
-        tracing::info!(app = %app.id, from = %placed.runner_id, "apps: the app migrated to this runner");
+        if failed {
+            // What started here stops; the app stays where it was.
+            drop(self.take_local(&app.id));
+        }
+        tracing::info!(app = %app.id, from = %placed.runner_id, kind, "apps: a migration to this runner ended");
         Ok(())
     }
 }

@@ -461,7 +461,7 @@ impl Plane {
         local.values().any(|l| l.volumes.iter().any(|v| v == id))
     }
 
-    fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {
+    pub(crate) fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {
         let failures = self
             .inner
             .failures

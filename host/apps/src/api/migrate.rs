@@ -263,10 +263,10 @@ pub async fn evacuate(
             },
             (None, None) => continue,
         };
-        if reschedule(db, &app, &placed, &to, "evacuated", &actor).await? {
-            if let Some(now) = runners::placement(db, &app.id).await? {
-                moved.push(now.into());
-            }
+        if reschedule(db, &app, &placed, &to, "evacuated", &actor).await?
+            && let Some(now) = runners::placement(db, &app.id).await?
+        {
+            moved.push(now.into());
         }
     }
     if moved.is_empty()
