@@ -38,6 +38,8 @@ pub struct AppsConfig {
     pub build_cpus: u32,
     /// How custom domains are checked and pointed at.
     pub domains: crate::domains::DomainsConfig,
+    /// How long a runner's heartbeat holds (`PLATEAU_RUNNER_LEASE_MS`).
+    pub runner_lease: std::time::Duration,
 }
 
 impl AppsConfig {
@@ -58,6 +60,7 @@ impl AppsConfig {
             build_memory_bytes: crate::build::BUILD_MEMORY_BYTES,
             build_cpus: crate::build::BUILD_CPUS,
             domains: crate::domains::DomainsConfig::default(),
+            runner_lease: std::time::Duration::from_secs(10),
         }
     }
 

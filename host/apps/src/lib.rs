@@ -39,6 +39,7 @@ pub mod linux_image;
 pub mod logs;
 pub mod metering;
 pub mod pipeline;
+pub mod placement;
 pub mod previews;
 pub mod rules;
 pub mod status;

@@ -68,6 +68,8 @@ struct Inner {
     cdn: crate::cdn::CdnFollow,
     /// The firewall and edge filters of the apps.
     filters: Option<Arc<crate::filters::EdgeFilters>>,
+    /// This host as a runner, and the apps its edge forwards.
+    placement: crate::placement::PlacementState,
 }
 
 impl Plane {
@@ -98,6 +100,7 @@ impl Plane {
                 domains,
                 cdn: crate::cdn::CdnFollow::default(),
                 filters: None,
+                placement: Default::default(),
             }),
         }
     }
@@ -108,6 +111,19 @@ impl Plane {
             inner.filters = Some(Arc::new(filters));
         }
         self
+    }
+
+    /// This plane as runner `runner` among several hosts: it runs the
+    /// apps placed on it and forwards the others ([`crate::placement`]).
+    pub fn with_runner(mut self, runner: crate::placement::RunnerConfig) -> Plane {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.placement.runner = Some(runner);
+        }
+        self
+    }
+
+    pub(crate) fn placement(&self) -> &crate::placement::PlacementState {
+        &self.inner.placement
     }
 
     pub(crate) fn db(&self) -> &Db {
@@ -169,11 +185,16 @@ impl Plane {
     /// Starts the background work: log flushing and the supervision loop.
     pub fn start(&self) -> Vec<tokio::task::JoinHandle<()>> {
         let logs = self.inner.logs.clone();
-        vec![
+        let mut tasks = vec![
             tokio::spawn(logs.keep_flushing()),
             tokio::spawn(self.clone().supervise()),
             tokio::spawn(self.inner.domains.clone().keep_following()),
-        ]
+        ];
+        if let Some(runner) = &self.inner.placement.runner {
+            let heartbeat = crate::placement::keep_heartbeat(self.db().clone(), runner.clone());
+            tasks.push(tokio::spawn(heartbeat));
+        }
+        tasks
     }
 
     async fn supervise(self) {
@@ -219,6 +240,7 @@ impl Plane {
         for (id, slug) in gone {
             self.take_down(&id, &slug, false);
         }
+        self.drop_forwarded_except(&seen);
         Ok(())
     }
 
@@ -233,22 +255,31 @@ impl Plane {
             return Ok(());
         };
         let working = deployments::working(db, app_id).await?;
-        if app.deleted_at.is_none()
-            && let Some(d) = working.first()
+        if app.deleted_at.is_some() || AppStatus::Paused.is(&app.status) {
+            return self.follow(&app, working.first(), false).await;
+        }
+        let arriving = match self.role(&app).await? {
+            crate::placement::Role::Forward(to) => {
+                self.sync_edge(&app).await?;
+                self.forward(&app, to);
+                return Ok(());
+            }
+            crate::placement::Role::Run { arriving } => arriving,
+        };
+        if let Some(d) = working.first()
             && d.component.is_some()
         {
             return self.launch_new(d).await;
         }
-        self.follow(&app, working.first()).await
+        self.follow(&app, working.first(), arriving).await?;
+        if arriving {
+            self.arrive(&app).await?;
+        }
+        Ok(())
     }
 
-    /// Makes this host serve `app` as the database says; `working` is its
-    /// oldest deployment on its way. The caller holds the app's lock.
-    async fn follow(&self, app: &App, working: Option<&Deployment>) -> plateau_store::Result<()> {
-        if app.deleted_at.is_some() {
-            self.take_down(&app.id, &app.slug, false);
-            return Ok(());
-        }
+    /// Brings the edge's rules, CDN and filters of `app` in step.
+    async fn sync_edge(&self, app: &App) -> plateau_store::Result<()> {
         let rules = crate::rules::effective(self.db(), &app.id).await?;
         self.inner.edge.set_rules(&app.slug, rules);
         self.inner
@@ -258,6 +289,23 @@ impl Plane {
         if let Some(filters) = &self.inner.filters {
             filters.sync(app, &self.inner.edge).await?;
         }
+        Ok(())
+    }
+
+    /// Makes this host serve `app` as the database says; `working` is its
+    /// oldest deployment on its way; `arriving` while a migration brings
+    /// it here (its status stays). The caller holds the app's lock.
+    async fn follow(
+        &self,
+        app: &App,
+        working: Option<&Deployment>,
+        arriving: bool,
+    ) -> plateau_store::Result<()> {
+        if app.deleted_at.is_some() {
+            self.take_down(&app.id, &app.slug, false);
+            return Ok(());
+        }
+        self.sync_edge(app).await?;
         if AppStatus::Paused.is(&app.status) {
             if self.running(&app.id).is_some()
                 || !matches!(self.inner.edge.get(&app.slug), Some(Target::Paused))
@@ -301,7 +349,7 @@ impl Plane {
         let Some(d) = deployments::get(self.db(), &app.id, live).await? else {
             return Ok(());
         };
-        if self.running(&app.id).is_none() {
+        if self.running(&app.id).is_none() && !arriving {
             // Nothing serves it here: it starts (requests wait for it).
             self.mark_loading(&app.slug);
             let now = time::now_ms();
@@ -344,6 +392,7 @@ impl Plane {
     /// replaces drain with the requests they hold.
     pub(crate) fn install(&self, app: &App, deployment_id: &str, launched: Launched) {
         let Launched { handle, volumes } = launched;
+        self.stop_forwarding(&app.id);
         self.inner
             .edge
             .set(&app.slug, Target::Serving(handle.clone()));
@@ -365,6 +414,7 @@ impl Plane {
     /// Tears the app's replicas down; a paused app's name answers 503,
     /// a trashed app's name nothing.
     fn take_down(&self, app_id: &str, slug: &str, paused: bool) {
+        self.stop_forwarding(app_id);
         if paused {
             self.inner.edge.set(slug, Target::Paused);
         } else {
@@ -411,7 +461,7 @@ impl Plane {
         local.values().any(|l| l.volumes.iter().any(|v| v == id))
     }
 
-    fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {
+    pub(crate) fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {
         let failures = self
             .inner
             .failures

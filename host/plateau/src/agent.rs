@@ -58,7 +58,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let allow = plateau_egress::parse_allow_list(&args.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
     let egress = plateau_runner::container::Egress::from_host(allow);
-    let apps = crate::apps::plane(&args.apps, egress, &db, secret_key, &data_dir, timeouts).await?;
+    let apps = crate::apps::plane(
+        &args.apps, egress, &db, secret_key, &data_dir, &host_id, timeouts,
+    )
+    .await?;
     let meter = plateau_apps::metering::AppMeter::new(apps.plane().clone());
     let sampler = crate::usage::spawn_sampler(
         &args.usage,

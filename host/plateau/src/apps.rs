@@ -154,6 +154,16 @@ pub struct AppsArgs {
         default_value_t = 300_000
     )]
     pub apps_autoscale_idle_ms: u64,
+    /// The address other hosts' edges reach this host's edge at, when
+    /// several hosts share one PostgreSQL (they forward the requests of
+    /// the apps this host runs to it); default the edge's own address
+    /// (loopback when it listens on every address).
+    #[arg(long, env = "PLATEAU_RUNNER_ADDRESS")]
+    pub runner_address: Option<SocketAddr>,
+    /// How long a host's heartbeat holds, in milliseconds; the apps of a
+    /// host silent for longer (without volumes) move to another host.
+    #[arg(long, env = "PLATEAU_RUNNER_LEASE_MS", default_value_t = 10_000)]
+    pub runner_lease_ms: u64,
 }
 
 impl AppsArgs {
@@ -184,6 +194,11 @@ impl AppsArgs {
             resolver,
             edge_addresses,
         })
+    }
+
+    /// How long a runner's heartbeat holds (at least a second).
+    pub fn runner_lease(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.runner_lease_ms.max(1_000))
     }
 
     /// The autoscaler's timing, from these settings.
@@ -327,6 +342,7 @@ pub async fn prepare(
     config.build_memory_bytes = args.apps_build_memory_mb.max(16) << 20;
     config.build_cpus = args.apps_build_cpus.max(1);
     config.domains = args.domains()?;
+    config.runner_lease = args.runner_lease();
     // Upload URLs point at the host's public address, which serves the
     // API and the registry alike.
     config.public_url = registry_url
@@ -370,13 +386,16 @@ pub struct PlaneRunning {
 /// Starts the data plane: binds the edge (`PLATEAU_EDGE_LISTEN`), routes
 /// every app of the database (loading until its replicas serve), then
 /// serves the edge, follows the database and answers the API process.
-/// Linux replicas reach beyond the host what `egress` allows.
+/// Linux replicas reach beyond the host what `egress` allows. The host
+/// registers as runner `host_id` before it follows any app.
+#[allow(clippy::too_many_arguments)]
 pub async fn plane(
     args: &AppsArgs,
     egress: Egress,
     db: &Db,
     secret_key: [u8; plateau_seal::KEY_LEN],
     data_dir: &Path,
+    host_id: &str,
     timeouts: plateau_listen::Timeouts,
 ) -> anyhow::Result<PlaneRunning> {
     let listener = bind_edge(args.edge_listen, data_dir).await?;
@@ -402,7 +421,11 @@ pub async fn plane(
         containers,
         edge.clone(),
     )
-    .with_filters(filters);
+    .with_filters(filters)
+    .with_runner(runner_config(args, host_id, edge_addr));
+    plateau_apps::placement::register(db, &runner_config(args, host_id, edge_addr))
+        .await
+        .context("registering this host as a runner")?;
     if let Err(e) = plane.prime().await {
         tracing::warn!(error = %e, "apps: routing the apps of the database");
     }
@@ -426,6 +449,27 @@ pub async fn plane(
     crate::dataplane::write_edge(data_dir, edge_addr)?;
     tracing::info!(edge = %edge_addr, "apps: the edge serves");
     Ok(PlaneRunning { tasks, plane })
+}
+
+/// This host as a runner: its edge's address as other hosts reach it.
+fn runner_config(
+    args: &AppsArgs,
+    host_id: &str,
+    edge_addr: SocketAddr,
+) -> plateau_apps::placement::RunnerConfig {
+    let edge_address = args.runner_address.unwrap_or_else(|| {
+        let ip = match edge_addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        SocketAddr::new(ip, edge_addr.port())
+    });
+    plateau_apps::placement::RunnerConfig {
+        id: host_id.to_owned(),
+        edge_address,
+        lease: args.runner_lease(),
+    }
 }
 
 /// The apps' firewall and edge filters: components load into a plugin

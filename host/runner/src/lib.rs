@@ -18,6 +18,7 @@ pub mod command;
 pub mod container;
 pub mod logs;
 mod output;
+pub mod remote;
 pub mod wasm;
 
 use std::sync::Arc;

@@ -32,6 +32,7 @@ pub mod projects;
 pub mod provision;
 pub mod query;
 pub mod registry;
+pub mod runners;
 pub mod sessions;
 pub mod settings;
 pub mod storage;

@@ -11,6 +11,7 @@ pub mod env;
 pub mod filters;
 pub mod github;
 pub mod logs;
+pub mod migrate;
 mod preview_db;
 pub mod previews;
 pub mod rules;
@@ -70,6 +71,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(waf::get, waf::update, waf::delete))
         .routes(routes!(waf::events))
         .routes(routes!(waf_managed::get, waf_managed::put))
+        .routes(routes!(migrate::migrate))
+        .routes(routes!(migrate::runners_list))
+        .routes(routes!(migrate::evacuate))
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {

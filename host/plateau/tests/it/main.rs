@@ -47,6 +47,7 @@ mod plugins;
 mod projects;
 mod queues;
 mod registry;
+mod runners;
 mod server;
 mod slow_clients;
 mod standard_webhooks;
