@@ -3,8 +3,8 @@
 //! Another organisation's app answers 404, as a missing one does.
 
 pub mod apps;
-pub mod cdn;
 pub mod autoscale;
+pub mod cdn;
 pub mod deploy;
 pub mod domains;
 pub mod env;
