@@ -49,6 +49,7 @@ mod checks_bench;
 mod cron_bench;
 mod databases_bench;
 mod edge_bench;
+mod edge_peer;
 mod email_bench;
 mod flags_bench;
 mod harness;

@@ -107,6 +107,16 @@ impl Server {
         self.child.id()
     }
 
+    /// The pid of the server's agent (`plateau agent`, which runs the apps
+    /// edge and the replicas), as it wrote it in `<data dir>/agent/pid`.
+    pub fn agent_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.path().join("agent/pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     /// A new organisation on `plan` made with `plateau admin create-org`;
     /// its owner token.
     pub async fn create_org(&self, name: &str, plan: &str) -> anyhow::Result<String> {
