@@ -128,6 +128,8 @@ impl Counters {
 
     /// Makes a filter's future with `call` and awaits it, adding the
     /// thread CPU time of both to the counters.
+    /// (`'a`: the future borrows what `self` lives in, the enabled filter.)
+    #[allow(clippy::needless_lifetimes)]
     pub(crate) async fn timed<'a, T>(
         &'a self,
         call: impl FnOnce() -> Pin<Box<dyn Future<Output = T> + Send + 'a>>,

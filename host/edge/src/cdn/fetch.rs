@@ -172,7 +172,7 @@ impl Again<'_> {
             Some(Turn::Lead(flight)) => Some(flight),
             Some(Turn::Follow(under_way)) => {
                 coalesce::follow(under_way).await;
-                if let Some(answer) = self.from_store(&asked, req.headers(), head).await {
+                if let Some(answer) = self.stored_for(&asked, req.headers(), head).await {
                     app.coalesced.fetch_add(1, Ordering::Relaxed);
                     return Ok(answer);
                 }
@@ -189,7 +189,7 @@ impl Again<'_> {
     }
 
     /// A fresh stored response for `asked`, as the client asked it.
-    async fn from_store(
+    async fn stored_for(
         &self,
         asked: &Asked,
         client: &HeaderMap,
