@@ -10,9 +10,16 @@
 //! 2. The same app with 10 rules and the CDN on (every request a miss: a
 //!    query of its own) against an app with neither. Target: 90%.
 //! 3. A CDN hit against a miss. Target: at least 3 times the req/s.
+//! 4. The same app with the firewall (50 rules and the managed rule set,
+//!    blocking; no request matches) against no filter. Target: 70%; and
+//!    the firewall's CPU per request as the edge counts it
+//!    (`GET /apps/{id}/filters`).
+//!
+//! The "server us/req" column is the CPU time of `plateau agent` (the
+//! edge and the replicas) per request. The machine's load average is
+//! printed with the figures: they are only worth the quiet it had.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -21,9 +28,9 @@ use http_body_util::{BodyExt, Empty};
 use plateau_testkit::Client;
 use plateau_testkit::oci::{ImagePusher, busybox_layer};
 use serde_json::json;
-use tokio::process::{Child, Command};
 
 use crate::apps_bench::{deploy_app, replica_addresses};
+use crate::edge_peer::{Nginx, certificate};
 use crate::load::{self, Scenario};
 use crate::server::Server;
 use crate::tls_load::TlsLoad;
@@ -71,6 +78,10 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     let nginx = Nginx::start(scratch.path(), nginx_port, &cert, &key, &replicas).await?;
     let tls = TlsLoad::new(&ca)?;
     println!(
+        "load average (1, 5, 15 min) at the start: {}",
+        load_average()
+    );
+    println!(
         "HTTPS, GET / of a busybox httpd app ({} replicas): {} connections, {} s in {} rounds",
         replicas.len(),
         opts.connections,
@@ -114,15 +125,16 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
         }
     }
     let edge = server.edge.clone();
+    let agent = server.agent_pid();
     let on = |host: &str| Scenario::get(&edge, "/", None).with_host(host);
     println!("\nHTTP through the edge, {} connections", opts.connections);
     let extras = load::run_rounds(
         vec![
-            ("neither (peer)", on(&plain.host).unique(), server.pid()),
+            ("neither (peer)", on(&plain.host).unique(), agent),
             (
                 "10 rules + CDN, all misses",
                 on(&edged.host).unique(),
-                server.pid(),
+                agent,
             ),
         ],
         &opts,
@@ -136,23 +148,108 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     }
     let hits = load::run_rounds(
         vec![
-            ("CDN miss (peer)", on(&edged.host).unique(), server.pid()),
-            ("CDN hit", on(&edged.host), server.pid()),
+            ("CDN miss (peer)", on(&edged.host).unique(), agent),
+            ("CDN hit", on(&edged.host), agent),
         ],
         &opts,
     )
     .await?;
     let stats = api.get(&format!("/apps/{}/cdn", edged.id)).await.json();
     println!("\nthe edged app's CDN: {}", stats["stats"]);
+
+    // 4. The firewall against no filter, in an organisation of its own
+    // (the managed rule set is switched on for a whole organisation).
+    let waf = firewalled(&server, &config).await?;
+    // The agent follows the rules within a second or so: wait until the
+    // firewall blocks what a rule names.
+    let mut blocked = 0;
+    for _ in 0..300 {
+        blocked = status_of(&edge, &waf.1, "/admin0").await?;
+        if blocked == 403 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if blocked != 403 {
+        bail!("GET /admin0 of the firewalled app answered {blocked}, not 403");
+    }
+    println!("\nthe firewall (50 rules + the managed set, blocking; nothing matches)");
+    let walled = load::run_rounds(
+        vec![
+            ("no filter (peer)", on(&plain.host).unique(), agent),
+            ("WAF: 50 rules + managed set", on(&waf.1).unique(), agent),
+        ],
+        &opts,
+    )
+    .await?;
+    let filters = waf.0.get(&format!("/apps/{}/filters", waf.2)).await.json();
+    let firewall = &filters["firewall"];
+    println!(
+        "the firewall's CPU per request at the edge: {} µs ({} runs, {} failures)",
+        firewall["cpuMicrosPerRequest"], firewall["runs"], firewall["failures"]
+    );
     println!(
         "\ntargets: HTTPS edge/nginx kept alive {:.0}%, new connections {:.0}% (at least 90%); \
-         rules+CDN/neither {:.0}% (at least 90%); hit/miss {:.1}x (at least 3x)",
+         rules+CDN/neither {:.0}% (at least 90%); hit/miss {:.1}x (at least 3x); \
+         WAF/no filter {:.0}% (at least 70%)",
         100.0 * rows[1] / rows[0],
         100.0 * rows[3] / rows[2],
         100.0 * extras[1].rps / extras[0].rps,
-        hits[1].rps / hits[0].rps
+        hits[1].rps / hits[0].rps,
+        100.0 * walled[1].rps / walled[0].rps
     );
+    println!("load average (1, 5, 15 min) at the end: {}", load_average());
     Ok(())
+}
+
+/// The machine's load average, as `/proc/loadavg` tells it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// An organisation of its own with the managed rule set on (blocking) and
+/// an app of the bench's image with 50 rules of its own that no request of
+/// the bench matches: its API client, the app's host and id.
+async fn firewalled(server: &Server, config: &[u8]) -> anyhow::Result<(Client, String, String)> {
+    let token = server.create_org("edge-bench-waf", "pro").await?;
+    let api = Client::new(&server.base).with_token(&token);
+    let org = api.get("/me").await.json()["organization"]["id"]
+        .as_str()
+        .context("/me names no organisation")?
+        .to_owned();
+    let image = ImagePusher::new(&server.base, &token)
+        .push_image(&format!("{org}/web"), "v1", config, &busybox_layer(), false)
+        .await;
+    let app = deploy_app(&api, "walled", &image).await?;
+    for i in 0..50 {
+        let expression = match i % 5 {
+            0 => format!(r#"http.request.uri.path eq "/admin{i}""#),
+            1 => format!(r#"lower(http.user_agent) contains "badbot{i}""#),
+            2 => format!("ip.src in {{203.0.113.{i}/32}}"),
+            3 => format!(r#"http.request.uri.path matches "^/wp-content{i}/.*[.]php$""#),
+            _ => format!(
+                r#"http.request.method eq "TRACE" and http.request.uri.path contains "/x{i}""#
+            ),
+        };
+        let body =
+            json!({ "expression": expression, "action": "block", "priority": i, "appId": app.id });
+        let r = api.post("/waf/rules", body).await;
+        if r.status != 201 {
+            bail!("adding firewall rule {i}: {} {}", r.status, r.text());
+        }
+    }
+    let r = api
+        .put(
+            "/waf/managed",
+            json!({ "enabled": true, "action": "block" }),
+        )
+        .await;
+    if r.status != 200 {
+        bail!("switching the managed rules on: {} {}", r.status, r.text());
+    }
+    Ok((api, app.host, app.id))
 }
 
 async fn rule(api: &Client, app: &str, body: serde_json::Value) -> anyhow::Result<()> {
@@ -161,6 +258,19 @@ async fn rule(api: &Client, app: &str, body: serde_json::Value) -> anyhow::Resul
         bail!("adding a rule: {} {}", r.status, r.text());
     }
     Ok(())
+}
+
+/// The status of `GET path` at the edge.
+async fn status_of(edge: &str, host: &str, path: &str) -> anyhow::Result<u16> {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<Bytes>>();
+    let req = hyper::Request::get(format!("{edge}{path}"))
+        .header("host", host)
+        .body(Empty::new())?;
+    let response = client.request(req).await?;
+    let status = response.status().as_u16();
+    let _ = response.into_body().collect().await;
+    Ok(status)
 }
 
 /// The `X-Cache` of `GET /` at the edge after a first one.
@@ -182,128 +292,4 @@ async fn x_cache(edge: &str, host: &str) -> anyhow::Result<String> {
         let _ = response.into_body().collect().await;
     }
     Ok(seen)
-}
-
-/// A certificate for `*.apps.localhost` signed by a CA of its own, by
-/// openssl: the CA's PEM file (which clients trust), the certificate's and
-/// its key's.
-fn certificate(dir: &Path) -> anyhow::Result<(String, String, String)> {
-    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=DNS:*.apps.localhost\n",
-    )?;
-    let (ca, ca_key, csr) = (path("ca.pem"), path("ca.key"), path("leaf.csr"));
-    let (cert, key, ext) = (path("cert.pem"), path("key.pem"), path("leaf.ext"));
-    let steps: [Vec<&str>; 3] = [
-        [
-            &["req", "-x509"][..],
-            &ec,
-            &["-days", "1", "-subj", "/CN=edge bench CA"],
-        ]
-        .concat(),
-        [&["req"][..], &ec, &["-subj", "/CN=*.apps.localhost"]].concat(),
-        vec!["x509", "-req", "-in", csr.as_str(), "-CA", ca.as_str()]
-            .into_iter()
-            .chain(["-CAkey", ca_key.as_str(), "-CAcreateserial"])
-            .collect(),
-    ];
-    let outputs: [Vec<&str>; 3] = [
-        vec!["-keyout", ca_key.as_str(), "-out", ca.as_str()],
-        vec!["-keyout", key.as_str(), "-out", csr.as_str()],
-        vec![
-            "-days",
-            "1",
-            "-extfile",
-            ext.as_str(),
-            "-out",
-            cert.as_str(),
-        ],
-    ];
-    for (step, output) in steps.iter().zip(&outputs) {
-        let out = std::process::Command::new("openssl")
-            .args(step)
-            .args(output)
-            .output()
-            .context("running openssl")?;
-        if !out.status.success() {
-            bail!("openssl {step:?}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-    }
-    Ok((ca, cert, key))
-}
-
-/// nginx terminating TLS in front of `replicas`, until dropped.
-struct Nginx(Child);
-
-impl Drop for Nginx {
-    /// Its master stops its workers on SIGTERM (a SIGKILL would leave them).
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &pid.to_string()])
-                .status();
-        }
-    }
-}
-
-impl Nginx {
-    async fn start(
-        dir: &Path,
-        port: u16,
-        cert: &str,
-        key: &str,
-        replicas: &[String],
-    ) -> anyhow::Result<Nginx> {
-        let dir = dir.join("nginx");
-        std::fs::create_dir_all(&dir)?;
-        let d = dir.display();
-        let upstream: String = replicas
-            .iter()
-            .map(|r| format!("server {};", r.trim_start_matches("http://")))
-            .collect();
-        let conf = format!(
-            "daemon off; worker_processes 2; pid {d}/nginx.pid; error_log {d}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;
-  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
-  upstream app {{ {upstream} }}
-  server {{
-    listen 127.0.0.1:{port} ssl;
-    ssl_certificate {cert}; ssl_certificate_key {key};
-    location / {{ proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Host $host; }}
-  }}
-}}
-"
-        );
-        let file = dir.join("nginx.conf");
-        std::fs::write(&file, conf)?;
-        let child = Command::new("nginx")
-            .arg("-c")
-            .arg(&file)
-            .arg("-p")
-            .arg(&dir)
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting nginx (apt-get install nginx; cargo xtask test installs it)")?;
-        for _ in 0..100 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return Ok(Nginx(child));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        bail!("nginx did not listen on {port}: see {d}/error.log")
-    }
 }

@@ -55,6 +55,7 @@ mod checks_bench;
 mod cron_bench;
 mod databases_bench;
 mod edge_bench;
+mod edge_peer;
 mod email_bench;
 mod errors_bench;
 mod flags_bench;

@@ -107,6 +107,16 @@ impl Server {
         self.child.id()
     }
 
+    /// The pid of the server's agent (`plateau agent`, which runs the apps
+    /// edge and the replicas), as it wrote it in `<data dir>/agent/pid`.
+    pub fn agent_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.path().join("agent/pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     /// A new organisation on `plan` made with `plateau admin create-org`;
     /// its owner token.
     pub async fn create_org(&self, name: &str, plan: &str) -> anyhow::Result<String> {
@@ -154,10 +164,22 @@ pub fn workspace_root() -> std::path::PathBuf {
 /// The bench's server binary with the native twins (`tests/native-twin`).
 pub const NATIVE_TWIN: &str = "plateau-native-twin";
 
+/// Whether `BENCH_PROFILE=debug` asks for the debug build instead of the
+/// release one: a quick run that checks a bench works, whose figures are
+/// not the product's.
+pub fn debug_profile() -> bool {
+    std::env::var("BENCH_PROFILE").is_ok_and(|p| p == "debug")
+}
+
 /// Builds the release binaries of `packages` (each package's binary has
-/// its name) in one cargo run.
+/// its name) in one cargo run (the debug ones under `BENCH_PROFILE=debug`).
 async fn build_release(packages: &[&str]) -> anyhow::Result<()> {
-    let mut args = vec!["build", "--release", "--quiet"];
+    let mut args = vec!["build", "--quiet"];
+    if !debug_profile() {
+        args.push("--release");
+    } else {
+        eprintln!("BENCH_PROFILE=debug: the debug build runs; its figures are not the product's");
+    }
     for package in packages {
         args.extend(["-p", package]);
     }
@@ -177,7 +199,7 @@ pub fn release_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"))
-        .join("release")
+        .join(if debug_profile() { "debug" } else { "release" })
 }
 
 /// The release `plateau` binary of this workspace's target directory.

@@ -63,6 +63,10 @@ pub struct CdnStats {
     pub revalidated: u64,
     /// Answered by the app.
     pub misses: u64,
+    /// Of the hits, those that waited for another request's miss of the
+    /// same path rather than going to the app too (request coalescing).
+    #[serde(default)]
+    pub coalesced: u64,
     /// Hits, stale and revalidated answers over all cacheable requests.
     pub hit_ratio: f64,
     /// Body bytes answered from the cache.
@@ -82,6 +86,7 @@ impl CdnStats {
             stale: s.stale,
             revalidated: s.revalidated,
             misses: s.misses,
+            coalesced: s.coalesced,
             hit_ratio: s.hit_ratio(),
             bytes_served: s.bytes_served,
             entries: s.stored.entries,

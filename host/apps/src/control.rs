@@ -34,6 +34,8 @@ enum Request {
     Domains,
     /// What the edge's CDN did for the app.
     CdnStats { app: String },
+    /// What the app's edge filters did.
+    FilterStats { app: String },
 }
 
 /// What the plane runs for an app, as far as a variable goes.
@@ -55,6 +57,8 @@ struct Reply {
     env: Option<EnvDigest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cdn: Option<crate::cdn::CdnStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    filters: Option<Vec<crate::filter_stats::Counted>>,
 }
 
 /// The API process's end: where its host's plane listens.
@@ -126,6 +130,22 @@ impl AgentLink {
             .await
             .map_err(|_| "the agent did not answer within 10 s".to_owned())??;
         Ok(reply.cdn)
+    }
+
+    /// What the app's edge filters did on this host (each under its id,
+    /// the firewall's under `firewall`); none when the app is not known
+    /// there.
+    pub async fn filter_stats(
+        &self,
+        app_id: &str,
+    ) -> Result<Option<Vec<crate::filter_stats::Counted>>, String> {
+        let request = Request::FilterStats {
+            app: app_id.to_owned(),
+        };
+        let reply = tokio::time::timeout(FOLLOW_WITHIN, self.ask(&request))
+            .await
+            .map_err(|_| "the agent did not answer within 10 s".to_owned())??;
+        Ok(reply.filters)
     }
 
     async fn ask(&self, request: &Request) -> Result<Reply, String> {
@@ -235,6 +255,18 @@ async fn answer(plane: &Plane, stream: UnixStream) -> std::io::Result<()> {
                 ..Reply::default()
             },
         },
+        Ok(Request::FilterStats { app }) => {
+            match plateau_store::apps::get_any(plane.db(), &app).await {
+                Ok(found) => Reply {
+                    filters: found.map(|a| crate::filter_stats::of(plane.edge(), &a.slug)),
+                    ..Reply::default()
+                },
+                Err(e) => Reply {
+                    error: Some(e.to_string()),
+                    ..Reply::default()
+                },
+            }
+        }
         Err(e) => Reply {
             error: Some(format!("not a request: {e}")),
             ..Reply::default()

@@ -16,15 +16,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plateau_contract::edge::{FailMode, HeaderChanges, RequestHead, ResponseHead, Verdict};
-use plateau_edge::filters::FilterFuture;
+use plateau_edge::filters::{FailureKind, FilterError, FilterFuture};
 use plateau_edge::{Chain, Edge, Enabled, Filter};
-use plateau_plugin_runtime::{EdgeFilter, PluginLimits, PluginRuntime};
+use plateau_plugin_runtime::{EdgeFilter, ExecError, PluginLimits, PluginRuntime};
 use plateau_store::Db;
 use plateau_store::apps::App;
 use plateau_store::apps::filters::{self as db, AppFilter};
 use plateau_store::waf;
 
 use crate::waf::{EventSink, Waf};
+
+/// The id the firewall's counters go under in an app's chain (the edge
+/// filters' are theirs).
+pub const FIREWALL: &str = "firewall";
 
 /// The limits of one call of an edge filter: a request waits for it, so
 /// far tighter than an API plugin's.
@@ -108,7 +112,7 @@ impl EdgeFilters {
         if !firewall.is_empty() {
             chain
                 .filters
-                .push(Enabled::new(Arc::new(firewall), FailMode::Open));
+                .push(Enabled::new(Arc::new(firewall), FailMode::Open).with_id(FIREWALL));
         }
         let mut all_loaded = true;
         for f in &filters {
@@ -118,7 +122,9 @@ impl EdgeFilters {
             };
             let (component, loaded) = self.component(f).await;
             all_loaded &= loaded;
-            chain.filters.push(Enabled::new(component, fail));
+            chain
+                .filters
+                .push(Enabled::new(component, fail).with_id(&f.filter_id));
         }
         tracing::info!(app = %app.id, filters = chain.filters.len(), "edge filters applied");
         edge.set_filters(&app.slug, Some(Arc::new(chain)));
@@ -182,12 +188,7 @@ impl Filter for Component {
     }
 
     fn on_request(&self, head: RequestHead) -> FilterFuture<'_, Verdict> {
-        Box::pin(async move {
-            self.filter
-                .on_request(head)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        Box::pin(async move { self.filter.on_request(head).await.map_err(failure) })
     }
 
     fn response_phase(&self) -> bool {
@@ -203,8 +204,24 @@ impl Filter for Component {
             self.filter
                 .on_response(request, response)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(failure)
         })
+    }
+}
+
+/// A failed call as the edge counts it: a trap, its deadline or fuel
+/// (a timeout), or anything else.
+fn failure(e: ExecError) -> FilterError {
+    let kind = match e {
+        ExecError::Trap { .. } => FailureKind::Trap,
+        ExecError::DeadlineExceeded { .. } | ExecError::FuelExhausted { .. } => {
+            FailureKind::Timeout
+        }
+        _ => FailureKind::Other,
+    };
+    FilterError {
+        kind,
+        reason: e.to_string(),
     }
 }
 
@@ -222,7 +239,7 @@ impl Filter for Unloaded {
 
     fn on_request(&self, _: RequestHead) -> FilterFuture<'_, Verdict> {
         let reason = format!("not loaded: {}", self.reason);
-        Box::pin(async move { Err(reason) })
+        Box::pin(async move { Err(FilterError::from(reason)) })
     }
 
     fn response_phase(&self) -> bool {

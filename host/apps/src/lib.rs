@@ -32,6 +32,7 @@ pub mod config;
 pub mod control;
 pub mod domains;
 pub mod env;
+pub mod filter_stats;
 pub mod filters;
 pub mod image;
 pub mod launch;

@@ -9,7 +9,11 @@
 //! - `app_requests`, `app_bandwidth_in_gb`: requests and their bytes
 //!   (head and body) counted at the edge;
 //! - `app_bandwidth_out_gb`: the answers' bytes at the edge, plus what
-//!   Linux replicas sent beyond the host (their egress chains' counters).
+//!   Linux replicas sent beyond the host (their egress chains' counters);
+//! - `app_cdn_hits`, `app_cdn_misses`, `app_cdn_bytes_served_gb`: what
+//!   the edge's CDN answered from its cache (fresh, stale while it
+//!   revalidated, or revalidated), what the app answered of the cacheable
+//!   requests, and the body bytes the cache served (`plateau_edge::cdn`).
 //!
 //! Every counter only grows while the agent runs; a sample adds what grew
 //! since the previous one. What a deployment's replicas used between the
@@ -18,6 +22,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use plateau_edge::cdn::Stats as CdnStats;
 use plateau_edge::demand::Seen;
 use plateau_store::apps;
 use plateau_store::usage::Increment;
@@ -34,6 +39,7 @@ struct Last {
     cpu_usec: u64,
     egress_bytes: u64,
     seen: Seen,
+    cdn: CdnStats,
 }
 
 /// Reads apps' usage from a plane, sample after sample.
@@ -65,6 +71,7 @@ impl AppMeter {
                     *last = Last {
                         handle,
                         seen: last.seen,
+                        cdn: last.cdn,
                         ..Last::default()
                     };
                 }
@@ -83,12 +90,26 @@ impl AppMeter {
             let bytes_in = seen.bytes_in.saturating_sub(last.seen.bytes_in);
             let bytes_out = seen.bytes_out.saturating_sub(last.seen.bytes_out);
             last.seen = seen;
+            let cdn = self.plane.edge().cdn().stats(&app.slug);
+            let cached = |s: &CdnStats| s.hits + s.stale + s.revalidated;
+            // The edge starts an app's CDN counters over when it stops
+            // serving the app (trash, restore): all they hold is new.
+            if cached(&cdn) < cached(&last.cdn) || cdn.misses < last.cdn.misses {
+                last.cdn = CdnStats::default();
+            }
+            let hits = cached(&cdn).saturating_sub(cached(&last.cdn));
+            let misses = cdn.misses.saturating_sub(last.cdn.misses);
+            let served = cdn.bytes_served.saturating_sub(last.cdn.bytes_served);
+            last.cdn = cdn;
             let quantities = [
                 ("app_cpu_seconds", cpu_usec as f64 / 1e6),
                 ("app_memory_gb_hours", memory as f64 / GB * hours),
                 ("app_requests", requests as f64),
                 ("app_bandwidth_in_gb", bytes_in as f64 / GB),
                 ("app_bandwidth_out_gb", (bytes_out + egress) as f64 / GB),
+                ("app_cdn_hits", hits as f64),
+                ("app_cdn_misses", misses as f64),
+                ("app_cdn_bytes_served_gb", served as f64 / GB),
             ];
             for (metric, quantity) in quantities {
                 if quantity > 0.0 {

@@ -20,6 +20,15 @@
 //! Apps (`plateau_apps::metering`): CPU seconds at 0.0008 cents (about
 //! 5.84 dollars per core-month), memory at 0.5 cents per GB-hour, requests
 //! as plugin requests, bandwidth in free and out at 5 cents per GB.
+//!
+//! Apps' CDN (`plateau_apps::metering`): `app_cdn_hits` (requests answered
+//! from the edge's cache, fresh, stale while revalidated, or revalidated),
+//! `app_cdn_misses` (cacheable requests the app answered) and
+//! `app_cdn_bytes_served_gb` (body bytes answered from the cache) are
+//! listed at no price: they tell how the cache does, and the requests and
+//! bytes are already priced as `app_requests` and `app_bandwidth_out_gb`.
+//! [`CDN_HIT_RATIO`] is no stored metric: `GET /metrics` derives it per
+//! day and app from the day's hits and misses.
 
 use crate::Plan;
 
@@ -39,7 +48,7 @@ pub struct Price {
 
 /// The whole table; the documented prices of the platform. A metric is
 /// listed once something reports it.
-pub const PRICES: [Price; 11] = [
+pub const PRICES: [Price; 14] = [
     Price {
         metric: "compute_hours",
         unit: "node-hour",
@@ -95,6 +104,24 @@ pub const PRICES: [Price; 11] = [
         included: [100.0, 500.0, 2_000.0, 10_000.0],
     },
     Price {
+        metric: "app_cdn_hits",
+        unit: "request",
+        cents_per_unit: 0.0,
+        included: [0.0, 0.0, 0.0, 0.0],
+    },
+    Price {
+        metric: "app_cdn_misses",
+        unit: "request",
+        cents_per_unit: 0.0,
+        included: [0.0, 0.0, 0.0, 0.0],
+    },
+    Price {
+        metric: "app_cdn_bytes_served_gb",
+        unit: "GB",
+        cents_per_unit: 0.0,
+        included: [0.0, 0.0, 0.0, 0.0],
+    },
+    Price {
         metric: "plugin_requests",
         unit: "request",
         cents_per_unit: 0.00002,
@@ -107,6 +134,11 @@ pub const PRICES: [Price; 11] = [
         included: [1e11, 1e12, 5e12, 2e13],
     },
 ];
+
+/// The share of an app's cacheable requests answered from its CDN on a
+/// day: `app_cdn_hits / (app_cdn_hits + app_cdn_misses)`, derived when
+/// read, never stored (a ratio does not add up over days).
+pub const CDN_HIT_RATIO: &str = "app_cdn_hit_ratio";
 
 /// The price of `metric`, if the table knows it.
 pub fn of(metric: &str) -> Option<&'static Price> {

@@ -16,7 +16,7 @@ use plateau_runner::{Body, Replicas, Result as RunnerResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::filters::{Filter, FilterFuture};
+use crate::filters::{FailureKind, Filter, FilterError, FilterFuture};
 use crate::{Chain, Edge, Enabled, Target, serve};
 
 /// An app that answers 200 with the request's `x-*` headers in its body.
@@ -52,7 +52,7 @@ impl Replicas for Mirror {
 /// A native filter answering by the path.
 struct Rule {
     name: String,
-    answer: fn(&RequestHead) -> Result<Verdict, String>,
+    answer: fn(&RequestHead) -> Result<Verdict, FilterError>,
     response: bool,
 }
 
@@ -77,7 +77,7 @@ impl Filter for Rule {
     }
 }
 
-fn rule(name: &str, answer: fn(&RequestHead) -> Result<Verdict, String>) -> Arc<dyn Filter> {
+fn rule(name: &str, answer: fn(&RequestHead) -> Result<Verdict, FilterError>) -> Arc<dyn Filter> {
     Arc::new(Rule {
         name: name.into(),
         answer,
@@ -162,12 +162,28 @@ async fn filters_block_change_headers_in_order_and_change_the_answer() {
 
 #[tokio::test]
 async fn a_failing_filter_fails_open_or_closed_as_configured() {
-    let failing = || rule("broken", |_| Err("trapped".into()));
+    let failing = || {
+        rule("broken", |_| {
+            Err(FilterError {
+                kind: FailureKind::Trap,
+                reason: "trapped".into(),
+            })
+        })
+    };
+    let slow = || {
+        rule("slow", |_| {
+            Err(FilterError {
+                kind: FailureKind::Timeout,
+                reason: "deadline".into(),
+            })
+        })
+    };
     let refusing = || rule("refused", |_| Ok(Verdict::set_header("host", "evil")));
     let open = Chain {
         app_id: "app_test".into(),
         filters: vec![
-            Enabled::new(failing(), FailMode::Open),
+            Enabled::new(failing(), FailMode::Open).with_id("f_trap"),
+            Enabled::new(slow(), FailMode::Open),
             Enabled::new(refusing(), FailMode::Open),
         ],
     };
@@ -175,9 +191,18 @@ async fn a_failing_filter_fails_open_or_closed_as_configured() {
     let (head, _) = get(addr, "/").await;
     assert!(head.starts_with("http/1.1 200"), "fails open: {head}");
     let chain = edge.filters("hello").unwrap();
-    for enabled in &chain.filters {
-        assert_eq!(enabled.counters.failed_open.load(Ordering::Relaxed), 1);
+    let ids: Vec<&str> = chain.filters.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["f_trap", "slow", "refused"]);
+    let stats: Vec<_> = chain.filters.iter().map(|e| e.counters.stats()).collect();
+    for s in &stats {
+        assert_eq!((s.runs, s.failed_open, s.failures()), (1, 1, 1), "{s:?}");
     }
+    let by_kind: Vec<(u64, u64)> = stats.iter().map(|s| (s.traps, s.timeouts)).collect();
+    assert_eq!(
+        by_kind,
+        [(1, 0), (0, 1), (0, 0)],
+        "a refused verdict is neither"
+    );
 
     edge.set_filters(
         "hello",
@@ -227,5 +252,47 @@ async fn the_edge_overhead_of_a_pass_filter() {
     eprintln!(
         "edge: {:.1} µs per request without filters, {:.1} µs with one native pass filter ({n} requests each, a new connection each)",
         per_request[0], per_request[1]
+    );
+}
+
+#[tokio::test]
+async fn a_filters_cpu_time_is_counted_per_request() {
+    // A filter that burns CPU in its synchronous part, as a host-native
+    // filter decides before its future.
+    let busy = rule("busy", |h| {
+        let mut x = 0u64;
+        for i in 0..200_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        Ok(if x == 1 && h.path == "/never" {
+            Verdict::block(403, "no")
+        } else {
+            Verdict::pass()
+        })
+    });
+    let chain = Chain {
+        app_id: "app_test".into(),
+        filters: vec![
+            Enabled::new(busy, FailMode::Open),
+            Enabled::new(rule("pass", |_| Ok(Verdict::pass())), FailMode::Open),
+        ],
+    };
+    let (edge, addr) = edge_with(Some(chain)).await;
+    for _ in 0..5 {
+        let (head, _) = get(addr, "/").await;
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+    }
+    let chain = edge.filters("hello").unwrap();
+    let (busy, pass) = (
+        chain.filters[0].counters.stats(),
+        chain.filters[1].counters.stats(),
+    );
+    assert_eq!((busy.runs, busy.passed, pass.runs), (5, 5, 5));
+    assert!(busy.cpu_ns > 0, "{busy:?}");
+    assert!(busy.cpu_ns > pass.cpu_ns, "{busy:?} {pass:?}");
+    eprintln!(
+        "filter CPU per request: busy {:.1} µs, pass {:.2} µs",
+        busy.cpu_us_per_request(),
+        pass.cpu_us_per_request()
     );
 }

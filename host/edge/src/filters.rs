@@ -8,7 +8,9 @@
 //! passed or changed headers, the request goes to the app. A filter that
 //! fails (a trap, its deadline or fuel, a verdict the contract refuses)
 //! fails open (as a pass) or closed (503 `filter_failed`) as its
-//! [`FailMode`] says; either way the failure is counted and logged.
+//! [`FailMode`] says; either way the failure is counted (by kind:
+//! `filter_counters`) and logged, as are each filter's runs, verdicts and
+//! CPU time.
 //!
 //! The edge knows nothing of Wasm: a [`Filter`] is what the apps crate
 //! hands it (an edge-filter component of the plugin runtime). A chain is
@@ -18,14 +20,16 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use plateau_contract::edge::{
     Action, FailMode, HeaderChanges, RequestHead, ResponseHead, Verdict, changes_problem,
 };
 
+pub use crate::filter_counters::{Counters, FailureKind, FilterError, FilterStats};
+
 /// A boxed future of a filter call.
-pub type FilterFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub type FilterFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, FilterError>> + Send + 'a>>;
 
 /// One edge filter, as the edge calls it.
 pub trait Filter: Send + Sync {
@@ -41,17 +45,11 @@ pub trait Filter: Send + Sync {
     ) -> FilterFuture<'_, HeaderChanges>;
 }
 
-/// What one enabled filter did, since its chain was set.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub passed: AtomicU64,
-    pub answered: AtomicU64,
-    pub failed_open: AtomicU64,
-    pub failed_closed: AtomicU64,
-}
-
 /// A filter enabled for an app, with what its owner wants on failure.
 pub struct Enabled {
+    /// What its counters are reported under (the filter's id; its name
+    /// unless set).
+    pub id: String,
     pub filter: Arc<dyn Filter>,
     pub fail: FailMode,
     pub counters: Counters,
@@ -60,10 +58,17 @@ pub struct Enabled {
 impl Enabled {
     pub fn new(filter: Arc<dyn Filter>, fail: FailMode) -> Enabled {
         Enabled {
+            id: filter.name().to_owned(),
             filter,
             fail,
             counters: Counters::default(),
         }
+    }
+
+    /// The same, its counters reported under `id`.
+    pub fn with_id(mut self, id: &str) -> Enabled {
+        id.clone_into(&mut self.id);
+        self
     }
 }
 
@@ -91,24 +96,22 @@ impl Chain {
         let mut headers_changed = false;
         for enabled in &self.filters {
             let name = enabled.filter.name();
+            enabled.counters.runs.fetch_add(1, Ordering::Relaxed);
             let checked = enabled
-                .filter
-                .on_request(head.clone())
+                .counters
+                .timed(|| enabled.filter.on_request(head.clone()))
                 .await
                 .and_then(|verdict| match verdict.problem() {
                     None => Ok(verdict),
-                    Some(problem) => Err(format!("refused verdict: {problem}")),
+                    Some(problem) => Err(FilterError::from(format!("refused verdict: {problem}"))),
                 });
             let verdict = match checked {
                 Ok(verdict) => verdict,
-                Err(reason) => {
+                Err(FilterError { kind, reason }) => {
                     tracing::warn!(app = %self.app_id, filter = name, %reason, "edge filter failed");
-                    let counter = match enabled.fail {
-                        FailMode::Open => &enabled.counters.failed_open,
-                        FailMode::Closed => &enabled.counters.failed_closed,
-                    };
-                    counter.fetch_add(1, Ordering::Relaxed);
-                    if enabled.fail == FailMode::Closed {
+                    let closed = enabled.fail == FailMode::Closed;
+                    enabled.counters.failed(kind, closed);
+                    if closed {
                         return Decision::FailedClosed {
                             filter: name.to_owned(),
                             reason,
@@ -157,19 +160,23 @@ impl Chain {
     pub async fn on_response(&self, request: &RequestHead, response: &mut ResponseHead) {
         for enabled in self.filters.iter().filter(|e| e.filter.response_phase()) {
             let result = enabled
-                .filter
-                .on_response(request.clone(), response.clone())
+                .counters
+                .timed(|| {
+                    enabled
+                        .filter
+                        .on_response(request.clone(), response.clone())
+                })
                 .await
                 .and_then(|changes| match changes_problem(&changes) {
                     None => Ok(changes),
-                    Some(problem) => Err(problem),
+                    Some(problem) => Err(FilterError::from(problem)),
                 });
             match result {
                 Ok(changes) => {
                     plateau_contract::edge::apply_headers(&mut response.headers, &changes)
                 }
-                Err(reason) => {
-                    enabled.counters.failed_open.fetch_add(1, Ordering::Relaxed);
+                Err(FilterError { kind, reason }) => {
+                    enabled.counters.failed(kind, false);
                     tracing::warn!(app = %self.app_id, filter = enabled.filter.name(), %reason, "edge filter failed on a response");
                 }
             }

@@ -31,6 +31,7 @@
 
 pub mod cdn;
 pub mod demand;
+mod filter_counters;
 #[cfg(test)]
 mod filter_tests;
 pub mod filters;

@@ -25,7 +25,8 @@ use utoipa::ToSchema;
 
 use super::{load, load_live_in};
 use crate::Apps;
-use crate::filters::filter_limits;
+use crate::filter_stats::FilterStats;
+use crate::filters::{FIREWALL, filter_limits};
 use crate::pipeline::event;
 
 /// The largest edge-filter component, in bytes.
@@ -78,11 +79,19 @@ pub struct AppFilterView {
     pub version: String,
     pub fail_mode: String,
     pub response_phase: bool,
+    /// What it did on the edge since the app's chain was last set (a
+    /// change of its filters or firewall rules, or the agent's start);
+    /// none when the agent did not answer.
+    pub stats: Option<FilterStats>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct AppFiltersView {
     pub filters: Vec<AppFilterView>,
+    /// What the app's firewall rules (`/waf/rules`, run before the
+    /// filters) did, counted as a filter's; none when it has none enabled
+    /// or the agent did not answer.
+    pub firewall: Option<FilterStats>,
 }
 
 fn view(row: FilterRow) -> EdgeFilterView {
@@ -209,10 +218,31 @@ pub async fn get(
 ) -> Result<Json<AppFiltersView>, ApiError> {
     let app = load(apps.db(), &caller, &id).await?;
     let rows = db::of_app(apps.db(), &app.id).await?;
+    let counted = match apps.agent() {
+        Some(agent) => agent.filter_stats(&app.id).await.unwrap_or_else(|e| {
+            tracing::info!(app = %app.id, error = %e, "filters: no counters from the agent");
+            None
+        }),
+        None => None,
+    };
+    // A filter the chain does not list yet has done nothing there.
+    let stats_of = |id: &str| {
+        counted.as_ref().map(|all| {
+            all.iter()
+                .find(|c| c.id == id)
+                .map(|c| c.stats.clone())
+                .unwrap_or_default()
+        })
+    };
+    let firewall = counted
+        .as_ref()
+        .and_then(|all| all.iter().find(|c| c.id == FIREWALL))
+        .map(|c| c.stats.clone());
     Ok(Json(AppFiltersView {
         filters: rows
             .into_iter()
             .map(|r| AppFilterView {
+                stats: stats_of(&r.filter_id),
                 filter_id: r.filter_id,
                 name: r.name,
                 version: r.version,
@@ -220,6 +250,7 @@ pub async fn get(
                 response_phase: r.response_phase == 1,
             })
             .collect(),
+        firewall,
     }))
 }
 
@@ -247,7 +278,6 @@ pub async fn put(
     let mut tx = apps.db().begin().await?;
     let app = load_live_in(&mut tx, &caller, &id).await?;
     let mut chosen = Vec::with_capacity(input.filters.len());
-    let mut views = Vec::with_capacity(input.filters.len());
     for (i, spec) in input.filters.iter().enumerate() {
         let fail_mode = spec.fail_mode.clone().unwrap_or_else(|| "open".to_owned());
         if fail_mode != "open" && fail_mode != "closed" {
@@ -274,13 +304,6 @@ pub async fn put(
                 ),
             ));
         };
-        views.push(AppFilterView {
-            filter_id: row.id.clone(),
-            name: row.name,
-            version: row.version,
-            fail_mode: fail_mode.clone(),
-            response_phase: row.response_phase == 1,
-        });
         chosen.push((row.id, fail_mode));
     }
     db::set_of_app(&mut tx, &app.id, &chosen, now).await?;
@@ -289,5 +312,5 @@ pub async fn put(
     events::record(&mut tx, &e, now).await?;
     tx.commit_last().await?;
     apps.follow_on_agent(&app.id).await;
-    Ok(Json(AppFiltersView { filters: views }))
+    get(Extension(apps), caller, Path(id)).await
 }

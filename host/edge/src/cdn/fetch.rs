@@ -1,7 +1,8 @@
 //! One request through the CDN: a fresh stored response answers it; a
 //! stale one is revalidated with the app (or served while it is, within
 //! `stale-while-revalidate`); otherwise the app answers and its response
-//! is stored on its way to the client when the rules allow.
+//! is stored on its way to the client when the rules allow, once for
+//! concurrent misses of one key (`coalesce`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,6 +14,7 @@ use http_body_util::BodyExt;
 use http_cache_semantics::{AfterResponse, BeforeRequest, CacheOptions, CachePolicy, RequestLike};
 use plateau_runner::{Body, Replicas, Result};
 
+use super::coalesce::{self, Flight, Turn};
 use super::respond::{aged, answer, empty};
 use super::store::{Stored, Variant};
 use super::tee::Tee;
@@ -96,9 +98,14 @@ pub(crate) async fn handle(
         }
     }
     let Some((v, revalidation)) = stale.filter(|_| !head) else {
-        app.misses.fetch_add(1, Ordering::Relaxed);
-        let response = replicas.handle(req).await?;
-        return miss(cdn, slug, &key, epoch, asked, head, response);
+        let trip = Again {
+            cdn,
+            app: &app,
+            slug,
+            key: &key,
+            epoch,
+        };
+        return trip.cold(asked, head, &*replicas, req).await;
     };
     if may_serve_stale(&v, req.headers(), now) && start_revalidation(&app, v.id) {
         let headers = aged(&v, now);
@@ -140,7 +147,7 @@ pub(crate) async fn handle(
         .await
 }
 
-/// What a revalidation of one stored response works on.
+/// What a trip to the app for one key works on (a miss, a revalidation).
 struct Again<'a> {
     cdn: &'a Cdn,
     app: &'a AppCdn,
@@ -150,6 +157,56 @@ struct Again<'a> {
 }
 
 impl Again<'_> {
+    /// A miss: the app's answer, stored when the rules allow; the first
+    /// of concurrent misses of the key goes to the app, the others wait
+    /// for it and are answered from what it stored.
+    async fn cold(
+        &self,
+        asked: Asked,
+        head: bool,
+        replicas: &dyn Replicas,
+        req: Request<Body>,
+    ) -> Result<Response<Body>> {
+        let (app, mut epoch) = (self.app, self.epoch);
+        let flight = match app.flights.turn(self.key, !head) {
+            Some(Turn::Lead(flight)) => Some(flight),
+            Some(Turn::Follow(under_way)) => {
+                coalesce::follow(under_way).await;
+                if let Some(answer) = self.stored_for(&asked, req.headers(), head).await {
+                    app.coalesced.fetch_add(1, Ordering::Relaxed);
+                    return Ok(answer);
+                }
+                // Nothing stored it may use: to the app, as of now.
+                epoch = self.cdn.store().epoch(self.slug);
+                None
+            }
+            None => None,
+        };
+        app.misses.fetch_add(1, Ordering::Relaxed);
+        let response = replicas.handle(req).await?;
+        let trip = Again { epoch, ..*self };
+        trip.miss(asked, head, response, flight)
+    }
+
+    /// A fresh stored response for `asked`, as the client asked it.
+    async fn stored_for(
+        &self,
+        asked: &Asked,
+        client: &HeaderMap,
+        head: bool,
+    ) -> Option<Response<Body>> {
+        let variants = self.cdn.store().get(self.slug, self.key);
+        let now = SystemTime::now();
+        for v in variants {
+            if let BeforeRequest::Fresh(fresh) = v.policy.before_request(asked, now)
+                && let Some(answer) = answer(self.app, &v, fresh.headers, client, head, "HIT").await
+            {
+                return Some(answer);
+            }
+        }
+        None
+    }
+
     /// Asks the app whether `v` is still current (with its validators)
     /// and answers from it if so, else the app's new answer, stored.
     /// `client`: the headers of the request to answer; none for a
@@ -196,93 +253,96 @@ impl Again<'_> {
                 request.headers_mut().remove(header::IF_MODIFIED_SINCE);
                 app.misses.fetch_add(1, Ordering::Relaxed);
                 let response = replicas.handle(request).await?;
-                miss(cdn, self.slug, self.key, self.epoch, asked, false, response)
+                self.miss(asked, false, response, None)
             }
             AfterResponse::Modified(..) => {
                 if client.is_some() {
                     app.misses.fetch_add(1, Ordering::Relaxed);
                 }
-                miss(cdn, self.slug, self.key, self.epoch, asked, false, response)
+                self.miss(asked, false, response, None)
             }
         }
     }
-}
 
-/// The app's `response` on its way to the client, stored once it has
-/// ended when the rules allow it.
-fn miss(
-    cdn: &Cdn,
-    slug: &str,
-    key: &str,
-    epoch: u64,
-    asked: Asked,
-    head: bool,
-    mut response: Response<Body>,
-) -> Result<Response<Body>> {
-    response
-        .headers_mut()
-        .insert("x-cache", HeaderValue::from_static("MISS"));
-    if head {
-        return Ok(response);
-    }
-    let now = SystemTime::now();
-    let options = CacheOptions {
-        shared: true,
-        ..CacheOptions::default()
-    };
-    let policy = CachePolicy::new_options(&asked, &response, now, options);
-    let max = cdn.limits().max_object();
-    let validators = response.headers().contains_key(header::ETAG)
-        || response.headers().contains_key(header::LAST_MODIFIED);
-    let revalidates = validators
-        || directive(response.headers(), "stale-while-revalidate").is_some_and(|s| s > 0);
-    // A response that sets a cookie is one visitor's (a session): shared
-    // caches such as Cloudflare's and Fastly's do not keep it, whatever
-    // its Cache-Control says, and neither does this one.
-    let worth = policy.is_storable()
-        && !response.headers().contains_key(header::SET_COOKIE)
-        && (!policy.time_to_live(now).is_zero() || revalidates)
-        && response.status() != StatusCode::NOT_MODIFIED
-        && response
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .is_none_or(|n| n <= max);
-    if !worth || max == 0 {
-        return Ok(response);
-    }
-    let (parts, body) = response.into_parts();
-    let mut headers = parts.headers.clone();
-    headers.remove("x-cache");
-    for hop in HOP_BY_HOP {
-        headers.remove(*hop);
-    }
-    let (cdn, slug, key, status) = (cdn.clone(), slug.to_owned(), key.to_owned(), parts.status);
-    let done = Box::new(move |bytes: Bytes| {
-        let id = cdn.next_id();
-        let len = bytes.len() as u64;
-        let limits = cdn.limits();
-        if len <= limits.memory_object() {
-            let v = variant(id, policy, status, headers, Stored::Memory(bytes), len, now);
-            cdn.insert(&slug, &key, epoch, v, &asked);
-        } else if len <= limits.disk_object()
-            && let Some(file) = cdn.file(id)
-        {
-            tokio::spawn(async move {
-                if let Err(e) = tokio::fs::write(&file, &bytes).await {
-                    tracing::warn!(error = %e, file = %file.display(), "cdn: writing a response");
-                    let _ = tokio::fs::remove_file(&file).await;
-                    return;
-                }
-                let v = variant(id, policy, status, headers, Stored::Disk(file), len, now);
-                cdn.insert(&slug, &key, epoch, v, &asked);
-            });
+    /// The app's `response` on its way to the client, stored once it has
+    /// ended when the rules allow it; `flight` ends once it is stored, or
+    /// known not to be.
+    fn miss(
+        &self,
+        asked: Asked,
+        head: bool,
+        response: Response<Body>,
+        flight: Option<Flight>,
+    ) -> Result<Response<Body>> {
+        let (cdn, slug, key, epoch) = (self.cdn, self.slug, self.key, self.epoch);
+        let mut response = response;
+        response
+            .headers_mut()
+            .insert("x-cache", HeaderValue::from_static("MISS"));
+        if head {
+            return Ok(response);
         }
-    });
-    Ok(Response::from_parts(
-        parts,
-        Tee::new(body, max, done).boxed_unsync(),
-    ))
+        let now = SystemTime::now();
+        let options = CacheOptions {
+            shared: true,
+            ..CacheOptions::default()
+        };
+        let policy = CachePolicy::new_options(&asked, &response, now, options);
+        let max = cdn.limits().max_object();
+        let validators = response.headers().contains_key(header::ETAG)
+            || response.headers().contains_key(header::LAST_MODIFIED);
+        let revalidates = validators
+            || directive(response.headers(), "stale-while-revalidate").is_some_and(|s| s > 0);
+        // A response that sets a cookie is one visitor's (a session): shared
+        // caches such as Cloudflare's and Fastly's do not keep it, whatever
+        // its Cache-Control says, and neither does this one.
+        let worth = policy.is_storable()
+            && !response.headers().contains_key(header::SET_COOKIE)
+            && (!policy.time_to_live(now).is_zero() || revalidates)
+            && response.status() != StatusCode::NOT_MODIFIED
+            && response
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                .is_none_or(|n| n <= max);
+        if !worth || max == 0 {
+            return Ok(response);
+        }
+        let (parts, body) = response.into_parts();
+        let mut headers = parts.headers.clone();
+        headers.remove("x-cache");
+        for hop in HOP_BY_HOP {
+            headers.remove(*hop);
+        }
+        let (cdn, slug, key, status) = (cdn.clone(), slug.to_owned(), key.to_owned(), parts.status);
+        let done = Box::new(move |bytes: Bytes| {
+            let id = cdn.next_id();
+            let len = bytes.len() as u64;
+            let limits = cdn.limits();
+            if len <= limits.memory_object() {
+                let v = variant(id, policy, status, headers, Stored::Memory(bytes), len, now);
+                cdn.insert(&slug, &key, epoch, v, &asked);
+                drop(flight);
+            } else if len <= limits.disk_object()
+                && let Some(file) = cdn.file(id)
+            {
+                tokio::spawn(async move {
+                    if let Err(e) = tokio::fs::write(&file, &bytes).await {
+                        tracing::warn!(error = %e, file = %file.display(), "cdn: writing a response");
+                        let _ = tokio::fs::remove_file(&file).await;
+                        return;
+                    }
+                    let v = variant(id, policy, status, headers, Stored::Disk(file), len, now);
+                    cdn.insert(&slug, &key, epoch, v, &asked);
+                    drop(flight);
+                });
+            }
+        });
+        Ok(Response::from_parts(
+            parts,
+            Tee::new(body, max, done).boxed_unsync(),
+        ))
+    }
 }
 
 /// Fields that describe one connection, not the response.

@@ -14,6 +14,9 @@
 //! allows (RFC 5861), and answers a client's own `If-None-Match` or
 //! `If-Modified-Since` with a 304 from the stored response.
 //!
+//! Concurrent misses of one key send one request to the app; the others
+//! wait for it and are answered from what it stored (`coalesce`).
+//!
 //! Each answer says what the cache did in `X-Cache`: `HIT`, `STALE`
 //! (served stale while revalidating), `REVALIDATED` (the app answered
 //! 304), `MISS`. Upgrades, range requests and other methods pass by.
@@ -27,6 +30,9 @@
 //! that started before a purge fetched: each purge starts a new epoch
 //! of the app, and a response is stored only under its request's epoch.
 
+mod coalesce;
+#[cfg(test)]
+mod coalesce_tests;
 mod fetch;
 #[cfg(test)]
 mod purge_tests;
@@ -66,7 +72,11 @@ pub struct AppCdn {
     stale: AtomicU64,
     revalidated: AtomicU64,
     misses: AtomicU64,
+    /// Hits that waited for another request's miss of the same key.
+    coalesced: AtomicU64,
     bytes_served: AtomicU64,
+    /// Misses under way, by key.
+    flights: Arc<coalesce::Flights>,
     /// Variants a background revalidation is under way for.
     revalidating: Mutex<HashSet<u64>>,
 }
@@ -83,6 +93,9 @@ pub struct Stats {
     pub revalidated: u64,
     /// Answered by the app.
     pub misses: u64,
+    /// Of the hits, those that waited for another request's miss of the
+    /// same key (coalesced) rather than going to the app too.
+    pub coalesced: u64,
     /// Body bytes answered from the cache.
     pub bytes_served: u64,
     /// Responses stored, and their body bytes.
@@ -181,6 +194,7 @@ impl Cdn {
             stale: n(&app.stale),
             revalidated: n(&app.revalidated),
             misses: n(&app.misses),
+            coalesced: n(&app.coalesced),
             bytes_served: n(&app.bytes_served),
             stored,
         }
