@@ -41,6 +41,7 @@ pub mod metering;
 pub mod pipeline;
 pub mod previews;
 pub mod rules;
+pub mod spend;
 pub mod status;
 pub mod supervisor;
 pub mod upload;
