@@ -1,4 +1,4 @@
-//! Email notices of the host's own watchers (anomalies, spend): the
+//! Email notices of the host's own watchers (alarms, anomalies, spend): the
 //! `{category}.email.requested` event the email plugin sends through the
 //! organisation's relay, recorded only while the organisation's email
 //! preference for `category` is on and someone is listed to receive it.
@@ -10,7 +10,7 @@ use serde_json::json;
 /// What to email about which resource.
 pub struct Notice<'a> {
     pub org_id: &'a str,
-    /// `anomalies` or `spend` (a category of the preferences).
+    /// `alarms`, `anomalies` or `spend` (a category of the preferences).
     pub category: &'static str,
     pub resource_type: &'a str,
     pub resource_id: &'a str,

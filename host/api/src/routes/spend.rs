@@ -70,7 +70,8 @@ pub struct SpendView {
     /// The month (UTC), `YYYY-MM`.
     pub period: String,
     /// The organisation's spend this month: the overage `GET /usage`
-    /// prices (the plan's flat price is not spend), in cents.
+    /// prices (the plan's flat price is not spend), in cents; a token
+    /// limited to one project sees that project's share.
     pub spent_cents: f64,
     pub currency: String,
     pub budgets: Vec<BudgetView>,
@@ -108,9 +109,10 @@ pub struct BudgetInput {
     pub notify_emails: Option<Vec<String>>,
 }
 
+/// `POST /spend/resume` takes no fields: it resumes everything.
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Empty {}
+pub struct ResumeInput {}
 
 fn plan(caller: &Caller) -> Result<Plan, ApiError> {
     caller
@@ -125,7 +127,16 @@ async fn view(
     b: Budget,
     now: i64,
 ) -> Result<BudgetView, ApiError> {
-    let spent = prices::round_cents(spent(app.db(), &b, plan(caller)?, now).await?);
+    let spent = prices::round_cents(
+        spent(
+            app.db(),
+            &b.org_id,
+            b.project_id.as_deref(),
+            plan(caller)?,
+            now,
+        )
+        .await?,
+    );
     let current = b.period == period(now);
     Ok(BudgetView {
         percent: prices::round_cents(crate::spend::percent(spent, b.amount_cents)),
@@ -262,25 +273,10 @@ pub async fn overview(
     caller: Caller,
 ) -> Result<Json<SpendView>, ApiError> {
     let now = time::now_ms();
-    let org = Budget {
-        id: String::new(),
-        org_id: caller.org_id.clone(),
-        scope: ORG_SCOPE.to_owned(),
-        project_id: None,
-        amount_cents: 1,
-        thresholds: "[]".to_owned(),
-        actions: "[]".to_owned(),
-        notify_emails: "[]".to_owned(),
-        period: String::new(),
-        notified_percent: 0,
-        spent_cents: None,
-        evaluated_at: None,
-        limited_at: None,
-        resumed_period: String::new(),
-        created_at: now,
-        updated_at: now,
-    };
-    let spent_cents = prices::round_cents(spent(app.db(), &org, plan(&caller)?, now).await?);
+    // A token limited to one project sees that project's spend.
+    let whose = caller.project_id.as_deref();
+    let spent_cents =
+        prices::round_cents(spent(app.db(), &caller.org_id, whose, plan(&caller)?, now).await?);
     let mut budgets = Vec::new();
     let mut refusing = false;
     for b in spend::list(app.db(), &caller.org_id).await? {
@@ -447,13 +443,13 @@ pub async fn delete(
 /// actions stay off for the rest of the month.
 #[utoipa::path(post, path = "/spend/resume", tag = "spend",
     security(("bearer" = ["spend:write"])),
-    request_body = Empty,
+    request_body = ResumeInput,
     responses((status = 200, description = "what was resumed", body = Resumed),
               (status = 403, description = "a token limited to one project cannot resume the organisation", body = crate::error::Problem)))]
 pub async fn resume(
     State(app): State<AppState>,
     caller: Caller,
-    Body(_empty): Body<Empty>,
+    Body(_empty): Body<ResumeInput>,
 ) -> Result<Json<Resumed>, ApiError> {
     if let Some(project) = &caller.project_id {
         return Err(ApiError::forbidden(

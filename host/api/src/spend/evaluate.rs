@@ -22,15 +22,22 @@ pub fn period(now: i64) -> String {
     time::to_date(now)[..7].to_owned()
 }
 
-/// A budget's spend this month, in cents.
-pub async fn spent(db: &Db, b: &Budget, plan: Plan, now: i64) -> plateau_store::Result<f64> {
+/// This month's spend of the organisation, or of one of its projects, in
+/// cents.
+pub async fn spent(
+    db: &Db,
+    org_id: &str,
+    project_id: Option<&str>,
+    plan: Plan,
+    now: i64,
+) -> plateau_store::Result<f64> {
     let (start, _) = time::month_bounds(now);
     let (from, to) = (time::to_date(start), time::to_date(now));
-    let org = usage::totals(db, &b.org_id, &from, &to).await?;
-    Ok(match &b.project_id {
+    let org = usage::totals(db, org_id, &from, &to).await?;
+    Ok(match project_id {
         None => super::org_cents(plan, &org),
         Some(project) => {
-            let own = spend::project_totals(db, &b.org_id, project, &from, &to).await?;
+            let own = spend::project_totals(db, org_id, project, &from, &to).await?;
             super::project_cents(plan, &org, &own)
         }
     })
@@ -76,7 +83,9 @@ async fn evaluate(
     let Some(plan) = plan_of(db, &b.org_id).await? else {
         return Ok(false);
     };
-    let spent = plateau_core::prices::round_cents(spent(db, b, plan, now).await?);
+    let spent = plateau_core::prices::round_cents(
+        spent(db, &b.org_id, b.project_id.as_deref(), plan, now).await?,
+    );
     let period = period(now);
     let thresholds: Vec<i64> = serde_json::from_str(&b.thresholds).unwrap_or_default();
     let actions = Action::of(&b.actions);
