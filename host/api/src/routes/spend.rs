@@ -487,7 +487,7 @@ pub async fn delete(
 /// actions stay off for the rest of the month.
 #[utoipa::path(post, path = "/spend/resume", tag = "spend",
     security(("bearer" = ["spend:write"])),
-    request_body = ResumeInput,
+    request_body = Option<ResumeInput>,
     responses((status = 200, description = "what was resumed", body = Resumed),
               (status = 403, description = "a token limited to one project cannot resume the organisation", body = crate::error::Problem)))]
 pub async fn resume(
