@@ -3,7 +3,8 @@
 //! `windowDays` days, today included, as a quantity or as its cost at
 //! list price, above or below a threshold), its [`State`], and the
 //! evaluation the API process runs every `PLATEAU_ALARMS_EVALUATE_MS`
-//! ([`evaluate_all`]).
+//! ([`evaluate_all`]), in one pass with the anomaly monitors
+//! ([`crate::anomalies`]) and the spend budgets ([`crate::spend`]).
 //!
 //! A change of state is a compare-and-set in the transaction that records
 //! its event: `alarm.triggered` when the rule starts to hold,
@@ -16,10 +17,12 @@
 //! evaluate at once: the compare-and-set lets one of them emit each event.
 
 use plateau_core::{prices, time};
+use plateau_store::Db;
 use plateau_store::alarms::{self, Alarm};
 use plateau_store::events::{self, Actor, NewEvent};
-use plateau_store::{Db, prefs};
 use serde_json::json;
+
+use crate::notify::{self, Notice};
 
 /// The most alarms an organisation may have.
 pub const MAX_ALARMS: i64 = 100;
@@ -221,16 +224,6 @@ async fn email_request(
     value: f64,
 ) -> plateau_store::Result<Option<NewEvent>> {
     let to: Vec<String> = serde_json::from_str(&alarm.notify_emails).unwrap_or_default();
-    if to.is_empty() {
-        return Ok(None);
-    }
-    let enabled = prefs::list(db, &alarm.org_id)
-        .await?
-        .into_iter()
-        .any(|(category, on, _)| category == "alarms" && on);
-    if !enabled {
-        return Ok(None);
-    }
     let (verb, side) = if kind == "alarm.triggered" {
         ("triggered", alarm.comparison.as_str())
     } else {
@@ -246,17 +239,15 @@ async fn email_request(
         "The alarm {} ({}) {verb}: {} over the last {} day(s) is {value}{unit}, {side} the threshold {}{unit}.\n\nSee it with GET /alarms/{}; change or silence it with PATCH /alarms/{} {{\"enabled\": false}}; turn these emails off with PUT /notifications/preferences {{\"category\": \"alarms\", \"emailEnabled\": false}}.",
         alarm.name, alarm.id, alarm.metric, alarm.window_days, alarm.threshold, alarm.id, alarm.id,
     );
-    Ok(Some(
-        NewEvent::noticed(
-            &alarm.org_id,
-            "alarms.email.requested",
-            "alarms",
-            "request",
-            &Actor::system(),
-        )
-        .resource("alarm", &alarm.id)
-        .data(json!({ "to": to, "subject": subject, "text": text })),
-    ))
+    let notice = Notice {
+        org_id: &alarm.org_id,
+        category: "alarms",
+        resource_type: "alarm",
+        resource_id: &alarm.id,
+        subject,
+        text,
+    };
+    notify::email(db, &to, notice).await
 }
 
 #[cfg(test)]

@@ -5,15 +5,18 @@
 //! about SQL, and the binary above it about processes and signals.
 
 pub mod alarms;
+pub mod anomalies;
 pub mod auth;
 pub mod cost;
 pub mod error;
 pub mod fault;
 pub mod idempotency;
 pub mod json;
+pub mod notify;
 pub mod openapi;
 pub mod pagination;
 pub mod routes;
+pub mod spend;
 pub mod state;
 pub mod token_cache;
 
@@ -32,8 +35,9 @@ pub use state::{ApiConfig, AppState};
 
 use crate::auth::{Requirement, RouteTable};
 use crate::routes::{
-    account, admin, admin_plans, alarms as alarm_routes, changelog, connect, events, invites,
-    members, metrics, notifications, projects, tokens,
+    account, admin, admin_plans, alarms as alarm_routes, anomalies as anomaly_routes, changelog,
+    connect, events, invites, members, metrics, notifications, projects, spend as spend_routes,
+    tokens,
 };
 
 /// Where the API is served.
@@ -87,6 +91,21 @@ pub fn core_routes() -> OpenApiRouter<AppState> {
             alarm_routes::update,
             alarm_routes::delete
         ))
+        .routes(routes!(anomaly_routes::found, anomaly_routes::create))
+        .routes(routes!(anomaly_routes::list))
+        .routes(routes!(
+            anomaly_routes::get,
+            anomaly_routes::update,
+            anomaly_routes::delete
+        ))
+        .routes(routes!(spend_routes::overview))
+        .routes(routes!(spend_routes::create))
+        .routes(routes!(
+            spend_routes::get,
+            spend_routes::update,
+            spend_routes::delete
+        ))
+        .routes(routes!(spend_routes::resume))
         .routes(routes!(tokens::list, tokens::create))
         .routes(routes!(tokens::revoke))
         .routes(routes!(notifications::get, notifications::put))
@@ -134,6 +153,7 @@ pub fn app_with(state: AppState, extensions: Extensions) -> Result<Router, Strin
                 async move { axum::Json(doc) }
             }),
         )
+        .route_layer(from_fn_with_state(state.clone(), spend::guard::guard))
         .route_layer(from_fn_with_state(state.clone(), idempotency::middleware))
         .route_layer(from_fn_with_state(
             (state.clone(), Arc::new(table)),

@@ -2,12 +2,13 @@
 //! codec and the catalogue of known scopes.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use plateau_core::CORE_SCOPES;
 use plateau_store::Db;
 
 use crate::pagination::CursorCodec;
+use crate::spend::AppsControl;
 use crate::token_cache::TokenCache;
 
 /// Settings of the API layer.
@@ -54,6 +55,9 @@ struct Inner {
     scopes: RwLock<BTreeMap<String, String>>,
     /// OpenAPI `paths` of the plugins in service, merged into the document.
     plugin_paths: RwLock<serde_json::Value>,
+    /// What pauses and resumes apps for spend budgets, once the apps
+    /// area is up.
+    apps_control: OnceLock<Arc<dyn AppsControl>>,
 }
 
 impl AppState {
@@ -70,6 +74,7 @@ impl AppState {
                 config,
                 scopes: RwLock::new(scopes),
                 plugin_paths: RwLock::new(serde_json::Value::Null),
+                apps_control: OnceLock::new(),
             }),
         }
     }
@@ -119,6 +124,15 @@ impl AppState {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Sets what pauses and resumes apps (once; later calls are ignored).
+    pub fn set_apps_control(&self, control: Arc<dyn AppsControl>) {
+        let _ = self.inner.apps_control.set(control);
+    }
+
+    pub fn apps_control(&self) -> Option<Arc<dyn AppsControl>> {
+        self.inner.apps_control.get().cloned()
     }
 
     pub fn known_scopes(&self) -> BTreeMap<String, String> {

@@ -43,6 +43,7 @@ pub mod pipeline;
 pub mod placement;
 pub mod previews;
 pub mod rules;
+pub mod spend;
 pub mod status;
 pub mod supervisor;
 pub mod upload;

@@ -3,6 +3,7 @@
 //!
 //! Nothing here does I/O.
 
+pub mod anomaly;
 pub mod id;
 pub mod plan;
 pub mod prices;

@@ -62,7 +62,15 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
         "observability:read",
         "read events, metrics, alarms and anomalies",
     ),
-    ("observability:write", "change alarms and anomalies"),
+    ("observability:write", "change alarms and anomaly monitors"),
+    (
+        "spend:read",
+        "read the month's spend, budgets and what they paused",
+    ),
+    (
+        "spend:write",
+        "set spend budgets and resume what they paused",
+    ),
     ("registry:read", "pull from the container registry"),
     ("registry:write", "push to the container registry"),
     (

@@ -61,6 +61,8 @@ const CORE_PREFIXES: &[&str] = &[
     "/usage",
     "/metrics",
     "/alarms",
+    "/anomalies",
+    "/spend",
     "/tokens",
     "/notifications",
     "/connect",

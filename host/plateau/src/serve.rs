@@ -96,7 +96,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub(crate) usage: crate::usage::UsageArgs,
     /// Milliseconds between evaluations of every enabled alarm
-    /// (`/alarms`) against the series store.
+    /// (`/alarms`), anomaly monitor (`/anomalies`) and spend budget
+    /// (`/spend`) against the series store.
     #[arg(long, env = "PLATEAU_ALARMS_EVALUATE_MS", default_value_t = 60_000)]
     alarms_evaluate_ms: u64,
     #[command(flatten)]
@@ -258,6 +259,8 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         .context("starting the command runner of cron jobs")?;
     // The /v2 routes go in after the API's layers: they keep the OCI error
     // format, and unknown paths still get the API's problem bodies.
+    state.set_apps_control(Arc::new(apps.apps.clone()));
+    let watchers = state.clone();
     let api = plateau_api::app_with(state, extensions)
         .map_err(anyhow::Error::msg)?
         .layer(axum::Extension(plugins.dispatcher.host.clone()))
@@ -289,7 +292,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         },
     ));
     let maintenance = tokio::spawn(maintain(db.clone()));
-    let alarms = tokio::spawn(evaluate_alarms(db.clone(), args.alarms_evaluate_ms));
+    let alarms = tokio::spawn(evaluate_watchers(watchers, args.alarms_evaluate_ms));
     let registry_gc = tokio::spawn(registry_gc(
         db.clone(),
         blob_store,
@@ -345,14 +348,25 @@ async fn maintain(db: Db) {
     }
 }
 
-/// Evaluates every enabled alarm every `interval_ms`.
-async fn evaluate_alarms(db: Db, interval_ms: u64) {
+/// Every `interval_ms`, one pass over what watches the series store:
+/// alarms, anomaly monitors and spend budgets.
+async fn evaluate_watchers(state: plateau_api::AppState, interval_ms: u64) {
     let mut every = tokio::time::interval(Duration::from_millis(interval_ms.max(100)));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let db = state.db().clone();
     loop {
         every.tick().await;
-        if let Err(e) = plateau_api::alarms::evaluate_all(&db, time::now_ms()).await {
+        let now = time::now_ms();
+        if let Err(e) = plateau_api::alarms::evaluate_all(&db, now).await {
             tracing::warn!(error = %e, "evaluating alarms");
+        }
+        if let Err(e) = plateau_api::anomalies::evaluate_all(&db, now).await {
+            tracing::warn!(error = %e, "judging anomaly monitors");
+        }
+        let apps = state.apps_control();
+        if let Err(e) = plateau_api::spend::evaluate::evaluate_all(&db, apps.as_deref(), now).await
+        {
+            tracing::warn!(error = %e, "evaluating spend budgets");
         }
     }
 }

@@ -9,6 +9,7 @@
 //! events, sessions) lives here, never only in a process's memory.
 
 pub mod alarms;
+pub mod anomalies;
 pub mod apps;
 pub mod cache_snapshots;
 pub mod caches;
@@ -35,6 +36,7 @@ pub mod registry;
 pub mod runners;
 pub mod sessions;
 pub mod settings;
+pub mod spend;
 pub mod storage;
 pub mod tokens;
 pub mod usage;

@@ -118,7 +118,7 @@ pub struct AlarmInput {
 }
 
 /// The metrics of the price table, as an enum.
-fn metric_schema() -> utoipa::openapi::Object {
+pub(crate) fn metric_schema() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::SchemaType::Array(vec![
             utoipa::openapi::Type::String,
@@ -129,7 +129,7 @@ fn metric_schema() -> utoipa::openapi::Object {
 }
 
 /// Up to 10 email addresses, or `null` (none).
-fn emails_schema() -> utoipa::openapi::schema::Array {
+pub(crate) fn emails_schema() -> utoipa::openapi::schema::Array {
     use utoipa::openapi::schema::{KnownFormat, SchemaFormat, SchemaType, Type};
     utoipa::openapi::schema::ArrayBuilder::new()
         .schema_type(SchemaType::Array(vec![Type::Array, Type::Null]))

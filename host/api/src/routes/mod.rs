@@ -4,6 +4,7 @@ pub mod account;
 pub mod admin;
 pub mod admin_plans;
 pub mod alarms;
+pub mod anomalies;
 pub mod changelog;
 pub mod connect;
 pub mod events;
@@ -12,6 +13,7 @@ pub mod members;
 pub mod metrics;
 pub mod notifications;
 pub mod projects;
+pub mod spend;
 pub mod tokens;
 
 use axum::extract::Query;

@@ -293,11 +293,7 @@ pub async fn resume(
     }
     // The replicas start on the data plane, which records `running`
     // once they pass their health check.
-    let status = if app.live_deployment_id.is_some() {
-        AppStatus::Resuming
-    } else {
-        AppStatus::Created
-    };
+    let status = crate::spend::resumed_status(&app);
     db::set_status(&mut tx, &app.id, status.as_str(), now).await?;
     let e = event(&app, "app.resumed", "update", &caller.actor()).data(json!({}));
     events::record(&mut tx, &e, now).await?;

@@ -135,6 +135,21 @@ pub async fn list(
     crate::query::list(db.pool(), COLUMNS, "apps", conds, keyset, "id", Order::Asc).await
 }
 
+/// The organisation's apps outside the trash, previews included, read in
+/// a write transaction; `only` narrows them to one project.
+pub async fn of_org_in(tx: &mut Tx, org_id: &str, only: Option<&str>) -> Result<Vec<App>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM apps WHERE org_id = $1 AND deleted_at IS NULL");
+    if only.is_some() {
+        sql.push_str(" AND project_id = $2");
+    }
+    sql.push_str(" ORDER BY id");
+    let mut query = sqlx::query_as(&sql).bind(org_id);
+    if let Some(project) = only {
+        query = query.bind(project);
+    }
+    Ok(query.fetch_all(tx.conn()).await?)
+}
+
 /// Apps counted against the plan: those outside the trash.
 pub async fn count_active(tx: &mut Tx, org_id: &str) -> Result<i64> {
     let (n,): (i64,) =

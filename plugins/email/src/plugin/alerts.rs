@@ -1,5 +1,6 @@
 //! Alert emails asked for by other plugins and the host: an event
-//! `alarms.email.requested`, `checks.email.requested`,
+//! `alarms.email.requested`, `anomalies.email.requested`,
+//! `spend.email.requested`, `checks.email.requested`,
 //! `heartbeats.email.requested`, `webhooks.email.requested` or
 //! `errors.email.requested` whose data is
 //! `{"to": ["a@example.com"], "subject": "...", "text": "...", "html": "..."}`

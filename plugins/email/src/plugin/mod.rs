@@ -14,8 +14,9 @@
 //!
 //! Hooks: `on_job` delivers a queued message (`send:{id}` jobs, see
 //! [`delivery`]); `on_event` queues alerts that other plugins and the host
-//! ask for with `alarms.email.requested` (the host's threshold alarms),
-//! `checks.email.requested`, `heartbeats.email.requested`,
+//! ask for with `alarms.email.requested`, `anomalies.email.requested` and
+//! `spend.email.requested` (the host's alarms, anomaly monitors and spend
+//! budgets), `checks.email.requested`, `heartbeats.email.requested`,
 //! `webhooks.email.requested` and `errors.email.requested` (see
 //! [`alerts`]).
 
@@ -35,10 +36,12 @@ use plateau_sdk::{Capability, Description, Event, Plugin, Router};
 pub struct EmailPlugin;
 
 /// The event types whose data asks for an alert email.
-pub const ALERT_EVENTS: [&str; 5] = [
+pub const ALERT_EVENTS: [&str; 7] = [
     "alarms.email.requested",
+    "anomalies.email.requested",
     "checks.email.requested",
     "heartbeats.email.requested",
+    "spend.email.requested",
     "webhooks.email.requested",
     "errors.email.requested",
 ];

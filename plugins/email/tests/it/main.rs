@@ -178,8 +178,10 @@ fn description_declares_scopes_capabilities_subscriptions_and_routes() {
         description.subscriptions,
         [
             "alarms.email.requested",
+            "anomalies.email.requested",
             "checks.email.requested",
             "heartbeats.email.requested",
+            "spend.email.requested",
             "webhooks.email.requested",
             "errors.email.requested"
         ]
