@@ -71,7 +71,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let scratch = tempfile::tempdir()?;
     let hello = scratch.path().join("hello.wasm");
     std::fs::write(&hello, plateau_plugin_artifacts::apps::HELLO_APP)?;
-    let image = format!("{}/{org}/hello:v1", server.base.trim_start_matches("http://"));
+    let image = format!(
+        "{}/{org}/hello:v1",
+        server.base.trim_start_matches("http://")
+    );
     push_component(&server, &token, &hello, &image).await?;
     let manifest = stack(&image);
 

@@ -26,7 +26,7 @@ async fn server() -> std::net::SocketAddr {
     tokio::spawn(plateau_listen::serve(
         listener,
         plateau_listen::Timeouts::default(),
-        move |_| service.clone(),
+        move |_| service,
         std::future::pending(),
     ));
     addr

@@ -149,7 +149,7 @@ pub fn logs(req: &Request, _params: &Params) -> Result<Response, ApiError> {
             }
         }
     }
-    found.sort_by(|a, b| b.time.cmp(&a.time));
+    found.sort_by_key(|f| std::cmp::Reverse(f.time));
     found.truncate(limit);
     Ok(Page::all(found.iter().map(query::log_view).collect::<Vec<_>>()).into_response())
 }

@@ -45,7 +45,9 @@ async fn monitors_find_what_was_injected() {
         .to_owned();
 
     // Bad input names each field.
-    let r = c.post("/anomalies", json!({ "metric": "app_requests" })).await;
+    let r = c
+        .post("/anomalies", json!({ "metric": "app_requests" }))
+        .await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["errors"][0]["field"], "name", "{}", r.text());
     for (body, field) in [
