@@ -25,6 +25,20 @@ pub async fn attributed_cents(db: &Db, org_id: &str, token_id: &str) -> Result<i
     Ok(cents.ceil() as i64)
 }
 
+/// What every creation of an app, a database or a cache checks first,
+/// whichever way it comes (its route, a restore, a branch, a manifest):
+/// the token's ceiling, then the spend budgets that refuse new resources
+/// in `project` (none: the organisation's only).
+pub async fn check_new_resource(
+    db: &Db,
+    caller: &Caller,
+    project: Option<&str>,
+    what: &str,
+) -> Result<(), ApiError> {
+    check_ceiling(db, caller, what).await?;
+    crate::spend::guard::check(db, caller, project).await
+}
+
 /// Refuses a call that starts a resource (`what`: `creating a cache`)
 /// when the caller's token has a ceiling its attributed cost has reached.
 pub async fn check_ceiling(db: &Db, caller: &Caller, what: &str) -> Result<(), ApiError> {

@@ -6,16 +6,15 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use plateau_contract::mail::is_email;
 use plateau_core::id::new_id;
 use plateau_core::{prices, time};
 use plateau_store::alarms::{self, Alarm};
 use plateau_store::events::{self, NewEvent};
-use plateau_store::projects;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::watch::{self, MAX_EMAILS};
 use super::{Pairs, page_and_filters};
 use crate::alarms::{Comparison, MAX_ALARMS, MAX_WINDOW_DAYS, Measure, State as AlarmState};
 use crate::auth::Caller;
@@ -23,9 +22,6 @@ use crate::error::ApiError;
 use crate::json::{Body, Validator};
 use crate::pagination::{Page, Pager};
 use crate::state::AppState;
-
-/// The most addresses one alarm notifies.
-const MAX_EMAILS: usize = 10;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -206,58 +202,16 @@ async fn apply(
         );
         alarm.window_days = days;
     }
-    if let Some(resource) = input.resource_id {
-        if let Some(r) = &resource {
-            v.check(
-                !r.is_empty() && r.len() <= 200,
-                "resourceId",
-                "must be 1 to 200 characters",
-            );
-        }
-        alarm.resource_id = resource;
-    }
+    watch::resource(&mut v, input.resource_id, &mut alarm.resource_id);
     if let Some(emails) = input.notify_emails {
-        v.check(
-            emails.len() <= MAX_EMAILS,
-            "notifyEmails",
-            "must list at most 10 addresses",
-        );
-        for (i, email) in emails.iter().enumerate() {
-            v.check(
-                is_email(email),
-                format!("notifyEmails[{i}]"),
-                "must be an email address",
-            );
-        }
-        alarm.notify_emails = serde_json::to_string(&emails).unwrap_or_else(|_| "[]".into());
+        alarm.notify_emails = watch::notify_emails(&mut v, &emails);
     }
     if let Some(enabled) = input.enabled {
         alarm.enabled = i64::from(enabled);
     }
-    if let Some(project) = input.project_id {
-        alarm.project_id = project;
-    }
-    if let Some(only) = &caller.project_id {
-        // A project-limited token's alarms watch its project.
-        if alarm.project_id.as_ref().is_some_and(|p| p != only) {
-            v.error(
-                "projectId",
-                format!("this token is limited to project {only}"),
-            );
-        }
-        alarm.project_id = Some(only.clone());
-    }
+    watch::project(&mut v, caller, input.project_id, &mut alarm.project_id);
     v.finish()?;
-    if let Some(project) = &alarm.project_id
-        && projects::get(app.db(), &caller.org_id, project)
-            .await?
-            .is_none()
-    {
-        return Err(ApiError::not_found(format!(
-            "projectId: project {project} does not exist"
-        )));
-    }
-    Ok(())
+    watch::project_exists(app, caller, alarm.project_id.as_deref()).await
 }
 
 /// A project-limited token sees its project's alarms only.

@@ -15,6 +15,7 @@ pub mod notifications;
 pub mod projects;
 pub mod spend;
 pub mod tokens;
+pub mod watch;
 
 use axum::extract::Query;
 

@@ -110,6 +110,7 @@ pub async fn create(
             format!("this token is limited to project {only} and cannot create projects"),
         ));
     }
+    crate::spend::guard::check(app.db(), &caller, None).await?;
     let now = time::now_ms();
     let project = Project {
         id: new_id("prj"),

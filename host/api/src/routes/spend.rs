@@ -6,16 +6,15 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use plateau_contract::mail::is_email;
 use plateau_core::id::new_id;
 use plateau_core::{Plan, prices, time};
 use plateau_store::events::{self, NewEvent};
-use plateau_store::projects;
 use plateau_store::spend::{self, Budget, ORG_SCOPE};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::watch;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json::{Body, Validator};
@@ -23,7 +22,6 @@ use crate::spend::evaluate::{period, spent};
 use crate::spend::{Action, DEFAULT_THRESHOLDS, MAX_PERCENT, MAX_THRESHOLDS};
 use crate::state::AppState;
 
-const MAX_EMAILS: usize = 10;
 /// Ten billion dollars: far past any real budget, short of overflow.
 const MAX_AMOUNT_CENTS: i64 = 1_000_000_000_000;
 
@@ -253,19 +251,7 @@ fn apply(b: &mut Budget, input: BudgetChange) -> Result<(), ApiError> {
         b.actions = json!(actions).to_string();
     }
     if let Some(emails) = input.notify_emails {
-        v.check(
-            emails.len() <= MAX_EMAILS,
-            "notifyEmails",
-            "must list at most 10 addresses",
-        );
-        for (i, email) in emails.iter().enumerate() {
-            v.check(
-                is_email(email),
-                format!("notifyEmails[{i}]"),
-                "must be an email address",
-            );
-        }
-        b.notify_emails = json!(emails).to_string();
+        b.notify_emails = watch::notify_emails(&mut v, &emails);
     }
     Ok(v.finish()?)
 }
@@ -389,15 +375,7 @@ pub async fn create(
         notify_emails: input.notify_emails,
     };
     apply(&mut b, change)?;
-    if let Some(project) = &b.project_id
-        && projects::get(app.db(), &caller.org_id, project)
-            .await?
-            .is_none()
-    {
-        return Err(ApiError::not_found(format!(
-            "projectId: project {project} does not exist"
-        )));
-    }
+    watch::project_exists(&app, &caller, b.project_id.as_deref()).await?;
     if let Some(existing) = spend::of_scope(app.db(), &caller.org_id, &b.scope).await? {
         return Err(ApiError::conflict(
             "budget_exists",

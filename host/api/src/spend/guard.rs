@@ -1,27 +1,43 @@
 //! The `refuse_new` action: while a budget that chose it is at its limit
 //! (until `POST /spend/resume`), creating a project, app, database, cache
 //! or bucket is refused with 409 `spend_limit_reached`. An organisation's
-//! budget refuses every creation; a project's refuses those that name the
-//! project (`projectId` in the body, or a token limited to it).
+//! budget refuses every creation; a project's refuses those in the
+//! project.
+//!
+//! Projects, apps, databases and caches are checked where they are created
+//! ([`check`]; apps, databases and caches through
+//! `crate::cost::check_new_resource`), so every way of starting one (its
+//! route, a restore, a branch, a manifest) is covered and the project is
+//! the one the resource really gets. Buckets, made only by their route and
+//! behind the storage provider, are checked by path ([`guard`]), a project
+//! budget by the `projectId` the body names or the token's project.
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use plateau_store::Db;
 use plateau_store::spend::{self, Budget};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The API paths whose POST creates a resource that costs.
-pub const CREATING: [&str; 5] = [
-    "/projects",
-    "/apps",
-    "/databases",
-    "/caches",
-    "/storage/buckets",
-];
+/// The API paths whose POST creates a resource that costs and that is not
+/// checked where it is created.
+pub const CREATING: [&str; 1] = ["/storage/buckets"];
+
+/// Refuses starting a resource in `project` (none: the organisation's
+/// level only) while a budget that chose `refuse_new` is at its limit.
+pub async fn check(db: &Db, caller: &Caller, project: Option<&str>) -> Result<(), ApiError> {
+    let budgets = spend::refusing(db, &caller.org_id).await?;
+    match budgets.iter().find(|b| {
+        b.project_id.is_none() || (project.is_some() && b.project_id.as_deref() == project)
+    }) {
+        Some(budget) => Err(limit_reached(budget)),
+        None => Ok(()),
+    }
+}
 
 /// Refuses a creation while a budget that chose `refuse_new` is at its
 /// limit; lets everything else through untouched.

@@ -138,8 +138,9 @@ pub async fn create(
     if let Some(repo) = &input.repo {
         super::deploy::check_git(&apps, repo, branch.as_deref().unwrap_or("main"))?;
     }
-    plateau_api::cost::check_ceiling(apps.db(), &caller, "creating an app").await?;
     let project_id = project(&apps, &caller, input.project_id.as_deref()).await?;
+    plateau_api::cost::check_new_resource(apps.db(), &caller, Some(&project_id), "creating an app")
+        .await?;
     if let Some(image) = input.image.as_deref().map(str::trim)
         && source_type == "image"
     {

@@ -126,7 +126,7 @@ pub async fn provision(
     settings: Settings,
     seed: Option<String>,
 ) -> Result<CacheView, ApiError> {
-    plateau_api::cost::check_ceiling(app.db(), caller, "creating a cache").await?;
+    plateau_api::cost::check_new_resource(app.db(), caller, None, "creating a cache").await?;
     let limit = plans::get(app.db(), &caller.plan)
         .await?
         .map(|p| p.cache_instances)

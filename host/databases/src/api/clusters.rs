@@ -191,7 +191,13 @@ pub(super) async fn insert_new(
         project_id,
         ..
     } = new;
-    plateau_api::cost::check_ceiling(app.db(), caller, "creating a database").await?;
+    plateau_api::cost::check_new_resource(
+        app.db(),
+        caller,
+        project_id.as_deref(),
+        "creating a database",
+    )
+    .await?;
     let limits = db::plan_limits(app.db(), &caller.plan)
         .await?
         .ok_or_else(|| {

@@ -243,6 +243,15 @@ async fn budgets_notify_pause_refuse_and_resume() {
         assert_eq!(r.json()["code"], "spend_limit_reached");
         assert!(r.text().contains(&budget_id), "{}", r.text());
     }
+    // Every way of starting a resource is refused, a manifest too.
+    let r = c
+        .post(
+            "/manifest",
+            json!({ "project": "shop", "redis": [{ "name": "blocked", "replicas": 0 }] }),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "spend_limit_reached", "{}", r.text());
 
     // Scopes: reading is not changing; another organisation sees nothing.
     let reader = created(
