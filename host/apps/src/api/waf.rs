@@ -36,6 +36,7 @@ pub struct NewWafRule {
     /// (fields, operators and functions: the `waf` guide).
     pub expression: String,
     /// `block`, `log`, `skip` or `challenge`.
+    #[schema(value_type = WafAction)]
     pub action: String,
     /// Lower runs first; default 1000.
     pub priority: Option<i64>,
@@ -51,6 +52,7 @@ pub struct NewWafRule {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WafRulePatch {
     pub expression: Option<String>,
+    #[schema(value_type = Option<WafAction>)]
     pub action: Option<String>,
     pub priority: Option<i64>,
     pub enabled: Option<bool>,

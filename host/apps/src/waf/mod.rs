@@ -37,7 +37,8 @@ pub use events::EventSink;
 pub const NAME: &str = "plateau-waf";
 
 /// What a rule does on a match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
 pub enum WafAction {
     Block,
     Log,

@@ -42,6 +42,10 @@ const MAX_EXAMPLES: &str = "10";
 ///   unique per kind, and references must name items of the manifest (with
 ///   no cycle), which no schema can say; the server refuses each with a 4xx
 ///   naming the field.
+/// - `POST /waf/rules` and `PATCH /waf/rules/{id}` skip it: an
+///   expression must parse in the firewall's language, which no schema can
+///   say; the server refuses one that does not with 400 naming the line and
+///   column.
 /// - `GET /flags/evaluators` skips `allow_header_conformance`: the plugin
 ///   dispatcher sends `PUT` and `DELETE /flags/evaluators` to the routes of
 ///   `/flags/{key}` (a literal beats a parameter only among routes of the
@@ -93,6 +97,16 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-path = "/manifest/plan"
 include-method = "POST"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/waf/rules"
+include-method = "POST"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/waf/rules/{{id}}"
+include-method = "PATCH"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]

@@ -247,7 +247,8 @@ async fn budgets_notify_pause_refuse_and_resume() {
     let r = c
         .post(
             "/manifest",
-            json!({ "project": "shop", "redis": [{ "name": "blocked", "replicas": 0 }] }),
+            json!({ "project": "shop", "apps": [], "databases": [],
+                    "redis": [{ "name": "blocked", "replicas": 0 }] }),
         )
         .await;
     assert_eq!(r.status, 409, "{}", r.text());
