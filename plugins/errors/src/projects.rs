@@ -14,39 +14,9 @@ use serde::Deserialize;
 
 use crate::record::{self, DsnEntry, Project};
 
-/// The plugin configuration key of the public API base URL DSNs use.
-pub const PUBLIC_BASE_URL: &str = "publicBaseUrl";
-
-/// The API base URL (`…/api/v1`): the `publicBaseUrl` setting, else what
-/// the request says (`x-forwarded-proto`, `x-forwarded-host` or `host`),
-/// as heartbeats' ping URLs.
+/// The API base URL (`…/api/v1`) URLs handed to users start with.
 pub fn base_url(req: &Request) -> String {
-    if let Some(base) = config::get(PUBLIC_BASE_URL).filter(|b| !b.trim().is_empty()) {
-        let base = base.trim().trim_end_matches('/');
-        return if base.ends_with("/api/v1") {
-            base.to_owned()
-        } else {
-            format!("{base}/api/v1")
-        };
-    }
-    let first = |name: &str| {
-        req.header(name)
-            .and_then(|v| v.split(',').next())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
-    let proto = match first("x-forwarded-proto") {
-        Some("https") => "https",
-        _ => "http",
-    };
-    let host = first("x-forwarded-host")
-        .or_else(|| first("host"))
-        .filter(|h| {
-            h.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-        })
-        .unwrap_or("localhost");
-    format!("{proto}://{host}/api/v1")
+    config::public_base_url(req)
 }
 
 /// `{scheme}://{key}@{host}{path}/errors/ingest/{id}`: the SDKs post to

@@ -13,39 +13,9 @@ use crate::record::{self, Heartbeat, PingRecord, TokenEntry};
 use crate::state::{State, Status};
 use crate::store;
 
-/// The plugin configuration key of the public API base URL.
-pub const PUBLIC_BASE_URL: &str = "publicBaseUrl";
-
-/// The API base URL ping URLs start with: the `publicBaseUrl` setting
-/// (`/api/v1` added unless it ends with it), else what the request says:
-/// `x-forwarded-proto` (default `http`), then `x-forwarded-host` or `host`.
+/// The API base URL (`…/api/v1`) URLs handed to users start with.
 pub fn base_url(req: &Request) -> String {
-    if let Some(base) = config::get(PUBLIC_BASE_URL).filter(|b| !b.trim().is_empty()) {
-        let base = base.trim().trim_end_matches('/');
-        return if base.ends_with("/api/v1") {
-            base.to_owned()
-        } else {
-            format!("{base}/api/v1")
-        };
-    }
-    let first = |name: &str| {
-        req.header(name)
-            .and_then(|v| v.split(',').next())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
-    let proto = match first("x-forwarded-proto") {
-        Some("https") => "https",
-        _ => "http",
-    };
-    let host = first("x-forwarded-host")
-        .or_else(|| first("host"))
-        .filter(|h| {
-            h.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-        })
-        .unwrap_or("localhost");
-    format!("{proto}://{host}/api/v1")
+    config::public_base_url(req)
 }
 
 /// A heartbeat with the one-time webhook secret, when this call made one.
