@@ -125,7 +125,12 @@ impl Scenario {
         } else {
             self.url.clone()
         };
-        let mut builder = Request::builder().method(self.method.clone()).uri(url);
+        // As every real client does: the firewall's managed set refuses a
+        // request with neither a user agent nor a JSON Accept.
+        let mut builder = Request::builder()
+            .method(self.method.clone())
+            .uri(url)
+            .header("user-agent", "plateau-bench/1");
         if let Some(host) = &self.host {
             builder = builder.header("host", host);
         }
