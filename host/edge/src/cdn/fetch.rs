@@ -326,6 +326,7 @@ impl Again<'_> {
             } else if len <= limits.disk_object()
                 && let Some(file) = cdn.file(id)
             {
+                let writing = cdn.start_writing();
                 tokio::spawn(async move {
                     if let Err(e) = tokio::fs::write(&file, &bytes).await {
                         tracing::warn!(error = %e, file = %file.display(), "cdn: writing a response");
@@ -334,7 +335,7 @@ impl Again<'_> {
                     }
                     let v = variant(id, policy, status, headers, Stored::Disk(file), len, now);
                     cdn.insert(&slug, &key, epoch, v, &asked);
-                    drop(flight);
+                    drop((flight, writing));
                 });
             }
         });

@@ -62,6 +62,8 @@ struct Inner {
     limits: Limits,
     apps: Mutex<HashMap<String, Arc<AppCdn>>>,
     next_id: AtomicU64,
+    /// Responses whose bodies are being written to files.
+    writing: AtomicU64,
 }
 
 /// One app's switch and counters (since the edge started).
@@ -130,6 +132,7 @@ impl Cdn {
                 limits,
                 apps: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
+                writing: AtomicU64::new(0),
             }),
         })
     }
@@ -205,6 +208,18 @@ impl Cdn {
         self.store().used()
     }
 
+    /// Responses whose bodies are still being written to files: they
+    /// are stored (or evicted at once) when the write ends.
+    pub fn writing(&self) -> u64 {
+        self.inner.writing.load(Ordering::Relaxed)
+    }
+
+    /// Counts a file write until the guard drops.
+    fn start_writing(&self) -> Writing {
+        self.inner.writing.fetch_add(1, Ordering::Relaxed);
+        Writing(self.clone())
+    }
+
     fn next_id(&self) -> u64 {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -226,6 +241,15 @@ impl Cdn {
                 fetch::same_request(old, asked, now)
             });
         remove_files(files);
+    }
+}
+
+/// A body being written to its file (see [`Cdn::writing`]).
+struct Writing(Cdn);
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        self.0.inner.writing.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
