@@ -4,25 +4,21 @@
 //! creation event names the token as its actor. Their usage in the series
 //! store (`usage_points`), at list price (`plateau_core::prices`, as
 //! `GET /metrics` prices it), rounded up to whole cents, is the cost
-//! attributed to the token. A call that starts a resource (an app, a
+//! attributed to the token, kept in `tokens.spent_cents` as the usage is
+//! written (`plateau_store::token_spend`), not summed per request. A call that starts a resource (an app, a
 //! database, a cache, each of a manifest's) only adds to that cost, so it
 //! would pass the ceiling once the attributed cost has reached it: such a
 //! call is then refused with 403 `cost_ceiling_reached` naming the
 //! ceiling. Calls that stop or read cost nothing and are never refused.
 
-use plateau_store::{Db, usage};
+use plateau_store::{Db, token_spend};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 
 /// The cost attributed to token `token_id` in whole cents, rounded up.
-pub async fn attributed_cents(db: &Db, org_id: &str, token_id: &str) -> Result<i64, ApiError> {
-    let totals = usage::token_totals(db, org_id, token_id).await?;
-    let cents: f64 = totals
-        .iter()
-        .filter_map(|(metric, q)| plateau_core::prices::of(metric).map(|p| p.list_cents(*q)))
-        .sum();
-    Ok(cents.ceil() as i64)
+pub async fn attributed_cents(db: &Db, token_id: &str) -> Result<i64, ApiError> {
+    Ok(token_spend::spent(db, token_id).await?)
 }
 
 /// What every creation of an app, a database or a cache checks first,
@@ -45,7 +41,7 @@ pub async fn check_ceiling(db: &Db, caller: &Caller, what: &str) -> Result<(), A
     let Some(max) = caller.max_cost_cents else {
         return Ok(());
     };
-    let spent = attributed_cents(db, &caller.org_id, &caller.token_id).await?;
+    let spent = attributed_cents(db, &caller.token_id).await?;
     if spent >= max {
         return Err(ApiError::forbidden(
             "cost_ceiling_reached",

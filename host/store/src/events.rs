@@ -145,6 +145,14 @@ pub async fn record(tx: &mut Tx, event: &NewEvent, now: i64) -> Result<String> {
     .bind(event.data.to_string())
     .bind(now);
     tx.defer(insert).await?;
+    if let (Some(resource), Some(token), true, true) = (
+        event.resource_id.as_deref(),
+        event.actor.id.as_deref(),
+        event.action == "create",
+        event.actor.kind == "token",
+    ) {
+        crate::token_spend::record_creator(tx, &event.org_id, resource, token).await?;
+    }
     Ok(id)
 }
 

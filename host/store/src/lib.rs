@@ -38,6 +38,7 @@ pub mod sessions;
 pub mod settings;
 pub mod spend;
 pub mod storage;
+pub mod token_spend;
 pub mod tokens;
 pub mod usage;
 pub mod waf;

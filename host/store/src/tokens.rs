@@ -149,27 +149,3 @@ pub async fn count_active(db: &Db, org_id: &str, now: i64) -> Result<i64> {
     .await?;
     Ok(n)
 }
-
-/// Adds to a token's spend if it stays within its ceiling; false when the
-/// charge would exceed `max_cost_cents`.
-pub async fn charge(tx: &mut Tx, id: &str, cents: i64) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE tokens SET spent_cents = spent_cents + $2 WHERE id = $1 \
-         AND (max_cost_cents IS NULL OR spent_cents + $2 <= max_cost_cents)",
-    )
-    .bind(id)
-    .bind(cents)
-    .execute(tx.conn())
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-pub async fn spent_in_org(db: &Db, org_id: &str) -> Result<i64> {
-    let (n,): (i64,) = sqlx::query_as(
-        "SELECT CAST(COALESCE(SUM(spent_cents), 0) AS BIGINT) FROM tokens WHERE org_id = $1",
-    )
-    .bind(org_id)
-    .fetch_one(db.pool())
-    .await?;
-    Ok(n)
-}

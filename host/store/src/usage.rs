@@ -1,7 +1,9 @@
 //! The series store: daily usage points per organisation, resource and
 //! metric (`usage_points`). Reporters add increments in batches
 //! ([`add`], one transaction per batch, an upsert that sums); `GET /metrics`
-//! and `GET /usage` read them back ([`points`], [`totals`]).
+//! and `GET /usage` read them back ([`points`], [`totals`]). Each batch
+//! is charged to the tokens that created its resources in the same
+//! transaction (`crate::token_spend`).
 
 use sqlx::FromRow;
 
@@ -66,6 +68,7 @@ pub async fn add(db: &Db, batch: &[Increment]) -> Result<()> {
         .execute(tx.conn())
         .await?;
     }
+    crate::token_spend::charge_batch(&mut tx, batch).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -110,23 +113,6 @@ pub async fn totals(db: &Db, org_id: &str, from: &str, to: &str) -> Result<Vec<(
     .bind(org_id)
     .bind(from)
     .bind(to)
-    .fetch_all(db.pool())
-    .await?)
-}
-
-/// The total per metric of the resources token `token_id` created (those
-/// whose creation event, action `create`, names it as the actor): the
-/// usage a token's calls started, which its `maxCostCents` bounds.
-pub async fn token_totals(db: &Db, org_id: &str, token_id: &str) -> Result<Vec<(String, f64)>> {
-    Ok(sqlx::query_as(
-        "SELECT metric, SUM(quantity) FROM usage_points \
-         WHERE org_id = $1 AND resource_id IN (\
-           SELECT resource_id FROM events WHERE org_id = $1 AND actor_id = $2 \
-           AND action = 'create' AND resource_id IS NOT NULL) \
-         GROUP BY metric ORDER BY metric",
-    )
-    .bind(org_id)
-    .bind(token_id)
     .fetch_all(db.pool())
     .await?)
 }

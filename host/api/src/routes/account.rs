@@ -55,8 +55,7 @@ pub struct MeToken {
     security(("bearer" = [])),
     responses((status = 200, description = "the caller", body = Me)))]
 pub async fn me(State(app): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
-    let spent_cents =
-        crate::cost::attributed_cents(app.db(), &caller.org_id, &caller.token_id).await?;
+    let spent_cents = crate::cost::attributed_cents(app.db(), &caller.token_id).await?;
     Ok(Json(Me {
         user: MeUser {
             id: caller.user_id.clone(),

@@ -62,6 +62,18 @@ async fn calls_past_a_tokens_cost_ceiling_are_refused() {
     )
     .await;
     eprintln!("token with maxCostCents 1: spentCents {spent} once its cache ran");
+    // The spend is kept on the token as the usage is written: the list of
+    // tokens shows it.
+    let tokens = c.get("/tokens").await.json();
+    let listed = tokens["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "one")
+        .unwrap_or_else(|| panic!("token one in {tokens}"))
+        .clone();
+    assert!(listed["spentCents"].as_i64().unwrap() >= 1, "{listed}");
+    assert_eq!(listed["maxCostCents"], 1, "{listed}");
     let r = one
         .post(
             "/caches",
