@@ -252,6 +252,21 @@ pub async fn paused(db: &Db, org_id: &str) -> Result<Vec<Paused>> {
         .await?)
 }
 
+/// Takes the apps budget `budget_id` paused off the list, in the
+/// transaction that resumes them.
+pub async fn take_paused(tx: &mut Tx, org_id: &str, budget_id: &str) -> Result<Vec<Paused>> {
+    let all: Vec<Paused> = sqlx::query_as(PAUSED)
+        .bind(org_id)
+        .fetch_all(tx.conn())
+        .await?;
+    sqlx::query("DELETE FROM spend_paused WHERE org_id = $1 AND budget_id = $2")
+        .bind(org_id)
+        .bind(budget_id)
+        .execute(tx.conn())
+        .await?;
+    Ok(all.into_iter().filter(|p| p.budget_id == budget_id).collect())
+}
+
 /// Takes the organisation's paused apps off the list (in the transaction
 /// that resumes them) and lifts every budget's limit for `period`.
 pub async fn resume(tx: &mut Tx, org_id: &str, period: &str) -> Result<(Vec<Paused>, Vec<Budget>)> {

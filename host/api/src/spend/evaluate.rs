@@ -1,7 +1,9 @@
 //! The budgets' evaluation, in the alarms' pass: each budget's spend this
 //! month, the threshold it newly reached (`spend.threshold.reached`), and
 //! at 100% the actions its user chose (`spend.limit.reached`, apps paused
-//! through [`AppsControl`]). What it notified and did is a compare-and-set
+//! through [`AppsControl`]), and their undoing once the spend is back
+//! under 100% (`spend.limit.lifted`, the apps it paused resumed). What it
+//! notified and did is a compare-and-set
 //! in the transaction that records the events, the paused apps and the
 //! `spend.email.requested` notice, so several API processes act once.
 
@@ -102,7 +104,7 @@ async fn evaluate(
         &period,
         percent,
     );
-    if decision.notify.is_none() && !decision.limit && b.period == period {
+    if decision.notify.is_none() && !decision.limit && !decision.lift && b.period == period {
         spend::observed(db, &b.id, spent, now).await?;
         return Ok(false);
     }
@@ -111,6 +113,8 @@ async fn evaluate(
         notified_percent: decision.notified,
         limited_at: if decision.limit {
             Some(now)
+        } else if decision.lift {
+            None
         } else {
             b.limited_at
         },
@@ -163,11 +167,27 @@ async fn evaluate(
             .data(data);
         events::record(&mut tx, &event, now).await?;
     }
+    if decision.lift {
+        let mut resumed = Vec::new();
+        for p in spend::take_paused(&mut tx, &b.org_id, &b.id).await? {
+            if let Some(apps) = apps
+                && apps.resume(&mut tx, &b.org_id, &p.app_id, now).await?
+            {
+                resumed.push(p.app_id);
+            }
+        }
+        let mut data = data.clone();
+        data["resumedApps"] = json!(resumed);
+        let event = NewEvent::noticed(&b.org_id, "spend.limit.lifted", "spend", "notify", &actor)
+            .resource("spend_budget", &b.id)
+            .data(data);
+        events::record(&mut tx, &event, now).await?;
+    }
     if let Some(email) = email(db, b, &decision, spent, &actions, &paused).await? {
         events::record(&mut tx, &email, now).await?;
     }
     tx.commit().await?;
-    Ok(decision.notify.is_some() || decision.limit)
+    Ok(decision.notify.is_some() || decision.limit || decision.lift)
 }
 
 async fn email(

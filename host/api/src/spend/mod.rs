@@ -12,7 +12,10 @@
 //!
 //! The evaluation ([`evaluate`]) runs in the alarms' pass; the actions
 //! are taken and undone through [`AppsControl`] (the apps crate's), and
-//! new resources are refused by [`guard`].
+//! new resources are refused by [`guard`]. A limit is lifted, and what it
+//! paused resumed, by `POST /spend/resume`, or by the evaluation once the
+//! spend is back under 100% (the budget was raised, or a new month
+//! began).
 
 pub mod evaluate;
 pub mod guard;
@@ -139,6 +142,9 @@ pub struct Decision {
     pub notify: Option<i64>,
     /// Whether to take the 100% actions now.
     pub limit: bool,
+    /// Whether to undo them: the budget is limited but its spend is back
+    /// under 100%, because the budget was raised or a new month began.
+    pub lift: bool,
     /// The threshold notified this month after the evaluation.
     pub notified: i64,
 }
@@ -157,6 +163,7 @@ pub fn decide(state: &BudgetState<'_>, period: &str, percent: f64) -> Decision {
     Decision {
         notify,
         limit,
+        lift: state.limited && percent < 100.0,
         notified: notified.max(now_reached),
     }
 }

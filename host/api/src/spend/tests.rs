@@ -47,6 +47,16 @@ fn each_threshold_notifies_once_a_month() {
 }
 
 #[test]
+fn a_limit_lifts_once_the_spend_is_back_under_the_budget() {
+    // Raised past the spend, or a new month: the actions are undone.
+    assert!(decide(&state(100, true, ""), "2026-11", 40.0).lift);
+    assert!(decide(&state(100, true, ""), "2026-12", 0.0).lift);
+    // Still at or past 100%, or never limited: nothing to undo.
+    assert!(!decide(&state(100, true, ""), "2026-11", 100.0).lift);
+    assert!(!decide(&state(80, false, ""), "2026-11", 40.0).lift);
+}
+
+#[test]
 fn the_actions_run_once_and_not_again_after_a_resume() {
     let d = decide(&state(80, false, ""), "2026-11", 100.0);
     assert_eq!((d.notify, d.limit), (Some(100), true));

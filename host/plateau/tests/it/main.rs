@@ -52,6 +52,7 @@ mod runners;
 mod server;
 mod slow_clients;
 mod spend;
+mod spend_lift;
 mod standard_webhooks;
 mod storage;
 mod storage_objects;
