@@ -7,6 +7,11 @@
 //! - `cargo xtask bench manifest [--rounds N]`: a stack of 5 apps, 2
 //!   databases and 1 cache applied from empty, and re-applied unchanged
 //!   (p50, p99; each checked to touch nothing) (issue 34).
+//! - `cargo xtask bench metrics [--resources N] [--days N] [--requests N]`:
+//!   `GET /metrics` p50/p99 over a year of daily points for 1,000
+//!   resources, against the 50 ms bound (issue 34).
+//! - `cargo xtask bench ingest [--resources N] [--minutes N] [--interval-ms N]`:
+//!   usage ingest from 10,000 resources a minute, the lag per minute (issue 34).
 //! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]`:
 //!   managed PostgreSQL creation time (p50, p99) and pgbench select-only
 //!   through the pooler against straight to the leader (issue 16).
@@ -60,8 +65,10 @@ mod email_bench;
 mod errors_bench;
 mod flags_bench;
 mod harness;
+mod ingest_bench;
 mod load;
 mod manifest_bench;
+mod metrics_bench;
 mod postgres_bins;
 mod queues_bench;
 mod server;
@@ -186,11 +193,27 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(databases_bench::run(opts))
         }
+        ["bench", "metrics", rest @ ..] => {
+            let opts = metrics_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(metrics_bench::run(opts))
+        }
+        ["bench", "ingest", rest @ ..] => {
+            let opts = ingest_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(ingest_bench::run(opts))
+        }
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench manifest [--rounds N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
         ),
     }
 }

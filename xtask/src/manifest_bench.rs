@@ -6,7 +6,8 @@
 //! and until every app's deployment is live. Then the same manifest applied
 //! again `--rounds` times (10 by default): p50 and p99 of the re-apply,
 //! each checked to have changed nothing (`changed: false`, the same
-//! deployments).
+//! deployments), and what the re-applies touched printed: the resources
+//! whose `updatedAt` moved and the events recorded meanwhile.
 
 use std::time::{Duration, Instant};
 
@@ -62,6 +63,9 @@ fn stack(image: &str) -> Value {
 
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let server = Server::start_release().await?;
+    if crate::server::debug_profile() {
+        println!("debug build: the figures are not the product's");
+    }
     let token = server.create_org("manifest-bench", "pro").await?;
     let api = Client::new(&server.base).with_token(&token);
     let org = api.get("/me").await.json()["organization"]["id"]
@@ -107,7 +111,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         live_in.as_secs_f64()
     );
 
+    println!("apply from empty: {}", applied["summary"]);
     let before = deployments(&api, &apps).await;
+    let stamps = updated_stamps(&api).await;
+    let seen = event_ids(&api).await;
+    let mut summary = Value::Null;
     let mut samples = Vec::with_capacity(opts.rounds);
     for _ in 0..opts.rounds {
         let started = Instant::now();
@@ -116,7 +124,28 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         if r.status != 200 || r.json()["changed"] != false {
             bail!("a re-apply changed something: {} {}", r.status, r.text());
         }
+        summary = r.json()["summary"].clone();
     }
+    // What the re-applies touched: resources whose updatedAt moved, and
+    // the events recorded meanwhile (by type; the data plane's own, such
+    // as a status observed, would show here too).
+    let moved: Vec<String> = updated_stamps(&api)
+        .await
+        .into_iter()
+        .filter(|s| !stamps.contains(s))
+        .map(|(id, _)| id)
+        .collect();
+    let mut new_events: Vec<String> = Vec::new();
+    for (id, kind) in event_ids(&api).await {
+        if !seen.iter().any(|(s, _)| *s == id) {
+            new_events.push(kind);
+        }
+    }
+    println!(
+        "re-apply touched: {} resources with a new updatedAt {moved:?}; {} events {new_events:?}; summary {summary}",
+        moved.len(),
+        new_events.len()
+    );
     if deployments(&api, &apps).await != before {
         bail!("a re-apply made a deployment");
     }
@@ -126,6 +155,37 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         opts.rounds
     );
     Ok(())
+}
+
+/// Every app, database and cache of the organisation: `(id, updatedAt)`.
+async fn updated_stamps(api: &Client) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for path in ["/apps", "/databases", "/caches"] {
+        let page = api.get(&format!("{path}?limit=200")).await.json();
+        for item in page["items"].as_array().into_iter().flatten() {
+            out.push((
+                item["id"].as_str().unwrap_or_default().to_owned(),
+                item["updatedAt"].to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// The organisation's latest events: `(id, type)`.
+async fn event_ids(api: &Client) -> Vec<(String, String)> {
+    let page = api.get("/events?limit=200").await.json();
+    page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap_or_default().to_owned(),
+                e["type"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
 }
 
 /// Every app's deployment ids, newest first.

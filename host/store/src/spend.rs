@@ -264,7 +264,10 @@ pub async fn take_paused(tx: &mut Tx, org_id: &str, budget_id: &str) -> Result<V
         .bind(budget_id)
         .execute(tx.conn())
         .await?;
-    Ok(all.into_iter().filter(|p| p.budget_id == budget_id).collect())
+    Ok(all
+        .into_iter()
+        .filter(|p| p.budget_id == budget_id)
+        .collect())
 }
 
 /// Takes the organisation's paused apps off the list (in the transaction

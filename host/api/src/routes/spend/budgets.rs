@@ -20,7 +20,6 @@ use crate::routes::watch;
 use crate::spend::{Action, DEFAULT_THRESHOLDS, MAX_PERCENT, MAX_THRESHOLDS};
 use crate::state::AppState;
 
-
 /// Ten billion dollars: far past any real budget, short of overflow.
 const MAX_AMOUNT_CENTS: i64 = 1_000_000_000_000;
 /// A new budget: for the organisation (no `projectId`) or one project.
@@ -268,4 +267,3 @@ pub async fn delete(
     tx.commit_last().await?;
     Ok(Json(view(&app, &caller, b, now).await?))
 }
-
