@@ -158,7 +158,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         (
             "the organisation, everything, the year".to_owned(),
             format!("/metrics?from={from_year}&to={to}"),
-            3,
+            1,
         ),
     ];
     println!(
