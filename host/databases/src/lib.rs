@@ -238,8 +238,13 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     async fn drop_backups(&self, cluster: &str) -> Result<()>;
 
     /// The backup store, where uploaded dumps are kept too
-    /// ([`dumps::dump_key`]).
-    fn dump_store(&self) -> std::sync::Arc<dyn object_store::ObjectStore>;
+    /// ([`dumps::dump_key`]), with the part size of its streamed writes.
+    fn dump_store(&self) -> plateau_object_store::Opened;
+
+    /// The `pg_restore` of PostgreSQL `version`, which turns a
+    /// custom-format dump into plain SQL for a database of that version
+    /// (it reads the archives of its own pg_dump and of older ones).
+    fn pg_restore(&self, version: &str) -> Result<std::path::PathBuf>;
 }
 
 /// How long a leader whose process lives may refuse connections before
