@@ -241,6 +241,16 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     /// ([`dumps::dump_key`]), with the part size of its streamed writes.
     fn dump_store(&self) -> plateau_object_store::Opened;
 
+    /// For each standby of the cluster, whether it holds a synchronized
+    /// copy of logical slot `slot` that a promotion would keep (failover
+    /// slots, PostgreSQL 17; always false before): `(member, kept)`.
+    async fn slot_on_standbys(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        slot: &str,
+    ) -> Vec<(String, bool)>;
+
     /// The `pg_restore` of PostgreSQL `version`, which turns a
     /// custom-format dump into plain SQL for a database of that version
     /// (it reads the archives of its own pg_dump and of older ones).

@@ -62,32 +62,61 @@ pub fn read_database(database: &str) -> String {
     format!("{database}_ro")
 }
 
+/// Whether PostgreSQL `version` has failover slots (17): logical slots
+/// made with `failover = true` are synchronized to the standbys.
+pub fn failover_slots(version: &str) -> bool {
+    version.parse::<u32>().is_ok_and(|v| v >= 17)
+}
+
 /// What a leader adds to [`postgres`]: synchronous commit to any one of
 /// its standbys, so an acknowledged commit is on two servers. With no
-/// standby, commits are local (a lone survivor keeps taking writes).
-pub fn leader(standbys: &[String]) -> String {
+/// standby, commits are local (a lone survivor keeps taking writes). On
+/// 17, logical walsenders also wait until every live standby has
+/// received a change before sending it to a subscriber
+/// (`synchronized_standby_slots`, their physical slots are named after
+/// them), so whichever standby is promoted has all a subscriber got.
+pub fn leader(version: &str, standbys: &[String]) -> String {
     if standbys.is_empty() {
         return "synchronous_standby_names = ''\n".to_owned();
     }
     let names: Vec<String> = standbys.iter().map(|n| format!("\"{n}\"")).collect();
-    format!(
+    let mut text = format!(
         "synchronous_standby_names = 'ANY 1 ({})'\n",
         names.join(", ")
-    )
+    );
+    if failover_slots(version) {
+        text += &format!("synchronized_standby_slots = '{}'\n", standbys.join(", "));
+    }
+    text
 }
 
 /// What a standby adds to [`postgres`]: whom it streams from, through its
-/// own replication slot on the leader.
-pub fn standby(name: &str, address: &str, leader_port: u16, admin_password: &str) -> String {
+/// own replication slot on the leader. On 17 it also keeps a copy of the
+/// leader's failover slots (`sync_replication_slots`, whose worker needs
+/// a database in `primary_conninfo`), so a subscription of the cluster
+/// finds its slot on the standby promoted by a failover.
+pub fn standby(
+    version: &str,
+    name: &str,
+    address: &str,
+    leader_port: u16,
+    admin_password: &str,
+) -> String {
+    let (dbname, sync) = if failover_slots(version) {
+        (" dbname=postgres", "sync_replication_slots = on\n")
+    } else {
+        ("", "")
+    };
     // Generated passwords are letters and digits: nothing to quote.
     let conninfo = format!(
-        "host={address} port={leader_port} user={ADMIN_ROLE} password={admin_password} application_name={name}"
+        "host={address} port={leader_port} user={ADMIN_ROLE} password={admin_password} application_name={name}{dbname}"
     );
     format!(
         "primary_conninfo = '{conninfo}'\n\
          primary_slot_name = '{name}'\n\
          hot_standby = on\n\
          hot_standby_feedback = on\n\
+         {sync}\
          wal_retrieve_retry_interval = 200ms\n\
          recovery_target_timeline = 'latest'\n"
     )
@@ -351,5 +380,31 @@ mod tests {
             text.contains("include_if_exists = 'plateau-tls.conf'\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn on_17_standbys_keep_the_leaders_failover_slots_and_subscribers_wait_for_them() {
+        let standbys = ["node1".to_owned(), "node2".to_owned()];
+        let l17 = leader("17", &standbys);
+        assert!(
+            l17.contains("synchronized_standby_slots = 'node1, node2'\n"),
+            "{l17}"
+        );
+        let s17 = standby("17", "node1", "127.0.0.1", 5000, "pw");
+        assert!(s17.contains("sync_replication_slots = on\n"), "{s17}");
+        assert!(
+            s17.contains("application_name=node1 dbname=postgres'"),
+            "{s17}"
+        );
+        // 15 and 16 have neither setting (the server would refuse them).
+        for v in ["15", "16"] {
+            assert!(!leader(v, &standbys).contains("synchronized"), "{v}");
+            let s = standby(v, "node1", "127.0.0.1", 5000, "pw");
+            assert!(
+                !s.contains("sync_replication_slots") && !s.contains("dbname"),
+                "{s}"
+            );
+        }
+        assert_eq!(leader("17", &[]), "synchronous_standby_names = ''\n");
     }
 }

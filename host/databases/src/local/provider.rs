@@ -197,6 +197,21 @@ impl DatabaseProvider for LocalProvider {
         self.config.backups.clone()
     }
 
+    async fn slot_on_standbys(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        slot: &str,
+    ) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for node in placement.standbys() {
+            let kept = super::conf::failover_slots(&placement.version)
+                && self.synced_slot(placement, credentials, &node, slot).await;
+            out.push((node.name, kept));
+        }
+        out
+    }
+
     fn pg_restore(&self, version: &str) -> Result<std::path::PathBuf> {
         bins::client_tool(&self.config.binaries, version, "pg_restore").ok_or_else(|| {
             Error::Unavailable(format!(
