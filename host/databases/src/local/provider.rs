@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
 
 use crate::spec::{BaseBackup, ClusterSpec, Credentials, Member, Node, Placement, RestoreFrom};
-use crate::{DatabaseProvider, Error, Result, Supervised};
+use crate::{DatabaseProvider, Error, Result, Supervised, bins};
 
 use super::LocalProvider;
 
@@ -193,8 +193,31 @@ impl DatabaseProvider for LocalProvider {
         LocalProvider::finish_reset(self, spec, placement, credentials).await
     }
 
-    fn dump_store(&self) -> std::sync::Arc<dyn object_store::ObjectStore> {
-        self.config.backups.store.clone()
+    fn dump_store(&self) -> plateau_object_store::Opened {
+        self.config.backups.clone()
+    }
+
+    async fn slot_on_standbys(
+        &self,
+        placement: &Placement,
+        credentials: &Credentials,
+        slot: &str,
+    ) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for node in placement.standbys() {
+            let kept = super::conf::failover_slots(&placement.version)
+                && self.synced_slot(placement, credentials, &node, slot).await;
+            out.push((node.name, kept));
+        }
+        out
+    }
+
+    fn pg_restore(&self, version: &str) -> Result<std::path::PathBuf> {
+        bins::client_tool(&self.config.binaries, version, "pg_restore").ok_or_else(|| {
+            Error::Unavailable(format!(
+                "pg_restore {version} is not installed on this host; install it with `plateau install postgres`"
+            ))
+        })
     }
 
     async fn prune_backups(

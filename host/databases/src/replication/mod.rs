@@ -20,8 +20,10 @@
 //! `REPLICATION`, a member of the source's owner role (to read the tables
 //! for the first copy), a generated password that only the subscriber's
 //! catalog holds. The subscriber reaches the source's write endpoint, so
-//! a switchover keeps it streaming (a failover loses the slot, which lives
-//! on the old leader).
+//! a switchover keeps it streaming. A failover keeps it streaming on 17
+//! (source and subscriber): its slot is a failover slot, which the
+//! source's standbys keep a copy of (`local::conf`); on 15 and 16 the
+//! slot lives on the old leader only and the subscription stops.
 
 pub mod source;
 
@@ -77,13 +79,14 @@ impl DatabaseService {
     }
 
     /// The preflight of a subscription of `target` to `publication` of
-    /// `source`: the published tables, or the first check that blocks.
+    /// `source`: the published tables and the source's major version, or
+    /// the first check that blocks.
     pub async fn preflight(
         &self,
         target: &Database,
         source: &Source,
         publication: &str,
-    ) -> Result<Vec<(String, String)>> {
+    ) -> Result<(Vec<(String, String)>, u32)> {
         let mut conn = source.connect(self).await?;
         let facts = sql::source_facts(&mut conn).await?;
         let target_major: u32 = target.version.parse().unwrap_or(0);
@@ -146,7 +149,7 @@ impl DatabaseService {
                 ),
             ));
         }
-        Ok(tables)
+        Ok((tables, facts.major))
     }
 
     /// Makes subscription `req` in `target` after its preflight: on a
@@ -172,7 +175,10 @@ impl DatabaseService {
                 "source: a database cannot subscribe to itself".to_owned(),
             ));
         }
-        self.preflight(target, &source, req.publication).await?;
+        let (_, source_major) = self.preflight(target, &source, req.publication).await?;
+        // A failover slot (17 on both ends): the source's standbys keep a
+        // copy, so the subscription follows a failover of the source.
+        let failover = source_major >= 17 && crate::local::failover_slots(&target.version);
         let slot = slot_name(&target.id, req.name);
         let (conninfo, display, source_role) = match &source {
             Source::Plateau(d) => {
@@ -190,6 +196,7 @@ impl DatabaseService {
                 publication: req.publication,
                 slot: &slot,
                 copy_data: req.copy_data,
+                failover,
             },
         )
         .await;

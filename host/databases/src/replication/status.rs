@@ -59,6 +59,12 @@ pub struct SubscriptionView {
     pub lag_bytes: Option<i64>,
     /// The last message from the source.
     pub last_message_at: Option<String>,
+    /// On a Plateau source with replicas: whether the subscription keeps
+    /// streaming through a failover of the source, its slot being a
+    /// failover slot that every replica of the source holds (PostgreSQL
+    /// 17); always false on 15 and 16, whose slots live on the leader
+    /// only. None for other sources.
+    pub failover_ready: Option<bool>,
     pub cutover: Cutover,
     pub created_at: String,
 }
@@ -141,6 +147,7 @@ impl DatabaseService {
         {
             reasons.push(format!("{bytes} bytes behind the source"));
         }
+        let failover_ready = self.failover_ready(s).await;
         Ok(SubscriptionView {
             name: s.name.clone(),
             source: s.source_display.clone(),
@@ -153,12 +160,29 @@ impl DatabaseService {
             tables_syncing: applied.tables_syncing,
             lag_bytes: lag,
             last_message_at: applied.last_message_at,
+            failover_ready,
             cutover: Cutover {
                 ready: reasons.is_empty(),
                 reasons,
             },
             created_at: time::to_rfc3339(s.created_at),
         })
+    }
+
+    /// Whether the slot of `s` is kept by every replica of its Plateau
+    /// source; none for other sources or one without replicas.
+    async fn failover_ready(&self, s: &Subscription) -> Option<bool> {
+        let id = s.source_database_id.as_deref()?;
+        let d = plateau_store::databases::get(self.db(), &s.org_id, id)
+            .await
+            .ok()??;
+        let placement = DatabaseService::placement(&d).ok()?;
+        let credentials = self.credentials(&d).ok()?;
+        let kept = self
+            .provider()
+            .slot_on_standbys(&placement, &credentials, &s.slot_name)
+            .await;
+        (!kept.is_empty()).then(|| kept.iter().all(|(_, k)| *k))
     }
 
     /// Moves every sequence of `target` that the source of `s` has used

@@ -1,6 +1,5 @@
-//! Managed dump restore (issue 32): dumps made by the host's pg_dump
-//! (Debian's 15; the embedded 16 and 17 ship no client tools) of a
-//! version-15 database, in custom format and as gzip-compressed plain
+//! Managed dump restore (issue 32): dumps made by Debian's pg_dump 15
+//! (`dump_versions` has those of 16 and 17) of a version-15 database, in custom format and as gzip-compressed plain
 //! SQL, uploaded through the presigned URL and restored into a 17 and a
 //! 15 database with an extension pre-seeded: every row there, owned by
 //! the database's owner role, the counts in the job. A dump that fails
@@ -16,7 +15,7 @@ use serde_json::{Value, json};
 use super::{Processes, connection, create, psql_ok};
 use crate::{create_org, start};
 
-const SOURCE: &str = "CREATE EXTENSION citext; \
+pub(super) const SOURCE: &str = "CREATE EXTENSION citext; \
     CREATE TABLE people (id serial PRIMARY KEY, email citext UNIQUE, note text); \
     INSERT INTO people (email, note) SELECT 'p' || g || '@x.io', E'semi;colon\\ttab ''quote''' FROM generate_series(1, 500) g; \
     CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, person int REFERENCES people); \
@@ -38,14 +37,14 @@ fn pg_dump(uri: &str, args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-fn gzip(data: &[u8]) -> Vec<u8> {
+pub(super) fn gzip(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
 
 /// Uploads `dump` for database `id` through a presigned URL: its key.
-async fn upload(c: &Client, id: &str, dump: Vec<u8>) -> String {
+pub(super) async fn upload(c: &Client, id: &str, dump: Vec<u8>) -> String {
     let r = c
         .post(
             &format!("/databases/{id}/restore-dump/upload-url"),
@@ -80,7 +79,7 @@ async fn upload(c: &Client, id: &str, dump: Vec<u8>) -> String {
 }
 
 /// Asks for a restore of `key` into `id` and waits until it ends: the job.
-async fn restored(c: &Client, id: &str, key: &str, seeds: &[&str]) -> Value {
+pub(super) async fn restored(c: &Client, id: &str, key: &str, seeds: &[&str]) -> Value {
     let pre_seed: Vec<Value> = seeds.iter().map(|e| json!({ "extension": e })).collect();
     let r = c
         .post(

@@ -4,7 +4,9 @@
 //! replica promoted, the pooled URI working again, no acknowledged commit
 //! lost, the dead member made again as a replica, the same `writeUri`
 //! leading to the new leader), hot scaling within the plan's maximum, and
-//! `apply-config` (whose switchover `writeUri` follows too).
+//! `apply-config` (whose switchover `writeUri` follows too). A
+//! subscription to a PostgreSQL 17 database with replicas goes on
+//! streaming after its source's leader is killed (failover slots).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -129,27 +131,7 @@ async fn failover(backend: Backend) {
     // the ids whose commit was acknowledged.
     let acknowledged = Arc::new(Mutex::new(Vec::<i32>::new()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let load = {
-        let (uri, acknowledged, stop) = (uri.clone(), acknowledged.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut next = 1;
-            let mut conn = None;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                if conn.is_none() {
-                    conn = sqlx_connect(&uri).await.ok();
-                    if conn.is_none() {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                }
-                match insert(conn.as_mut().unwrap(), next).await {
-                    Ok(_) => acknowledged.lock().unwrap().push(next),
-                    Err(_) => conn = None,
-                }
-                next += 1;
-            }
-        })
-    };
+    let load = write_load(uri.clone(), acknowledged.clone(), stop.clone());
     while acknowledged.lock().unwrap().len() < 50 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -285,3 +267,159 @@ async fn failover(backend: Backend) {
 }
 
 on_both_backends!(failover);
+
+/// Writes `ledger` rows one commit at a time through `uri` until `stop`,
+/// keeping the ids whose commit was acknowledged.
+fn write_load(
+    uri: String,
+    acknowledged: Arc<Mutex<Vec<i32>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let (mut next, mut conn) = (1, None);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if conn.is_none() {
+                conn = sqlx_connect(&uri).await.ok();
+                if conn.is_none() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            }
+            match insert(conn.as_mut().unwrap(), next).await {
+                Ok(_) => acknowledged.lock().unwrap().push(next),
+                Err(_) => conn = None,
+            }
+            next += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+}
+
+/// The ids in `ledger` at `uri`.
+async fn ledger_ids(uri: &str) -> std::collections::HashSet<i32> {
+    let Ok(mut conn) = sqlx_connect(uri).await else {
+        return Default::default();
+    };
+    let rows = sqlx::query("SELECT id FROM ledger")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap_or_default();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_follows_a_failover_of_its_17_source() {
+    let server = start(Backend::Sqlite).await;
+    let _processes = Processes::of(&server);
+    let token = create_org(&server, "hasub", "pro").await;
+    let c = Client::new(&server.url).with_token(&token);
+    let src = create(&c, json!({ "name": "src", "replicas": 2 })).await;
+    let dst = create(&c, json!({ "name": "dst" })).await;
+    let (src, dst) = (src["id"].as_str().unwrap(), dst["id"].as_str().unwrap());
+    let d = wait_for(&c, src, "replicas streaming", |d| all_streaming(d, 2)).await;
+    let first_leader = leader(&d);
+    let src_conn = connection(&c, src).await;
+    let (src_uri, src_write) = (
+        src_conn["uri"].as_str().unwrap().to_owned(),
+        src_conn["writeUri"].as_str().unwrap().to_owned(),
+    );
+    let dst_uri = connection(&c, dst).await["writeUri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for uri in [&src_write, &dst_uri] {
+        psql_ok(uri, "CREATE TABLE ledger (id int PRIMARY KEY)");
+    }
+    let r = c
+        .post(
+            &format!("/databases/{src}/publications"),
+            json!({ "name": "ledger_pub", "tables": ["ledger"] }),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let body = json!({ "name": "fromsrc", "source": src, "publication": "ledger_pub" });
+    let r = c
+        .post(&format!("/databases/{dst}/subscriptions"), body)
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    // Writes go on throughout; the slot is kept by both replicas first.
+    let acknowledged = Arc::new(Mutex::new(Vec::<i32>::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = write_load(src_uri, acknowledged.clone(), stop.clone());
+    let sub = format!("/databases/{dst}/subscriptions/fromsrc");
+    let began = std::time::Instant::now();
+    let mut view = Value::Null;
+    while view["failoverReady"] != true || view["streaming"] != true {
+        assert!(began.elapsed() < Duration::from_secs(120), "{view}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        view = c.get(&sub).await.json();
+    }
+    eprintln!(
+        "the slot is kept by both replicas {:.1} s after the subscribe",
+        began.elapsed().as_secs_f64()
+    );
+
+    // SIGKILL the source's leader.
+    let pid_file = server.data_dir.path().join(format!(
+        "databases/{src}/{first_leader}/data/postmaster.pid"
+    ));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid = pid.lines().next().unwrap().trim().to_owned();
+    let killed = std::time::Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let before = acknowledged.lock().unwrap().len();
+    wait_for(&c, src, "a promotion", |d| {
+        let l = leader(d);
+        !l.is_empty() && l != first_leader
+    })
+    .await;
+    // The subscriber receives what is written after the failover.
+    let mut resumed = None;
+    while resumed.is_none() {
+        assert!(killed.elapsed() < Duration::from_secs(180), "never resumed");
+        let first_after = acknowledged.lock().unwrap().get(before).copied();
+        if let Some(id) = first_after
+            && ledger_ids(&dst_uri).await.contains(&id)
+        {
+            resumed = Some(killed.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.await.unwrap();
+
+    // Every acknowledged row reaches the subscriber, and nothing the new
+    // leader lacks.
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let mut lost = acknowledged.len();
+    let mut on_dst = Default::default();
+    for _ in 0..600 {
+        on_dst = ledger_ids(&dst_uri).await;
+        lost = acknowledged.iter().filter(|i| !on_dst.contains(i)).count();
+        if lost == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let on_src = ledger_ids(&src_write).await;
+    let extra = on_dst.iter().filter(|i| !on_src.contains(i)).count();
+    eprintln!(
+        "subscription across a failover of its source: {} rows acknowledged ({} before the kill), \
+         rows lost = {lost}, rows the new leader lacks = {extra}, {:.1} s from the kill to \
+         the first row written after it on the subscriber",
+        acknowledged.len(),
+        before,
+        resumed.unwrap().as_secs_f64()
+    );
+    assert_eq!(lost, 0, "acknowledged rows never reached the subscriber");
+    assert_eq!(extra, 0, "the subscriber got rows the new leader lacks");
+    let view = c.get(&sub).await.json();
+    assert_eq!(view["streaming"], true, "{view}");
+}

@@ -9,6 +9,7 @@ mod branch_reset;
 mod converge;
 mod drivers;
 mod dump_restore;
+mod dump_versions;
 mod ha;
 mod inside;
 mod isolation;
