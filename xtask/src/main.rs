@@ -65,9 +65,11 @@ mod email_bench;
 mod errors_bench;
 mod flags_bench;
 mod harness;
+#[cfg(feature = "store-benches")]
 mod ingest_bench;
 mod load;
 mod manifest_bench;
+#[cfg(feature = "store-benches")]
 mod metrics_bench;
 mod postgres_bins;
 mod queues_bench;
@@ -193,6 +195,7 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(databases_bench::run(opts))
         }
+        #[cfg(feature = "store-benches")]
         ["bench", "metrics", rest @ ..] => {
             let opts = metrics_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -201,6 +204,7 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(metrics_bench::run(opts))
         }
+        #[cfg(feature = "store-benches")]
         ["bench", "ingest", rest @ ..] => {
             let opts = ingest_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -209,6 +213,8 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(ingest_bench::run(opts))
         }
+        #[cfg(not(feature = "store-benches"))]
+        ["bench", "metrics" | "ingest", ..] => with_store_benches(&args),
         ["run", rest @ ..] => setup::run_server(rest),
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
@@ -247,5 +253,28 @@ async fn bench_core(opts: load::Options) -> anyhow::Result<()> {
     load::run_table(&server, scenarios, &opts, "static").await?;
     println!("\ntargets: GET /me >= 60% of static; fresh idempotent POST >= 3000 req/s");
     drop(server);
+    Ok(())
+}
+
+/// Runs xtask again with the `store-benches` feature, which the benches
+/// that write the series store directly need.
+#[cfg(not(feature = "store-benches"))]
+fn with_store_benches(args: &[String]) -> anyhow::Result<()> {
+    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "xtask",
+            "--features",
+            "store-benches",
+            "--",
+        ])
+        .args(args)
+        .status()
+        .context("running xtask with the store-benches feature")?;
+    if !status.success() {
+        bail!("xtask bench exited with {status}");
+    }
     Ok(())
 }
