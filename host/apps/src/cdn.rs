@@ -75,6 +75,21 @@ pub struct CdnStats {
     pub entries: u64,
     /// Their body bytes.
     pub stored_bytes: u64,
+    /// Bytes the app's responses take in the edge's memory (bodies and
+    /// heads).
+    #[serde(default)]
+    pub memory_bytes: u64,
+    /// The app's fair share of the edge's memory now: the memory over the
+    /// apps with responses in it. When memory is full, apps above their
+    /// share lose their least recently used responses first.
+    #[serde(default)]
+    pub memory_share_bytes: u64,
+    /// Bytes of the app's responses in the edge's files.
+    #[serde(default)]
+    pub disk_bytes: u64,
+    /// The app's fair share of the edge's disk, as of memory.
+    #[serde(default)]
+    pub disk_share_bytes: u64,
 }
 
 impl CdnStats {
@@ -91,6 +106,10 @@ impl CdnStats {
             bytes_served: s.bytes_served,
             entries: s.stored.entries,
             stored_bytes: s.stored.bytes,
+            memory_bytes: s.share.memory_bytes,
+            memory_share_bytes: s.share.memory_share_bytes,
+            disk_bytes: s.share.disk_bytes,
+            disk_share_bytes: s.share.disk_share_bytes,
         }
     }
 }

@@ -35,6 +35,9 @@ mod filter_counters;
 #[cfg(test)]
 mod filter_tests;
 pub mod filters;
+mod hop;
+#[cfg(test)]
+mod keepalive_tests;
 mod rules;
 mod serve;
 pub mod tls;

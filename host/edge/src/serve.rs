@@ -5,7 +5,9 @@
 //! domain (over plain HTTP, a domain with a certificate is redirected to
 //! HTTPS). The edge's own answers (unknown name, paused, loading or
 //! undeployed app, failing app) are problem documents; a 503 of an app
-//! that will serve again says when to retry.
+//! that will serve again says when to retry. Hop-by-hop fields stay on
+//! their side of the edge ([`crate::hop`]): a replica's
+//! `Connection: close` does not close the client's kept-alive connection.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -137,6 +139,9 @@ pub(crate) async fn route(
         },
         None => Vec::new(),
     };
+    // Hop-by-hop fields are the client's connection's ([`crate::hop`]).
+    let upgrade = crate::hop::is_upgrade(&parts.headers);
+    crate::hop::strip(&mut parts.headers, upgrade);
     parts.headers.insert(
         "x-forwarded-for",
         http::HeaderValue::from_str(&peer.ip().to_string()).expect("an address is a header value"),
@@ -165,12 +170,17 @@ pub(crate) async fn route(
     match answered {
         Ok(mut response) => {
             crate::rules::after(&changes, &mut response);
-            match filtered {
+            let mut response = match filtered {
                 Some((chain, head)) if chain.wants_response() => {
                     after_app(&chain, &head, response).await
                 }
                 _ => response,
-            }
+            };
+            // Last: neither the app, nor its rules or filters, decide
+            // whether the client's connection stays open.
+            let upgrade = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+            crate::hop::strip(response.headers_mut(), upgrade);
+            response
         }
         Err(Error::Stopped) => retry_later(problem(
             StatusCode::SERVICE_UNAVAILABLE,

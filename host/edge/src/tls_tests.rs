@@ -2,7 +2,8 @@
 //! picks the domain's certificate (an unknown name gets none), ALPN
 //! negotiates HTTP/1.1 and an upgraded connection echoes bytes through
 //! the edge, as a WebSocket would; plain HTTP to a domain with a
-//! certificate is redirected to HTTPS.
+//! certificate is redirected to HTTPS; kept-alive connections stay open
+//! whatever the replicas say of theirs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use tokio::net::TcpListener;
 
 use crate::{DomainRoute, Edge, Target};
 
-const NAME: &str = "shop.example.test";
+pub(crate) const NAME: &str = "shop.example.test";
 
 /// Replicas that accept any upgrade and echo what the client sends.
 struct Echo;
@@ -59,9 +60,20 @@ impl Replicas for Echo {
     fn stop(&self) {}
 }
 
-/// An edge serving [`NAME`] over HTTPS with a fresh certificate; its
-/// address and the certificate a client trusts.
+/// An edge serving [`NAME`] (the app `shop`, [`Echo`]) over HTTPS with a
+/// fresh certificate; its address and the certificate a client trusts.
 async fn edge() -> (
+    Arc<Edge>,
+    std::net::SocketAddr,
+    rustls::pki_types::CertificateDer<'static>,
+) {
+    edge_of(Arc::new(Echo)).await
+}
+
+/// [`edge`] with `replicas` serving the app.
+pub(crate) async fn edge_of(
+    replicas: Arc<dyn plateau_runner::Replicas>,
+) -> (
     Arc<Edge>,
     std::net::SocketAddr,
     rustls::pki_types::CertificateDer<'static>,
@@ -74,7 +86,7 @@ async fn edge() -> (
     );
     let cert = crate::tls::certified_key(pem.as_bytes()).unwrap();
     let edge = Arc::new(Edge::new("apps.localhost"));
-    edge.set("shop", Target::Serving(Arc::new(Echo)));
+    edge.set("shop", Target::Serving(replicas));
     let route = DomainRoute {
         slug: "shop".to_owned(),
         cert: Some(cert),
@@ -96,6 +108,16 @@ async fn connect(
     root: &rustls::pki_types::CertificateDer<'static>,
     name: &str,
 ) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    connect_alpn(addr, root, name, b"http/1.1").await
+}
+
+/// [`connect`], offering `alpn` alone.
+pub(crate) async fn connect_alpn(
+    addr: std::net::SocketAddr,
+    root: &rustls::pki_types::CertificateDer<'static>,
+    name: &str,
+    alpn: &[u8],
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(root.clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -104,7 +126,7 @@ async fn connect(
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = tokio::net::TcpStream::connect(addr).await?;
     connector

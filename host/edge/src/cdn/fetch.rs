@@ -311,9 +311,7 @@ impl Again<'_> {
         let (parts, body) = response.into_parts();
         let mut headers = parts.headers.clone();
         headers.remove("x-cache");
-        for hop in HOP_BY_HOP {
-            headers.remove(*hop);
-        }
+        crate::hop::strip(&mut headers, false);
         let (cdn, slug, key, status) = (cdn.clone(), slug.to_owned(), key.to_owned(), parts.status);
         let done = Box::new(move |bytes: Bytes| {
             let id = cdn.next_id();
@@ -345,18 +343,6 @@ impl Again<'_> {
         ))
     }
 }
-
-/// Fields that describe one connection, not the response.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
 
 fn variant(
     id: u64,

@@ -21,8 +21,10 @@
 //! (served stale while revalidating), `REVALIDATED` (the app answered
 //! 304), `MISS`. Upgrades, range requests and other methods pass by.
 //!
-//! The cache is bounded in memory and on disk ([`Limits`]); an app's
-//! responses are purged under a path prefix ([`Cdn::purge`]), and all of
+//! The cache is bounded in memory and on disk ([`Limits`]), each app
+//! with a fair share of each tier (`store`: a full tier evicts from the
+//! apps above their share first, so one busy app cannot push out the
+//! others' recent responses); an app's responses are purged under a path prefix ([`Cdn::purge`]), and all of
 //! them when another deployment goes live (the edge does it when the
 //! replicas it routes to change).
 //!
@@ -37,6 +39,8 @@ mod fetch;
 #[cfg(test)]
 mod purge_tests;
 mod respond;
+#[cfg(test)]
+mod share_tests;
 mod store;
 mod tee;
 #[cfg(test)]
@@ -48,7 +52,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) use fetch::handle;
-pub use store::{Limits, Usage};
+pub use store::{Limits, Share, Usage};
 use store::{Store, Variant};
 
 /// The CDN of one edge; cheap to clone.
@@ -102,6 +106,8 @@ pub struct Stats {
     pub bytes_served: u64,
     /// Responses stored, and their body bytes.
     pub stored: Usage,
+    /// Its bytes in memory and on disk against its fair share of each.
+    pub share: Share,
 }
 
 impl Stats {
@@ -182,11 +188,15 @@ impl Cdn {
     }
 
     pub fn stats(&self, slug: &str) -> Stats {
-        let stored = self.store().usage(slug);
+        let (stored, share) = {
+            let store = self.store();
+            (store.usage(slug), store.share(slug, &self.inner.limits))
+        };
         let apps = self.inner.apps.lock().unwrap_or_else(|e| e.into_inner());
         let Some(app) = apps.get(slug) else {
             return Stats {
                 stored,
+                share,
                 ..Stats::default()
             };
         };
@@ -200,6 +210,7 @@ impl Cdn {
             coalesced: n(&app.coalesced),
             bytes_served: n(&app.bytes_served),
             stored,
+            share,
         }
     }
 

@@ -275,6 +275,13 @@ async fn the_cdn_and_websockets_through_the_edge() {
     assert!(stats["hitRatio"].as_f64().unwrap() > 0.3, "{stats}");
     assert!(stats["bytesServed"].as_u64().unwrap() > 0, "{stats}");
     assert!(stats["entries"].as_u64().unwrap() >= 3, "{stats}");
+    // Its bytes in the edge's memory, within its fair share of it.
+    let memory = stats["memoryBytes"].as_u64().unwrap();
+    assert!(memory > 0, "{stats}");
+    assert!(
+        stats["memoryShareBytes"].as_u64().unwrap() >= memory,
+        "{stats}"
+    );
 
     // Another deployment going live purges the app.
     let r = c
