@@ -210,12 +210,8 @@ pub(super) async fn get_object(
 ) -> S3Result<S3Response<GetObjectAclOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     let info = front
-        .storage
-        .provider()
-        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
-        .await
-        .map_err(s3_error)?
-        .info;
+        .version(&bucket, &req.input.key, req.input.version_id.as_deref())
+        .await?;
     let owner = owner(&bucket);
     Ok(S3Response::new(GetObjectAclOutput {
         grants: Some(grants(&owner, info.headers.acl.as_deref())),
