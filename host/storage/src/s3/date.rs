@@ -5,7 +5,10 @@
 //!
 //! SigV2 (`Authorization: AWS <key>:<signature>`) gets the date check
 //! SigV4 has in `s3s`: a request without a valid `Date` or `x-amz-date`
-//! is refused, one more than 15 minutes off is RequestTimeTooSkewed.
+//! is refused, one more than 15 minutes off is RequestTimeTooSkewed. A
+//! path-style SigV2 request to a bucket (`/<bucket>`) is read as
+//! `/<bucket>/`, the resource botocore and the AWS CLI sign for it
+//! ([`v2_bucket_path`]).
 
 use http::{HeaderValue, Request, Response, StatusCode};
 use time::macros::format_description;
@@ -26,6 +29,38 @@ pub fn with_amz_date<B>(mut req: Request<B>) -> Request<B> {
         .and_then(amz_date);
     if let Some(v) = amz.and_then(|a| HeaderValue::from_str(&a).ok()) {
         req.headers_mut().insert("x-amz-date", v);
+    }
+    req
+}
+
+/// Gives a path-style SigV2 request to a bucket (`/<bucket>`, on a host
+/// outside the storage `domain`) the trailing slash its signature covers.
+pub fn v2_bucket_path<B>(mut req: Request<B>, domain: &str) -> Request<B> {
+    let h = req.headers();
+    let v2 = h
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("AWS "));
+    let virtual_host = h
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(|host| host.rsplit_once(':').map_or(host, |(h, _)| h))
+        .is_some_and(|host| host.to_ascii_lowercase().ends_with(&format!(".{domain}")));
+    let path = req.uri().path();
+    let bucket_only = path.len() > 1 && !path[1..].contains('/');
+    if !v2 || virtual_host || !bucket_only {
+        return req;
+    }
+    let with_slash = match req.uri().query() {
+        Some(q) => format!("{path}/?{q}"),
+        None => format!("{path}/"),
+    };
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(pq) = with_slash.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(uri) = http::Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
     }
     req
 }
@@ -95,6 +130,25 @@ fn amz_date(http: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_path_style_v2_bucket_request_gets_its_slash() {
+        let req = |uri: &str, host: &str, auth: &str| {
+            let req = http::Request::builder()
+                .uri(uri)
+                .header("host", host)
+                .header("authorization", auth)
+                .body(())
+                .unwrap();
+            super::v2_bucket_path(req, "s3.example").uri().to_string()
+        };
+        assert_eq!(req("/b?acl", "127.0.0.1:9000", "AWS k:s"), "/b/?acl");
+        assert_eq!(req("/b", "127.0.0.1:9000", "AWS k:s"), "/b/");
+        assert_eq!(req("/b/key", "127.0.0.1:9000", "AWS k:s"), "/b/key");
+        assert_eq!(req("/b", "127.0.0.1:9000", "AWS4-HMAC-SHA256 x"), "/b");
+        assert_eq!(req("/", "b.s3.example", "AWS k:s"), "/");
+        assert_eq!(req("/b", "s3.example", "AWS k:s"), "/b/");
+    }
+
     #[test]
     fn an_http_date_becomes_an_amz_date() {
         assert_eq!(

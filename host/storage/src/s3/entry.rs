@@ -93,7 +93,8 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
             let mut response = if let Some(refused) = date::check_v2(&req) {
                 refused
             } else {
-                match form::prepare(date::with_amz_date(req)).await {
+                let req = date::v2_bucket_path(date::with_amz_date(req), &service.domain);
+                match form::prepare(req).await {
                     Ok(req) => tower::Service::call(&mut service.inner.clone(), req).await?,
                     Err(refused) => refused,
                 }

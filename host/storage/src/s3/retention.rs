@@ -52,7 +52,7 @@ pub(super) async fn put_retention(
             })
         }
     };
-    let bypass = bypass(&principal, input.bypass_governance_retention);
+    let bypass = bypass(&principal, &bucket, input.bypass_governance_retention);
     let change = Arc::new(move |h: &mut crate::provider::ObjectHeaders| {
         if !may_replace(h.retention, new, time::now_ms(), bypass) {
             return Err(Error::ObjectLocked);
