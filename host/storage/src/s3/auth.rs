@@ -123,7 +123,7 @@ impl Front {
     }
 
     /// A key reaches its organisation's buckets as far as its limits let
-    /// it; anyone else (no signature, or another organisation's key, still
+    /// it (and a request naming another expected owner none); anyone else (no signature, or another organisation's key, still
     /// within its limits) only as far as the ACLs ([`acl`]) grant `need`.
     async fn access<T>(
         &self,
@@ -142,6 +142,13 @@ impl Front {
             .bucket_by_name(name)
             .await
             .map_err(internal)?;
+        // x-amz-expected-bucket-owner: the bucket's organisation or nothing.
+        let expected = req.headers.get("x-amz-expected-bucket-owner");
+        if let (Some(want), Some(b)) = (expected, &found)
+            && want.as_bytes() != b.org_id.as_bytes()
+        {
+            return Err(denied());
+        }
         match (found, principal) {
             (Some(b), Some(p)) if b.org_id == p.org_id => {
                 if p.may(&b.id, write) {

@@ -68,24 +68,28 @@ pub fn v2_bucket_path<B>(mut req: Request<B>, domain: &str) -> Request<B> {
 /// The most a SigV2 request's date may differ from the host's clock.
 const MAX_SKEW: time::Duration = time::Duration::minutes(15);
 
-/// The refusal of a SigV2 request whose date is missing, invalid or
-/// skewed; None for any other request.
+/// The refusal of a SigV2 request whose authorization is malformed
+/// (InvalidArgument) or whose date is missing, invalid or skewed; None
+/// for any other request.
 pub fn check_v2<B>(req: &Request<B>) -> Option<Response<s3s::Body>> {
     let h = req.headers();
-    let v2 = h
+    let auth = h
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("AWS "));
-    if !v2 {
-        return None;
+        .and_then(|v| v.strip_prefix("AWS "))?;
+    if !auth.contains(':') {
+        return Some(super::form::xml_error(
+            StatusCode::BAD_REQUEST,
+            "InvalidArgument",
+            "AWS authorization header is invalid: expected AWS <access key id>:<signature>",
+        ));
     }
-    let date = ["x-amz-date", "date"]
-        .iter()
-        .find_map(|n| {
-            h.get(*n)
-                .and_then(|v| v.to_str().ok())
-                .filter(|v| !v.is_empty())
-        })
+    // x-amz-date, when sent (even empty), is the request's date.
+    let date = h
+        .get("x-amz-date")
+        .or_else(|| h.get(http::header::DATE))
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
         .and_then(http_date);
     let denied = |code: &str, message: &str| {
         Some(super::form::xml_error(StatusCode::FORBIDDEN, code, message))
@@ -130,6 +134,28 @@ fn amz_date(http: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sigv2_needs_a_well_formed_header_and_a_date() {
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc2822)
+            .unwrap()
+            .replace("+0000", "GMT");
+        let status = |auth: &str, amz_date: Option<&str>| {
+            let mut req = http::Request::builder()
+                .uri("/b/k")
+                .header("authorization", auth)
+                .header("date", now.as_str());
+            if let Some(d) = amz_date {
+                req = req.header("x-amz-date", d);
+            }
+            super::check_v2(&req.body(()).unwrap()).map(|r| r.status().as_u16())
+        };
+        assert_eq!(status("AWS key:sig", None), None);
+        assert_eq!(status("AWS HAHAHA", None), Some(400));
+        assert_eq!(status("AWS key:sig", Some("")), Some(403));
+        assert_eq!(status("AWS4-HMAC-SHA256 x", Some("")), None);
+    }
+
     #[test]
     fn a_path_style_v2_bucket_request_gets_its_slash() {
         let req = |uri: &str, host: &str, auth: &str| {

@@ -4,7 +4,8 @@
 //! writes objects, READ_ACP and WRITE_ACP read and change the ACL), an
 //! object another organisation writes is its own unless the bucket's
 //! ownership controls say otherwise, and a public access block refuses
-//! or ignores grants to everyone.
+//! or ignores grants to everyone. `x-amz-expected-bucket-owner` names
+//! the organisation a request expects, refused otherwise.
 
 use plateau_testkit::Backend;
 use serde_json::json;
@@ -28,6 +29,7 @@ async fn grants_ownership_and_public_access_blocks() {
 
     // Grants by organisation id, one permission at a time.
     assert_eq!(out["owner"], json!([main_org, main_org]));
+    assert_eq!(out["expected_owner"], json!(["AccessDenied", "OK"]));
     assert_eq!(
         out["read"],
         json!(["OK", "AccessDenied", "AccessDenied", "AccessDenied"])
@@ -139,6 +141,7 @@ def to_other(permission):
     return {"Grantee": {"ID": "OTHER_ORG", "Type": "CanonicalUser"}, "Permission": permission}
 out = {}
 s3.put_object(Bucket=B, Key="base.txt", Body=b"base")
+out["expected_owner"] = [code(lambda: s3.list_objects_v2(Bucket=B, ExpectedBucketOwner=o)) for o in ["OTHER_ORG", "MAIN_ORG"]]
 acl = s3.get_bucket_acl(Bucket=B)
 out["owner"] = [acl["Owner"]["ID"], acl["Owner"]["DisplayName"]]
 for permission in ["READ", "READ_ACP", "WRITE", "WRITE_ACP", "FULL_CONTROL"]:
