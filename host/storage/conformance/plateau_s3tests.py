@@ -6,10 +6,11 @@ make them: the suite's bucket helpers are replaced, nothing else is.
   (POST /api/v1/storage/buckets, name `s3t<random>-<n>`) and returns the
   S3 name Plateau gave it (`plt-<org>-s3t<random>-<n>-<suffix>`), which
   starts with the configured bucket prefix.
-- A CreateBucket the suite then sends for a name the helper made is
-  answered on the client side (the server would say
-  BucketAlreadyOwnedByYou), its canned ACL, if any, set with
-  PutBucketAcl; any other CreateBucket reaches the server.
+- A CreateBucket the suite then sends for a name the helper made reaches
+  the server, whose BucketAlreadyOwnedByYou is taken as the success; its
+  canned ACL, if any, is then set with PutBucketAcl, its ObjectOwnership
+  with PutBucketOwnershipControls. Any other CreateBucket reaches the
+  server as it is.
 - Teardown deletes the versions (objects and delete markers), uploads and
   buckets under the prefix.
 
@@ -68,6 +69,10 @@ def _make_api_call(self, operation, params):
         # The canned ACL a create asks for is set as PutBucketAcl sets it.
         if params.get("ACL"):
             _call(self, "PutBucketAcl", {"Bucket": params["Bucket"], "ACL": params["ACL"]})
+        # So is the ownership rule a create asks for.
+        if params.get("ObjectOwnership"):
+            _call(self, "PutBucketOwnershipControls", {"Bucket": params["Bucket"],
+                  "OwnershipControls": {"Rules": [{"ObjectOwnership": params["ObjectOwnership"]}]}})
         # Object lock at creation (which the API's `objectLock` gives a
         # new bucket) is enabled as on an existing bucket: versioning,
         # then PutObjectLockConfiguration.

@@ -15,7 +15,9 @@ PLATEAU_LISTEN=127.0.0.1:0 PLATEAU_EDGE_LISTEN=127.0.0.1:0 PLATEAU_STORAGE_LISTE
 PLATEAU_BOOTSTRAP_TOKEN="$token" PLATEAU_ADMIN_PASSWORD=conformance-operator \
     "$bin" serve > "$work/serve.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
+# The data plane outlives `serve`: its agent (pid in the data directory)
+# is stopped too.
+trap 'kill $pid 2>/dev/null || true; agent=$(cat "$work/data/agent/pid" 2>/dev/null) && [ -n "$agent" ] && kill "$agent" 2>/dev/null || true' EXIT
 until api=$(sed -n 's/^listening on //p' "$work/serve.log") && [ -n "$api" ]; do
     kill -0 $pid 2>/dev/null || { cat "$work/serve.log"; exit 1; }
     sleep 0.2
@@ -47,6 +49,11 @@ read -r tenant_id tenant_secret <<EOT
 $(key "$tenant")
 EOT
 org=$(org_part "$token")
+org_id() { # token -> the organisation's id: its S3 canonical user id (ACL grantee, owner)
+    curl -sf -H "authorization: Bearer $1" "$api/api/v1/me" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["organization"]["id"])'
+}
+main_org=$(org_id "$token"); alt_org=$(org_id "$alt"); tenant_org=$(org_id "$tenant")
 host=${s3#http://}
 cat > "$work/s3tests.conf" <<EOT
 [DEFAULT]
@@ -59,23 +66,23 @@ ssl_verify = False
 bucket prefix = plt-$org-s3t{random}-
 
 [s3 main]
-display_name = main
-user_id = main
+display_name = $main_org
+user_id = $main_org
 email = main@example.com
 api_name = default
 access_key = $main_id
 secret_key = $main_secret
 
 [s3 alt]
-display_name = alt
-user_id = alt
+display_name = $alt_org
+user_id = $alt_org
 email = alt@example.com
 access_key = $alt_id
 secret_key = $alt_secret
 
 [s3 tenant]
-display_name = tenant
-user_id = tenant
+display_name = $tenant_org
+user_id = $tenant_org
 email = tenant@example.com
 tenant = tenant
 access_key = $tenant_id
@@ -91,13 +98,13 @@ display_name = iam
 [iam root]
 access_key = $main_id
 secret_key = $main_secret
-user_id = main
+user_id = $main_org
 email = main@example.com
 
 [iam alt root]
 access_key = $alt_id
 secret_key = $alt_secret
-user_id = alt
+user_id = $alt_org
 email = alt@example.com
 EOT
 cd "$suite"

@@ -184,6 +184,11 @@ impl Keys {
         Ok(found)
     }
 
+    /// Whether the organisation `org_id` exists (a grantee of an ACL).
+    pub async fn org_exists(&self, org_id: &str) -> Result<bool> {
+        Ok(plateau_store::orgs::get(&self.db, org_id).await?.is_some())
+    }
+
     /// An organisation's key by its id, opened (for presigning).
     pub async fn principal_of_org(
         &self,

@@ -12,6 +12,7 @@
 //! and checks its organisation against the key's before the provider
 //! sees it.
 
+pub mod acl;
 pub mod api;
 pub mod api_keys;
 pub mod api_objects;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use plateau_store::storage::Usage;
 pub use plateau_store::storage::buckets::Bucket;
 
-pub use crate::condition::Condition;
+pub use crate::condition::{Condition, DeleteCondition};
 use crate::error::{Error, Result};
 
 /// Object content, streamed.
@@ -58,9 +58,10 @@ pub struct ObjectHeaders {
     /// The object's tags (`x-amz-tagging`, PutObjectTagging).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
-    /// The object's canned ACL when not `private` (`public-read`).
+    /// The object's ACL when not private to the bucket's organisation
+    /// ([`crate::acl`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub acl: Option<String>,
+    pub acl: Option<crate::acl::Acl>,
     /// A multipart object's part numbers, one per segment.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<i64>,
@@ -264,7 +265,7 @@ pub trait Provider: Send + Sync + 'static {
     /// Deletes an object; false when there was none.
     async fn delete_object(&self, bucket: &Bucket, key: &str, actor: &Actor) -> Result<bool> {
         Ok(self
-            .delete_version(bucket, key, None, false, actor)
+            .delete_version(bucket, key, None, false, &DeleteCondition::default(), actor)
             .await?
             .is_some())
     }
@@ -282,13 +283,15 @@ pub trait Provider: Send + Sync + 'static {
     /// by making a delete marker its newest version), or with `version`
     /// that version for good; None when there was nothing to delete;
     /// ObjectLocked when object lock protects it ([`crate::lock::protects`],
-    /// GOVERNANCE yielding to `bypass`).
+    /// GOVERNANCE yielding to `bypass`); PreconditionFailed unless
+    /// `condition` holds for that version (a delete marker included).
     async fn delete_version(
         &self,
         bucket: &Bucket,
         key: &str,
         version: Option<&str>,
         bypass: bool,
+        condition: &DeleteCondition,
         actor: &Actor,
     ) -> Result<Option<Deleted>>;
     /// Versions of keys after `query.after` (and, within that key, after

@@ -124,7 +124,14 @@ async fn apply(
             for (key, version) in decide(&rules, group, now, day, applied) {
                 // A version object lock protects is left for a later run.
                 match provider
-                    .delete_version(bucket, &key, version.as_deref(), false, &actor)
+                    .delete_version(
+                        bucket,
+                        &key,
+                        version.as_deref(),
+                        false,
+                        &Default::default(),
+                        &actor,
+                    )
                     .await
                 {
                     Ok(_) | Err(Error::ObjectLocked) => {}

@@ -161,8 +161,15 @@ impl Provider for LocalProvider {
         key: &str,
         version: Option<&str>,
         bypass: bool,
+        condition: &DeleteCondition,
         actor: &Actor,
     ) -> Result<Option<Deleted>> {
+        let checked =
+            conditions::check_delete(&self.locks, &self.db, bucket, key, version, condition);
+        let _held = match checked.await? {
+            conditions::Verdict::Go(held) => held,
+            conditions::Verdict::Nothing => return Ok(None),
+        };
         versions::delete(self, bucket, key, version, bypass, actor).await
     }
 

@@ -1,162 +1,289 @@
-//! Canned ACLs as far as `private` and `public-read`: a bucket's kept as
-//! its `acl` setting, an object's in its headers (`x-amz-acl` on
-//! PutObject, CopyObject and CreateMultipartUpload, PutObjectAcl). A
-//! public-read bucket's listing and objects, and a public-read object, are
-//! read without a signature or with another organisation's key; nothing
-//! is ever written that way. Every other ACL (other canned ACLs, grant
-//! headers, a policy granting anything else) is refused with
-//! NotImplemented, never stored and ignored.
+//! Bucket and object ACLs ([`crate::acl`]): canned ACLs (`x-amz-acl`),
+//! grant headers (`x-amz-grant-*`: `id=` an organisation, `uri=` the
+//! AllUsers or AuthenticatedUsers group) and access control policies, on
+//! PutBucketAcl/GetBucketAcl, PutObjectAcl/GetObjectAcl and the writes
+//! that make objects (PutObject, CopyObject, CreateMultipartUpload). An
+//! object written by another organisation (with a WRITE grant) is owned
+//! by it unless the bucket's ownership controls say otherwise
+//! ([`super::ownership`]). A grant by e-mail address is refused
+//! (UnresolvableGrantByEmailAddress: Plateau knows organisations, not
+//! addresses), and so is a grant to the LogDelivery group or
+//! `aws-exec-read` (NotImplemented); nothing is stored and ignored.
 
 use std::sync::Arc;
 
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::{Front, internal, s3_error};
-use crate::provider::Bucket as Stored;
+use super::{Front, internal, ownership, public_block, s3_error};
+use crate::acl::{Acl, Grantee as Who, Grants, Permission as Perm};
+use crate::keys::Principal;
+use crate::provider::{Bucket as Stored, ObjectHeaders, ObjectInfo};
 
 pub(super) const KIND: &str = "acl";
-pub(super) const PUBLIC_READ: &str = "public-read";
 const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
+const AUTHENTICATED: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
 
-fn unsupported(what: &str) -> S3Error {
-    S3Error::with_message(
-        S3ErrorCode::NotImplemented,
-        format!("{what}: only the canned ACLs private and public-read are supported"),
-    )
+fn error(code: S3ErrorCode, message: impl Into<String>) -> S3Error {
+    S3Error::with_message(code, message.into())
 }
 
-/// The canned ACL a request asks for: None for `private` (or none).
-pub(super) fn canned(acl: Option<&str>, grants: &[Option<&String>]) -> S3Result<Option<String>> {
-    if grants.iter().any(Option::is_some) {
-        return Err(unsupported("x-amz-grant-*"));
-    }
-    match acl {
-        None | Some("private") => Ok(None),
-        Some(PUBLIC_READ) => Ok(Some(PUBLIC_READ.to_owned())),
-        Some(other) if KNOWN.contains(&other) => Err(unsupported(&format!("x-amz-acl {other}"))),
-        Some(other) => Err(S3Error::with_message(
-            S3ErrorCode::InvalidArgument,
-            format!("x-amz-acl: {other} is not a canned ACL"),
-        )),
-    }
-}
-
-/// S3's canned ACLs: the others than private and public-read are refused
-/// as not implemented, a name outside them as invalid.
-const KNOWN: [&str; 6] = [
-    "public-read-write",
-    "authenticated-read",
-    "aws-exec-read",
-    "bucket-owner-read",
-    "bucket-owner-full-control",
-    "log-delivery-write",
-];
-
-/// The canned ACL an access control policy amounts to: the owner's
-/// (`owner_id`) full control, and READ for everyone or not; a grant to
-/// anyone else is refused.
-/// The ACL a PutBucketAcl or PutObjectAcl asks for: a canned one (grant
-/// headers refused), or the one a policy amounts to.
-fn requested(
-    acl: Option<&str>,
-    grants: [&Option<String>; 5],
-    policy: Option<&AccessControlPolicy>,
-    owner_id: &str,
-) -> S3Result<Option<String>> {
-    let acl = canned(acl, &grants.map(Option::as_ref))?;
-    match policy {
-        Some(policy) => from_policy(policy, owner_id),
-        None => Ok(acl),
-    }
-}
-
-fn from_policy(policy: &AccessControlPolicy, owner_id: &str) -> S3Result<Option<String>> {
-    let mut public = false;
-    for grant in policy.grants.iter().flatten() {
-        let permission = grant.permission.as_ref().map(Permission::as_str);
-        let grantee = grant.grantee.as_ref();
-        let kind = grantee.map(|g| g.type_.as_str());
-        match (kind, permission) {
-            (Some(Type::CANONICAL_USER), Some(Permission::FULL_CONTROL))
-                if grantee.and_then(|g| g.id.as_deref()) == Some(owner_id) => {}
-            (Some(Type::GROUP), Some(Permission::READ))
-                if grantee.and_then(|g| g.uri.as_deref()) == Some(ALL_USERS) =>
-            {
-                public = true;
-            }
-            _ => return Err(unsupported("AccessControlPolicy")),
-        }
-    }
-    Ok(public.then(|| PUBLIC_READ.to_owned()))
-}
-
-fn grants(owner: &Owner, acl: Option<&str>) -> Grants {
-    let mut grants = vec![Grant {
-        grantee: Some(Grantee {
-            display_name: owner.display_name.clone(),
-            id: owner.id.clone(),
-            type_: Type::from_static(Type::CANONICAL_USER),
-            email_address: None,
-            uri: None,
-        }),
-        permission: Some(Permission::from_static(Permission::FULL_CONTROL)),
-    }];
-    if acl == Some(PUBLIC_READ) {
-        grants.push(Grant {
-            grantee: Some(Grantee {
-                type_: Type::from_static(Type::GROUP),
-                uri: Some(ALL_USERS.to_owned()),
-                display_name: None,
-                email_address: None,
-                id: None,
-            }),
-            permission: Some(Permission::from_static(Permission::READ)),
-        });
-    }
-    grants
-}
-
-/// The organisation owning a bucket, as S3 names an owner.
-pub(super) fn owner(bucket: &Stored) -> Owner {
-    Owner {
-        id: Some(bucket.org_id.clone()),
-        display_name: Some(bucket.org_id.clone()),
-    }
-}
-
-/// The bucket's canned ACL (None: private).
-pub(super) async fn of_bucket(front: &Front, bucket: &Stored) -> S3Result<Option<String>> {
+/// The bucket's ACL (private to its organisation when none is kept).
+pub(super) async fn of_bucket(front: &Front, bucket: &Stored) -> S3Result<Grants> {
     let found = front
         .storage
         .provider()
         .bucket_setting(bucket, KIND)
         .await
         .map_err(internal)?;
-    Ok(found.and_then(|json| serde_json::from_str(&json).ok()))
+    let acl: Option<Acl> = found.and_then(|json| serde_json::from_str(&json).ok());
+    Ok(acl.map_or_else(
+        || Grants::private(&bucket.org_id),
+        |a| a.resolve(&bucket.org_id),
+    ))
+}
+
+/// An object version's ACL.
+pub(super) fn of_object(info: &ObjectInfo, bucket: &Stored) -> Grants {
+    of_headers(&info.headers, bucket)
+}
+
+fn of_headers(headers: &ObjectHeaders, bucket: &Stored) -> Grants {
+    headers.acl.as_ref().map_or_else(
+        || Grants::private(&bucket.org_id),
+        |a| a.resolve(&bucket.org_id),
+    )
+}
+
+/// Who owns an object (or the one an upload makes), as S3 names owners.
+pub(super) fn owner_of(headers: &ObjectHeaders, bucket: &Stored) -> Owner {
+    to_owner(&of_headers(headers, bucket).owner)
+}
+
+/// A grant header's grantees: `id="..."`, `uri="..."` or
+/// `emailAddress="..."`, separated by commas.
+fn header_grantees(value: &str) -> S3Result<Vec<Who>> {
+    let mut out = Vec::new();
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (kind, v) = part.split_once('=').ok_or_else(|| {
+            error(
+                S3ErrorCode::InvalidArgument,
+                format!("x-amz-grant-*: {part}"),
+            )
+        })?;
+        let v = v.trim().trim_matches('"');
+        out.push(grantee(kind.trim(), v)?);
+    }
+    Ok(out)
+}
+
+fn grantee(kind: &str, value: &str) -> S3Result<Who> {
+    match kind {
+        "id" => Ok(Who::User(value.to_owned())),
+        "uri" if value == ALL_USERS => Ok(Who::AllUsers),
+        "uri" if value == AUTHENTICATED => Ok(Who::AuthenticatedUsers),
+        "uri" => Err(error(
+            S3ErrorCode::NotImplemented,
+            format!("a grant to the group {value} is not supported"),
+        )),
+        "emailAddress" => Err(error(
+            S3ErrorCode::UnresolvableGrantByEmailAddress,
+            "grants by e-mail address are not supported: grant to the organisation's id",
+        )),
+        other => Err(error(
+            S3ErrorCode::InvalidArgument,
+            format!("x-amz-grant-*: unknown grantee type {other}"),
+        )),
+    }
+}
+
+/// What a request's canned ACL, grant headers (in [`Perm::ALL`] order:
+/// read, write, read-acp, write-acp, full-control) or policy ask for, on
+/// a resource of `owner` in a bucket of `bucket_owner`; grantees are
+/// checked to be organisations that exist.
+async fn requested(
+    front: &Front,
+    canned: Option<&str>,
+    headers: [&Option<String>; 5],
+    policy: Option<&AccessControlPolicy>,
+    owner: &str,
+    bucket_owner: &str,
+) -> S3Result<Grants> {
+    let mut grants = Vec::new();
+    for (value, permission) in headers.iter().zip(Perm::ALL) {
+        for who in header_grantees(value.as_deref().unwrap_or_default())? {
+            grants.push(crate::acl::Grant {
+                grantee: who,
+                permission,
+            });
+        }
+    }
+    let acl = if let Some(policy) = policy {
+        Grants {
+            owner: owner.to_owned(),
+            grants: from_policy(policy)?,
+        }
+    } else if !grants.is_empty() {
+        if canned.is_some() {
+            return Err(error(
+                S3ErrorCode::InvalidRequest,
+                "specifying both a canned ACL and grant headers is not allowed",
+            ));
+        }
+        Grants {
+            owner: owner.to_owned(),
+            grants,
+        }
+    } else {
+        let name = canned.unwrap_or("private");
+        Grants::canned(name, owner, bucket_owner).ok_or_else(|| match name {
+            "aws-exec-read" | "log-delivery-write" => error(
+                S3ErrorCode::NotImplemented,
+                format!("x-amz-acl {name} is not supported"),
+            ),
+            _ => error(
+                S3ErrorCode::InvalidArgument,
+                format!("x-amz-acl: {name} is not a canned ACL"),
+            ),
+        })?
+    };
+    for g in &acl.grants {
+        if let Who::User(id) = &g.grantee
+            && id != owner
+            && id != bucket_owner
+            && !front
+                .storage
+                .keys()
+                .org_exists(id)
+                .await
+                .map_err(internal)?
+        {
+            return Err(error(
+                S3ErrorCode::InvalidArgument,
+                format!("grantee {id} is not an organisation"),
+            ));
+        }
+    }
+    Ok(acl)
+}
+
+fn from_policy(policy: &AccessControlPolicy) -> S3Result<Vec<crate::acl::Grant>> {
+    let mut out = Vec::new();
+    for grant in policy.grants.iter().flatten() {
+        let permission = grant
+            .permission
+            .as_ref()
+            .and_then(|p| Perm::parse(p.as_str()))
+            .ok_or_else(|| error(S3ErrorCode::MalformedACLError, "a grant without permission"))?;
+        let g = grant
+            .grantee
+            .as_ref()
+            .ok_or_else(|| error(S3ErrorCode::MalformedACLError, "a grant without grantee"))?;
+        let who = match g.type_.as_str() {
+            Type::CANONICAL_USER => grantee("id", g.id.as_deref().unwrap_or_default())?,
+            Type::GROUP => grantee("uri", g.uri.as_deref().unwrap_or_default())?,
+            _ => grantee("emailAddress", "")?,
+        };
+        out.push(crate::acl::Grant {
+            grantee: who,
+            permission,
+        });
+    }
+    Ok(out)
+}
+
+/// The ACL of an object `principal` writes into `bucket` with these
+/// headers: owned by the writer's organisation unless the bucket's
+/// ownership controls give it to the bucket's; None for the default.
+pub(super) async fn for_object(
+    front: &Front,
+    principal: &Principal,
+    bucket: &Stored,
+    canned: Option<&ObjectCannedACL>,
+    headers: [&Option<String>; 4],
+) -> S3Result<Option<Acl>> {
+    let canned = canned.map(ObjectCannedACL::as_str);
+    let [full, read, read_acp, write_acp] = headers;
+    let headers = [read, &None, read_acp, write_acp, full];
+    let sent = headers.iter().any(|h| h.is_some());
+    // The common case reads no setting: the organisation's own private
+    // object is the default whatever the bucket's controls.
+    if principal.org_id == bucket.org_id && !sent && matches!(canned, None | Some("private")) {
+        return Ok(None);
+    }
+    let rule = ownership::of(front, bucket).await?;
+    ownership::check_acl(rule.as_deref(), canned, sent)?;
+    let owner = ownership::owner(rule.as_deref(), canned, &principal.org_id, &bucket.org_id);
+    let acl = requested(front, canned, headers, None, owner, &bucket.org_id).await?;
+    public_block::check_acl(front, bucket, &acl).await?;
+    Ok(acl.stored(&bucket.org_id))
+}
+
+pub(super) fn to_owner(id: &str) -> Owner {
+    Owner {
+        id: Some(id.to_owned()),
+        display_name: Some(id.to_owned()),
+    }
+}
+
+fn to_grants(acl: &Grants) -> s3s::dto::Grants {
+    let grant = |g: &crate::acl::Grant| {
+        let (type_, id, uri) = match &g.grantee {
+            Who::User(id) => (Type::CANONICAL_USER, Some(id.clone()), None),
+            Who::AllUsers => (Type::GROUP, None, Some(ALL_USERS.to_owned())),
+            Who::AuthenticatedUsers => (Type::GROUP, None, Some(AUTHENTICATED.to_owned())),
+        };
+        Grant {
+            grantee: Some(Grantee {
+                display_name: id.clone(),
+                id,
+                type_: Type::from_static(type_),
+                email_address: None,
+                uri,
+            }),
+            permission: Some(Permission::from(g.permission.as_str().to_owned())),
+        }
+    };
+    // Groups first, as RGW lists them (and ceph/s3-tests expects).
+    let mut grants: Vec<_> = acl.grants.iter().collect();
+    grants.sort_by_key(|g| matches!(g.grantee, Who::User(_)));
+    grants.into_iter().map(grant).collect()
 }
 
 pub(super) async fn put_bucket(
     front: &Front,
     req: S3Request<PutBucketAclInput>,
 ) -> S3Result<S3Response<PutBucketAclOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (_, bucket) = front.bucket_acp(&req, &req.input.bucket, true).await?;
     let i = &req.input;
+    let canned = i.acl.as_ref().map(BucketCannedACL::as_str);
+    let rule = ownership::of(front, &bucket).await?;
+    let sent = [
+        &i.grant_read,
+        &i.grant_write,
+        &i.grant_read_acp,
+        &i.grant_write_acp,
+        &i.grant_full_control,
+    ];
+    let grants = sent.iter().any(|h| h.is_some()) || i.access_control_policy.is_some();
+    ownership::check_acl(rule.as_deref(), canned, grants)?;
+    let org = bucket.org_id.clone();
     let acl = requested(
-        i.acl.as_ref().map(BucketCannedACL::as_str),
-        [
-            &i.grant_full_control,
-            &i.grant_read,
-            &i.grant_read_acp,
-            &i.grant_write,
-            &i.grant_write_acp,
-        ],
+        front,
+        canned,
+        sent,
         i.access_control_policy.as_ref(),
-        &bucket.org_id,
-    )?;
-    let provider = front.storage.provider();
-    let json = acl.map(|a| serde_json::Value::from(a).to_string());
-    provider
+        &org,
+        &org,
+    )
+    .await?;
+    public_block::check_acl(front, &bucket, &acl).await?;
+    let json = acl
+        .stored(&org)
+        .map(|a| serde_json::to_string(&a).unwrap_or_default());
+    front
+        .storage
+        .provider()
         .set_bucket_setting(&bucket, KIND, json.as_deref())
         .await
         .map_err(s3_error)?;
@@ -167,12 +294,11 @@ pub(super) async fn get_bucket(
     front: &Front,
     req: S3Request<GetBucketAclInput>,
 ) -> S3Result<S3Response<GetBucketAclOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
+    let (_, bucket) = front.bucket_acp(&req, &req.input.bucket, false).await?;
     let acl = of_bucket(front, &bucket).await?;
-    let owner = owner(&bucket);
     Ok(S3Response::new(GetBucketAclOutput {
-        grants: Some(grants(&owner, acl.as_deref())),
-        owner: Some(owner),
+        grants: Some(to_grants(&acl)),
+        owner: Some(to_owner(&acl.owner)),
     }))
 }
 
@@ -180,25 +306,35 @@ pub(super) async fn put_object(
     front: &Front,
     req: S3Request<PutObjectAclInput>,
 ) -> S3Result<S3Response<PutObjectAclOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
     let i = &req.input;
-    let acl = requested(
-        i.acl.as_ref().map(ObjectCannedACL::as_str),
-        [
-            &i.grant_full_control,
-            &i.grant_read,
-            &i.grant_read_acp,
-            &i.grant_write,
-            &i.grant_write_acp,
-        ],
-        i.access_control_policy.as_ref(),
-        &bucket.org_id,
-    )?;
-    super::versioning::current_only(front, &bucket, &i.key, i.version_id.as_deref()).await?;
+    let version = i.version_id.as_deref();
+    let (_, bucket) = front
+        .object_acp(&req, &i.bucket, &i.key, version, true)
+        .await?;
+    let owner = of_object(&front.version(&bucket, &i.key, version).await?, &bucket).owner;
+    let canned = i.acl.as_ref().map(ObjectCannedACL::as_str);
+    let sent = [
+        &i.grant_read,
+        &i.grant_write,
+        &i.grant_read_acp,
+        &i.grant_write_acp,
+        &i.grant_full_control,
+    ];
+    let rule = ownership::of(front, &bucket).await?;
+    let grants = sent.iter().any(|h| h.is_some()) || i.access_control_policy.is_some();
+    ownership::check_acl(rule.as_deref(), canned, grants)?;
+    let policy = i.access_control_policy.as_ref();
+    let acl = requested(front, canned, sent, policy, &owner, &bucket.org_id).await?;
+    public_block::check_acl(front, &bucket, &acl).await?;
+    let acl = acl.stored(&bucket.org_id);
+    let change = Arc::new(move |h: &mut ObjectHeaders| {
+        h.acl = acl.clone();
+        Ok(())
+    });
     front
         .storage
         .provider()
-        .change_headers(&bucket, &i.key, Arc::new(move |h| h.acl = acl.clone()))
+        .change_version(&bucket, &i.key, version, change)
         .await
         .map_err(s3_error)?;
     Ok(S3Response::new(PutObjectAclOutput::default()))
@@ -208,75 +344,56 @@ pub(super) async fn get_object(
     front: &Front,
     req: S3Request<GetObjectAclInput>,
 ) -> S3Result<S3Response<GetObjectAclOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
-    let info = front
-        .storage
-        .provider()
-        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
-        .await
-        .map_err(s3_error)?
-        .info;
-    let owner = owner(&bucket);
+    let i = &req.input;
+    let version = i.version_id.as_deref();
+    let (_, bucket) = front
+        .object_acp(&req, &i.bucket, &i.key, version, false)
+        .await?;
+    let acl = of_object(&front.version(&bucket, &i.key, version).await?, &bucket);
     Ok(S3Response::new(GetObjectAclOutput {
-        grants: Some(grants(&owner, info.headers.acl.as_deref())),
-        owner: Some(owner),
+        grants: Some(to_grants(&acl)),
+        owner: Some(to_owner(&acl.owner)),
         ..Default::default()
     }))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{canned, from_policy};
+    use super::{from_policy, header_grantees};
+    use crate::acl::Grantee as Who;
     use s3s::dto::*;
 
-    fn grant(id: &str) -> Grant {
-        Grant {
-            grantee: Some(Grantee {
-                id: Some(id.to_owned()),
-                type_: Type::from_static(Type::CANONICAL_USER),
-                display_name: None,
-                email_address: None,
-                uri: None,
-            }),
-            permission: Some(Permission::from_static(Permission::FULL_CONTROL)),
-        }
-    }
-
     #[test]
-    fn a_policy_granting_another_is_refused() {
-        let own = AccessControlPolicy {
-            grants: Some(vec![grant("org_a")]),
-            owner: None,
-        };
-        assert_eq!(from_policy(&own, "org_a").unwrap(), None);
-        let other = AccessControlPolicy {
-            grants: Some(vec![grant("org_a"), grant("org_b")]),
-            owner: None,
-        };
+    fn grant_headers_and_policies_name_organisations_and_groups() {
+        let got =
+            header_grantees(r#"id="org_b", uri="http://acs.amazonaws.com/groups/global/AllUsers""#)
+                .unwrap();
+        assert_eq!(got, vec![Who::User("org_b".into()), Who::AllUsers]);
+        let code = |v: &str| header_grantees(v).unwrap_err().code().as_str().to_owned();
         assert_eq!(
-            from_policy(&other, "org_a").unwrap_err().code().as_str(),
+            code("emailAddress=a@example.com"),
+            "UnresolvableGrantByEmailAddress"
+        );
+        assert_eq!(
+            code("uri=http://acs.amazonaws.com/groups/s3/LogDelivery"),
             "NotImplemented"
         );
-    }
-
-    #[test]
-    fn only_private_and_public_read_are_taken() {
-        assert_eq!(canned(None, &[]).unwrap(), None);
-        assert_eq!(canned(Some("private"), &[]).unwrap(), None);
-        assert_eq!(
-            canned(Some("public-read"), &[]).unwrap().as_deref(),
-            Some("public-read")
-        );
-        let code = |acl| {
-            canned(Some(acl), &[])
-                .unwrap_err()
-                .code()
-                .as_str()
-                .to_owned()
+        assert_eq!(code("nobody"), "InvalidArgument");
+        let policy = AccessControlPolicy {
+            grants: Some(vec![Grant {
+                grantee: Some(Grantee {
+                    id: Some("org_b".into()),
+                    type_: Type::from_static(Type::CANONICAL_USER),
+                    display_name: None,
+                    email_address: None,
+                    uri: None,
+                }),
+                permission: Some(Permission::from_static(Permission::WRITE_ACP)),
+            }]),
+            owner: None,
         };
-        assert_eq!(code("public-read-write"), "NotImplemented");
-        assert_eq!(code("public-ready"), "InvalidArgument");
-        let grant = "id=x".to_owned();
-        assert!(canned(Some("private"), &[Some(&grant)]).is_err());
+        let grants = from_policy(&policy).unwrap();
+        assert_eq!(grants[0].grantee, Who::User("org_b".into()));
+        assert_eq!(grants[0].permission, crate::acl::Permission::WriteAcp);
     }
 }

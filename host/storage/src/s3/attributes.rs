@@ -7,7 +7,7 @@ use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::fields::set_checksums;
 use super::headers::last_modified;
-use super::{Front, encryption, s3_error};
+use super::{Front, encryption};
 
 /// The most parts a page lists (S3's default and limit).
 const MAX_PARTS: i32 = 1000;
@@ -19,12 +19,8 @@ pub(super) async fn get(
     let input = &req.input;
     let (_, bucket) = front.bucket(&req, &input.bucket, false).await?;
     let info = front
-        .storage
-        .provider()
-        .open(&bucket, &input.key, input.version_id.as_deref())
-        .await
-        .map_err(s3_error)?
-        .info;
+        .version(&bucket, &input.key, input.version_id.as_deref())
+        .await?;
     // An SSE-C object is described only to whoever has its key.
     let customer = encryption::customer(
         input.sse_customer_algorithm.as_deref(),

@@ -15,7 +15,7 @@ pub(super) async fn copy(
     front: &Front,
     req: S3Request<CopyObjectInput>,
 ) -> S3Result<S3Response<CopyObjectOutput>> {
-    let (principal, to) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (principal, to) = front.writer(&req, &req.input.bucket).await?;
     let CopySource::Bucket {
         bucket,
         key,
@@ -80,15 +80,19 @@ pub(super) async fn copy(
         h.tags = source.headers.tags.clone();
     }
     // A copy is private unless it asks otherwise, as in S3.
-    let acl = super::headers::object_acl(
-        &input.acl,
+    let acl = super::acl::for_object(
+        front,
+        &principal,
+        &to,
+        input.acl.as_ref(),
         [
             &input.grant_full_control,
             &input.grant_read,
             &input.grant_read_acp,
             &input.grant_write_acp,
         ],
-    )?;
+    )
+    .await?;
     if acl != source.headers.acl {
         headers.get_or_insert_with(|| source.headers.clone()).acl = acl;
     } else if let Some(h) = headers.as_mut() {

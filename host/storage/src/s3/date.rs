@@ -5,7 +5,10 @@
 //!
 //! SigV2 (`Authorization: AWS <key>:<signature>`) gets the date check
 //! SigV4 has in `s3s`: a request without a valid `Date` or `x-amz-date`
-//! is refused, one more than 15 minutes off is RequestTimeTooSkewed.
+//! is refused, one more than 15 minutes off is RequestTimeTooSkewed. A
+//! path-style SigV2 request to a bucket (`/<bucket>`) is read as
+//! `/<bucket>/`, the resource botocore and the AWS CLI sign for it
+//! ([`v2_bucket_path`]).
 
 use http::{HeaderValue, Request, Response, StatusCode};
 use time::macros::format_description;
@@ -30,27 +33,63 @@ pub fn with_amz_date<B>(mut req: Request<B>) -> Request<B> {
     req
 }
 
-/// The most a SigV2 request's date may differ from the host's clock.
-const MAX_SKEW: time::Duration = time::Duration::minutes(15);
-
-/// The refusal of a SigV2 request whose date is missing, invalid or
-/// skewed; None for any other request.
-pub fn check_v2<B>(req: &Request<B>) -> Option<Response<s3s::Body>> {
+/// Gives a path-style SigV2 request to a bucket (`/<bucket>`, on a host
+/// outside the storage `domain`) the trailing slash its signature covers.
+pub fn v2_bucket_path<B>(mut req: Request<B>, domain: &str) -> Request<B> {
     let h = req.headers();
     let v2 = h
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("AWS "));
-    if !v2 {
-        return None;
+    let virtual_host = h
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(|host| host.rsplit_once(':').map_or(host, |(h, _)| h))
+        .is_some_and(|host| host.to_ascii_lowercase().ends_with(&format!(".{domain}")));
+    let path = req.uri().path();
+    let bucket_only = path.len() > 1 && !path[1..].contains('/');
+    if !v2 || virtual_host || !bucket_only {
+        return req;
     }
-    let date = ["x-amz-date", "date"]
-        .iter()
-        .find_map(|n| {
-            h.get(*n)
-                .and_then(|v| v.to_str().ok())
-                .filter(|v| !v.is_empty())
-        })
+    let with_slash = match req.uri().query() {
+        Some(q) => format!("{path}/?{q}"),
+        None => format!("{path}/"),
+    };
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(pq) = with_slash.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(uri) = http::Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
+}
+
+/// The most a SigV2 request's date may differ from the host's clock.
+const MAX_SKEW: time::Duration = time::Duration::minutes(15);
+
+/// The refusal of a SigV2 request whose authorization is malformed
+/// (InvalidArgument) or whose date is missing, invalid or skewed; None
+/// for any other request.
+pub fn check_v2<B>(req: &Request<B>) -> Option<Response<s3s::Body>> {
+    let h = req.headers();
+    let auth = h
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("AWS "))?;
+    if !auth.contains(':') {
+        return Some(super::form::xml_error(
+            StatusCode::BAD_REQUEST,
+            "InvalidArgument",
+            "AWS authorization header is invalid: expected AWS <access key id>:<signature>",
+        ));
+    }
+    // x-amz-date, when sent (even empty), is the request's date.
+    let date = h
+        .get("x-amz-date")
+        .or_else(|| h.get(http::header::DATE))
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
         .and_then(http_date);
     let denied = |code: &str, message: &str| {
         Some(super::form::xml_error(StatusCode::FORBIDDEN, code, message))
@@ -95,6 +134,47 @@ fn amz_date(http: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sigv2_needs_a_well_formed_header_and_a_date() {
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc2822)
+            .unwrap()
+            .replace("+0000", "GMT");
+        let status = |auth: &str, amz_date: Option<&str>| {
+            let mut req = http::Request::builder()
+                .uri("/b/k")
+                .header("authorization", auth)
+                .header("date", now.as_str());
+            if let Some(d) = amz_date {
+                req = req.header("x-amz-date", d);
+            }
+            super::check_v2(&req.body(()).unwrap()).map(|r| r.status().as_u16())
+        };
+        assert_eq!(status("AWS key:sig", None), None);
+        assert_eq!(status("AWS HAHAHA", None), Some(400));
+        assert_eq!(status("AWS key:sig", Some("")), Some(403));
+        assert_eq!(status("AWS4-HMAC-SHA256 x", Some("")), None);
+    }
+
+    #[test]
+    fn a_path_style_v2_bucket_request_gets_its_slash() {
+        let req = |uri: &str, host: &str, auth: &str| {
+            let req = http::Request::builder()
+                .uri(uri)
+                .header("host", host)
+                .header("authorization", auth)
+                .body(())
+                .unwrap();
+            super::v2_bucket_path(req, "s3.example").uri().to_string()
+        };
+        assert_eq!(req("/b?acl", "127.0.0.1:9000", "AWS k:s"), "/b/?acl");
+        assert_eq!(req("/b", "127.0.0.1:9000", "AWS k:s"), "/b/");
+        assert_eq!(req("/b/key", "127.0.0.1:9000", "AWS k:s"), "/b/key");
+        assert_eq!(req("/b", "127.0.0.1:9000", "AWS4-HMAC-SHA256 x"), "/b");
+        assert_eq!(req("/", "b.s3.example", "AWS k:s"), "/");
+        assert_eq!(req("/b", "s3.example", "AWS k:s"), "/b/");
+    }
+
     #[test]
     fn an_http_date_becomes_an_amz_date() {
         assert_eq!(

@@ -1,27 +1,39 @@
-//! DeleteObject and DeleteObjects.
+//! DeleteObject and DeleteObjects, conditional on the version they delete
+//! (`If-Match`, `x-amz-if-match-last-modified-time`, `x-amz-if-match-size`,
+//! or an entry's `ETag`, `LastModifiedTime` and `Size`): PreconditionFailed
+//! when it differs, nothing done when there is no such version.
 
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
 use super::lock::bypass;
 use super::{Front, actor, s3_error};
+use crate::provider::DeleteCondition;
+
+fn millis(t: Timestamp) -> i64 {
+    let t = time::OffsetDateTime::from(t);
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MIN)
+}
+
+/// A negative size matches no version.
+fn size(s: i64) -> u64 {
+    u64::try_from(s).unwrap_or(u64::MAX)
+}
 
 pub(super) async fn delete_object(
     front: &Front,
     req: S3Request<DeleteObjectInput>,
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
-    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (principal, bucket) = front.writer(&req, &req.input.bucket).await?;
     let input = &req.input;
-    if input.if_match.is_some()
-        || input.if_match_last_modified_time.is_some()
-        || input.if_match_size.is_some()
-    {
-        // Refused rather than ignored: the delete would not be conditional.
-        return Err(S3Error::with_message(
-            S3ErrorCode::NotImplemented,
-            "conditional DeleteObject (If-Match) is not supported",
-        ));
-    }
+    let condition = DeleteCondition {
+        etag: input.if_match.as_ref().map(|c| match c {
+            ETagCondition::Any => "*".to_owned(),
+            ETagCondition::ETag(e) => e.value().to_owned(),
+        }),
+        modified_at: input.if_match_last_modified_time.clone().map(millis),
+        size: input.if_match_size.map(size),
+    };
     let done = front
         .storage
         .provider()
@@ -29,7 +41,8 @@ pub(super) async fn delete_object(
             &bucket,
             &input.key,
             input.version_id.as_deref(),
-            bypass(&principal, input.bypass_governance_retention),
+            bypass(&principal, &bucket, input.bypass_governance_retention),
+            &condition,
             &actor(&principal),
         )
         .await
@@ -48,7 +61,7 @@ pub(super) async fn delete_objects(
     front: &Front,
     req: S3Request<DeleteObjectsInput>,
 ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (principal, bucket) = front.writer(&req, &req.input.bucket).await?;
     if req.input.delete.objects.len() > 1000 {
         return Err(S3Error::with_message(
             S3ErrorCode::MalformedXML,
@@ -56,28 +69,21 @@ pub(super) async fn delete_objects(
         ));
     }
     let quiet = req.input.delete.quiet.unwrap_or(false);
-    let bypass = bypass(&principal, req.input.bypass_governance_retention);
+    let bypass = bypass(&principal, &bucket, req.input.bypass_governance_retention);
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     for object in &req.input.delete.objects {
-        if object.e_tag.is_some() || object.last_modified_time.is_some() || object.size.is_some() {
-            // Refused rather than ignored: the delete would not be conditional.
-            errors.push(s3s::dto::Error {
-                code: Some("NotImplemented".to_owned()),
-                key: Some(object.key.clone()),
-                message: Some(
-                    "conditional deletes (ETag, LastModifiedTime, Size) are not supported"
-                        .to_owned(),
-                ),
-                version_id: object.version_id.clone(),
-            });
-            continue;
-        }
+        let condition = DeleteCondition {
+            etag: object.e_tag.as_ref().map(|e| e.value().to_owned()),
+            modified_at: object.last_modified_time.clone().map(millis),
+            size: object.size.map(size),
+        };
         let version = object.version_id.as_deref();
+        let who = actor(&principal);
         match front
             .storage
             .provider()
-            .delete_version(&bucket, &object.key, version, bypass, &actor(&principal))
+            .delete_version(&bucket, &object.key, version, bypass, &condition, &who)
             .await
         {
             Ok(done) => {

@@ -72,41 +72,22 @@ pub(super) fn preconditions(
     Ok(())
 }
 
-/// The condition of a write: `If-Match` (an entity tag or `*`) and
-/// `If-None-Match: *` (S3 accepts no other If-None-Match on a write).
+/// The condition of a write: `If-Match` and `If-None-Match` (an entity
+/// tag or `*`).
 pub(super) fn condition(
     if_match: Option<&ETagCondition>,
     if_none_match: Option<&ETagCondition>,
 ) -> S3Result<Condition> {
-    let if_none_match = match if_none_match {
-        None => false,
-        Some(ETagCondition::Any) => true,
-        Some(ETagCondition::ETag(_)) => {
-            return Err(S3Error::with_message(
-                S3ErrorCode::NotImplemented,
-                "If-None-Match on a write accepts only *",
-            ));
-        }
-    };
-    let if_match = if_match.map(|c| match c {
+    let text = |c: &ETagCondition| match c {
         ETagCondition::Any => "*".to_owned(),
         ETagCondition::ETag(e) => e.value().to_owned(),
-    });
+    };
+    let if_none_match = if_none_match.map(text);
+    let if_match = if_match.map(text);
     Ok(Condition {
         if_match,
         if_none_match,
     })
-}
-
-/// The canned ACL of a write (`x-amz-acl`; grants are refused).
-pub(super) fn object_acl(
-    acl: &Option<ObjectCannedACL>,
-    grants: [&Option<String>; 4],
-) -> S3Result<Option<String>> {
-    super::acl::canned(
-        acl.as_ref().map(ObjectCannedACL::as_str),
-        &grants.map(Option::as_ref),
-    )
 }
 
 pub(super) fn headers_of(

@@ -54,12 +54,11 @@ impl Encoding {
     }
 }
 
-fn s3_object(info: ObjectInfo, enc: &Encoding, owner: Option<&str>) -> Object {
+/// An object as listed; with its owner for the v1 listing and a v2 one
+/// with `FetchOwner` (`owned`).
+fn s3_object(info: ObjectInfo, enc: &Encoding, owned: Option<&crate::provider::Bucket>) -> Object {
     Object {
-        owner: owner.map(|id| Owner {
-            display_name: None,
-            id: Some(id.to_owned()),
-        }),
+        owner: owned.map(|b| super::acl::owner_of(&info.headers, b)),
         e_tag: Some(etag(&info)),
         last_modified: Some(last_modified(&info)),
         size: Some(info.size as i64),
@@ -114,7 +113,7 @@ pub(super) async fn v2(
 ) -> S3Result<S3Response<ListObjectsV2Output>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     let input = &req.input;
-    let owner = (input.fetch_owner == Some(true)).then_some(bucket.org_id.as_str());
+    let owner = (input.fetch_owner == Some(true)).then_some(&bucket);
     let after = match (&input.continuation_token, &input.start_after) {
         (Some(token), _) => decode_token(token)?,
         (None, Some(start)) => start.clone(),
@@ -206,7 +205,7 @@ pub(super) async fn v1(
             listing
                 .objects
                 .into_iter()
-                .map(|o| s3_object(o, &enc, None))
+                .map(|o| s3_object(o, &enc, Some(&bucket)))
                 .collect(),
         ),
         common_prefixes: prefixes(listing.prefixes, &enc),

@@ -15,9 +15,13 @@ use crate::provider::{Bucket, ObjectHeaders};
 /// Whether `x-amz-bypass-governance-retention` is honoured: it is asked,
 /// and the key is one of the organisation's unlimited keys (writes every
 /// bucket), the nearest Plateau has to S3's BypassGovernanceRetention
-/// permission; a key limited to some buckets never bypasses.
-pub(super) fn bypass(principal: &Principal, asked: Option<bool>) -> bool {
-    asked == Some(true) && !principal.read_only && principal.buckets.is_none()
+/// permission; a key limited to some buckets, or of another organisation
+/// (writing by an ACL's grant), never bypasses.
+pub(super) fn bypass(principal: &Principal, bucket: &Bucket, asked: Option<bool>) -> bool {
+    asked == Some(true)
+        && !principal.read_only
+        && principal.buckets.is_none()
+        && principal.org_id == bucket.org_id
 }
 
 fn malformed(message: &str) -> S3Error {

@@ -15,7 +15,7 @@ pub(super) async fn create(
     front: &Front,
     req: S3Request<CreateMultipartUploadInput>,
 ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (principal, bucket) = front.writer(&req, &req.input.bucket).await?;
     let input = req.input;
     let customer = encryption::customer(
         input.sse_customer_algorithm.as_deref(),
@@ -53,15 +53,19 @@ pub(super) async fn create(
         ));
     }
     let tags = super::tagging::from_header(input.tagging.as_deref())?;
-    let acl = super::headers::object_acl(
-        &input.acl,
+    let acl = super::acl::for_object(
+        front,
+        &principal,
+        &bucket,
+        input.acl.as_ref(),
         [
             &input.grant_full_control,
             &input.grant_read,
             &input.grant_read_acp,
             &input.grant_write_acp,
         ],
-    )?;
+    )
+    .await?;
     let mut headers = headers_of(
         input.content_type,
         input.content_encoding,
@@ -131,7 +135,7 @@ pub(super) async fn upload_part(
     front: &Front,
     mut req: S3Request<UploadPartInput>,
 ) -> S3Result<S3Response<UploadPartOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (_, bucket) = front.writer(&req, &req.input.bucket).await?;
     let found = upload_of(front, &bucket, &req.input.upload_id, &req.input.key).await?;
     let customer = encryption::customer(
         req.input.sse_customer_algorithm.as_deref(),
@@ -181,7 +185,7 @@ pub(super) async fn complete(
     front: &Front,
     req: S3Request<CompleteMultipartUploadInput>,
 ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (principal, bucket) = front.writer(&req, &req.input.bucket).await?;
     let input = &req.input;
     let condition = condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
     match upload_of(front, &bucket, &input.upload_id, &input.key).await {
@@ -363,7 +367,7 @@ pub(super) async fn abort(
     front: &Front,
     req: S3Request<AbortMultipartUploadInput>,
 ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
-    let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (_, bucket) = front.writer(&req, &req.input.bucket).await?;
     upload_of(front, &bucket, &req.input.upload_id, &req.input.key).await?;
     front
         .storage

@@ -10,7 +10,7 @@ use s3s::{S3Error, S3Request, S3Response, S3Result};
 
 use super::encryption;
 use super::fields::{sent_checksums, set_checksums, set_encryption};
-use super::headers::{condition, etag, headers_of, object_acl};
+use super::headers::{condition, etag, headers_of};
 use super::verify::{self, Expected};
 use super::{Front, actor, s3_error};
 use crate::error::Error;
@@ -92,7 +92,7 @@ pub(super) async fn put_object(
     front: &Front,
     req: S3Request<PutObjectInput>,
 ) -> S3Result<S3Response<PutObjectOutput>> {
-    let (principal, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
+    let (principal, bucket) = front.writer(&req, &req.input.bucket).await?;
     let input = req.input.clone_headers();
     let customer = encryption::customer(
         req.input.sse_customer_algorithm.as_deref(),
@@ -112,15 +112,19 @@ pub(super) async fn put_object(
         req.input.if_none_match.as_ref(),
     )?;
     let tags = super::tagging::from_header(req.input.tagging.as_deref())?;
-    let acl = object_acl(
-        &req.input.acl,
+    let acl = super::acl::for_object(
+        front,
+        &principal,
+        &bucket,
+        req.input.acl.as_ref(),
         [
             &req.input.grant_full_control,
             &req.input.grant_read,
             &req.input.grant_read_acp,
             &req.input.grant_write_acp,
         ],
-    )?;
+    )
+    .await?;
     let mut req = req;
     let data = req.input.body.take();
     let (mut upload, failure) = body(

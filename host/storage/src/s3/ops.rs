@@ -6,7 +6,8 @@ use s3s::{S3, S3Request, S3Response, S3Result};
 
 use super::{
     Front, acl, attributes, bucket_encryption, buckets, copy, cors, delete, lifecycle, list, lock,
-    multipart, objects, part_copy, read, retention, tagging, uploads, versioning,
+    multipart, objects, ownership, part_copy, public_block, read, retention, tagging, uploads,
+    versioning,
 };
 
 #[async_trait::async_trait]
@@ -351,5 +352,47 @@ impl S3 for Front {
         req: S3Request<DeleteBucketEncryptionInput>,
     ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
         bucket_encryption::delete(self, req).await
+    }
+
+    async fn put_public_access_block(
+        &self,
+        req: S3Request<PutPublicAccessBlockInput>,
+    ) -> S3Result<S3Response<PutPublicAccessBlockOutput>> {
+        public_block::put(self, req).await
+    }
+
+    async fn get_public_access_block(
+        &self,
+        req: S3Request<GetPublicAccessBlockInput>,
+    ) -> S3Result<S3Response<GetPublicAccessBlockOutput>> {
+        public_block::get(self, req).await
+    }
+
+    async fn delete_public_access_block(
+        &self,
+        req: S3Request<DeletePublicAccessBlockInput>,
+    ) -> S3Result<S3Response<DeletePublicAccessBlockOutput>> {
+        public_block::delete(self, req).await
+    }
+
+    async fn put_bucket_ownership_controls(
+        &self,
+        req: S3Request<PutBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<PutBucketOwnershipControlsOutput>> {
+        ownership::put(self, req).await
+    }
+
+    async fn get_bucket_ownership_controls(
+        &self,
+        req: S3Request<GetBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
+        ownership::get(self, req).await
+    }
+
+    async fn delete_bucket_ownership_controls(
+        &self,
+        req: S3Request<DeleteBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
+        ownership::delete(self, req).await
     }
 }

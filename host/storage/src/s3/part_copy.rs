@@ -42,7 +42,7 @@ pub(super) async fn upload_part_copy(
     req: S3Request<UploadPartCopyInput>,
 ) -> S3Result<S3Response<UploadPartCopyOutput>> {
     let input = &req.input;
-    let (_, to) = front.bucket(&req, &input.bucket, true).await?;
+    let (_, to) = front.writer(&req, &input.bucket).await?;
     let CopySource::Bucket {
         bucket,
         key,

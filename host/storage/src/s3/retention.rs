@@ -52,7 +52,7 @@ pub(super) async fn put_retention(
             })
         }
     };
-    let bypass = bypass(&principal, input.bypass_governance_retention);
+    let bypass = bypass(&principal, &bucket, input.bypass_governance_retention);
     let change = Arc::new(move |h: &mut crate::provider::ObjectHeaders| {
         if !may_replace(h.retention, new, time::now_ms(), bypass) {
             return Err(Error::ObjectLocked);
@@ -76,12 +76,8 @@ pub(super) async fn get_retention(
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     required(front, &bucket).await?;
     let info = front
-        .storage
-        .provider()
-        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
-        .await
-        .map_err(s3_error)?
-        .info;
+        .version(&bucket, &req.input.key, req.input.version_id.as_deref())
+        .await?;
     let r = info
         .headers
         .retention
@@ -131,12 +127,8 @@ pub(super) async fn get_legal_hold(
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     required(front, &bucket).await?;
     let info = front
-        .storage
-        .provider()
-        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
-        .await
-        .map_err(s3_error)?
-        .info;
+        .version(&bucket, &req.input.key, req.input.version_id.as_deref())
+        .await?;
     let status = if info.headers.legal_hold {
         ObjectLockLegalHoldStatus::ON
     } else {

@@ -145,12 +145,8 @@ pub(super) async fn get_object(
 ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, false).await?;
     let info = front
-        .storage
-        .provider()
-        .open(&bucket, &req.input.key, req.input.version_id.as_deref())
-        .await
-        .map_err(s3_error)?
-        .info;
+        .version(&bucket, &req.input.key, req.input.version_id.as_deref())
+        .await?;
     Ok(S3Response::new(GetObjectTaggingOutput {
         tag_set: to_set(&info.headers.tags),
         version_id: info.version_id,

@@ -85,11 +85,19 @@ pub(super) async fn list_uploads(
         uploads: Some(
             uploads
                 .into_iter()
-                .map(|u| MultipartUpload {
-                    key: Some(u.key),
-                    upload_id: Some(u.id),
-                    initiated: Some(timestamp(u.created_at)),
-                    ..Default::default()
+                .map(|u| {
+                    let owner = super::acl::owner_of(&u.headers, &bucket);
+                    MultipartUpload {
+                        key: Some(u.key),
+                        upload_id: Some(u.id),
+                        initiated: Some(timestamp(u.created_at)),
+                        initiator: Some(Initiator {
+                            id: owner.id.clone(),
+                            display_name: owner.display_name.clone(),
+                        }),
+                        owner: Some(owner),
+                        ..Default::default()
+                    }
                 })
                 .collect(),
         ),

@@ -112,10 +112,7 @@ pub(super) async fn list(
                 is_latest: Some(latest),
                 key: Some(enc.name(&info.key)),
                 last_modified: Some(last_modified(&info)),
-                owner: Some(Owner {
-                    display_name: None,
-                    id: Some(bucket.org_id.clone()),
-                }),
+                owner: Some(super::acl::to_owner(&bucket.org_id)),
                 version_id: info.version_id,
             });
         } else {
@@ -124,10 +121,7 @@ pub(super) async fn list(
                 is_latest: Some(latest),
                 key: Some(enc.name(&info.key)),
                 last_modified: Some(last_modified(&info)),
-                owner: Some(Owner {
-                    display_name: None,
-                    id: Some(bucket.org_id.clone()),
-                }),
+                owner: Some(super::acl::owner_of(&info.headers, &bucket)),
                 size: Some(info.size as i64),
                 storage_class: Some(ObjectVersionStorageClass::from_static(
                     ObjectVersionStorageClass::STANDARD,
@@ -156,8 +150,8 @@ pub(super) async fn list(
     }))
 }
 
-/// Tags and ACLs are changed on the current version only: naming another
-/// version is refused (NotImplemented), never applied to the current one.
+/// Tags are changed on the current version only: naming another version
+/// is refused (NotImplemented), never applied to the current one.
 pub(super) async fn current_only(
     front: &Front,
     bucket: &crate::provider::Bucket,
@@ -176,7 +170,7 @@ pub(super) async fn current_only(
     if current.version_id.as_deref().unwrap_or("null") != version {
         return Err(S3Error::with_message(
             S3ErrorCode::NotImplemented,
-            "versionId: only the current version's tags and ACL can be changed",
+            "versionId: only the current version's tags can be changed",
         ));
     }
     Ok(())

@@ -2,9 +2,11 @@
 //! driven by real clients nobody here wrote (awscli, boto3, curl on
 //! presigned URLs), with their default settings.
 
+mod acl;
 mod api;
 mod awscli;
 mod boto;
+mod conditions;
 mod features;
 mod isolation;
 mod lifecycle;
