@@ -194,7 +194,11 @@ fn main() {
     for (name, module) in &modules {
         writeln!(code, "pub mod {name} {{\n{module}}}").unwrap();
     }
-    fs::write(out_dir.join("artifacts.rs"), code).expect("write artifacts.rs");
+    // A new file renamed over the old one, never a write into it: a build
+    // directory copied with hard links shares its files with the original.
+    let staged = out_dir.join("artifacts.rs.new");
+    fs::write(&staged, code).expect("write artifacts.rs");
+    fs::rename(&staged, out_dir.join("artifacts.rs")).expect("rename artifacts.rs");
 
     println!("cargo:rerun-if-changed=build.rs");
     // The lock file pins the guests' dependencies; the cargo configuration
