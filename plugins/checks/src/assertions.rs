@@ -4,8 +4,8 @@
 //! and what it saw.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
 
 use crate::jsonpath::{JsonPath, Selection};
 

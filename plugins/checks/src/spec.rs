@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use plateau_sdk::contract::mail::is_email;
 

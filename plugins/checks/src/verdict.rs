@@ -3,8 +3,8 @@
 //! (or the transport error); for heartbeats from the time of the last ping.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::assertions::{self, Assertion, Observed};
 use crate::status::{self, StatusRange};

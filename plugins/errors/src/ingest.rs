@@ -11,8 +11,8 @@ use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock};
 
 use crate::envelope;
 use crate::issue::record_event;
-use crate::views::Accepted;
 use crate::record::{self, DsnEntry, Project};
+use crate::views::Accepted;
 
 const DAY_MS: u64 = 86_400_000;
 

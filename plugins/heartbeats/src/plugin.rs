@@ -54,7 +54,9 @@ impl Plugin for HeartbeatsPlugin {
             .get("/heartbeats", api::list)
             .scope("heartbeats:read")
             .summary("List heartbeats")
-            .description("The organisation's heartbeats, oldest first, paginated, with their state.")
+            .description(
+                "The organisation's heartbeats, oldest first, paginated, with their state.",
+            )
             .response_page::<View>()
             .post("/heartbeats", api::create)
             .scope("heartbeats:write")

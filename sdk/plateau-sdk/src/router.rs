@@ -318,9 +318,7 @@ impl Router {
         let routes = self
             .entries
             .iter()
-            .filter(|e| {
-                e.request.is_some() || !e.responses.is_empty() || !e.description.is_empty()
-            })
+            .filter(|e| e.request.is_some() || !e.responses.is_empty() || !e.description.is_empty())
             .map(|e| RouteSchema {
                 method: e.method.as_str().to_owned(),
                 path: e.pattern.clone(),

@@ -111,7 +111,9 @@ impl Plugin for ChecksPlugin {
             .post("/checks/{id}/run", checks::run)
             .scope("checks:write")
             .summary("Run the check now and answer the result")
-            .description("Runs an URL or API check at once, outside its schedule (`trigger: manual`).")
+            .description(
+                "Runs an URL or API check at once, outside its schedule (`trigger: manual`).",
+            )
             .response::<RunResult>(200)
             .get("/checks/ping/{token}", ping::ping)
             .public()

@@ -8,8 +8,8 @@ use crate::{DefinitionError, Flag};
 use plateau_sdk::serde_json::{Map, Value};
 use plateau_sdk::{ApiError, Bucket, FieldError, clock};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use std::collections::BTreeSet;
+use utoipa::ToSchema;
 
 use super::scope::Scope;
 
