@@ -66,11 +66,17 @@ const PROBLEMS: &[(&str, &str)] = &[
 /// speaks a protocol with its own error shape ([`ofrep`], [`otlp`]).
 fn responses(path: &str, access: &Access, success: &[ResponseSchema]) -> Map<String, Value> {
     let mut responses = Map::new();
-    for ResponseSchema { status, schema } in success {
+    for ResponseSchema {
+        status,
+        schema,
+        content_type,
+    } in success
+    {
+        let media = content_type.as_deref().unwrap_or("application/json");
         let answer = match schema {
             Some(schema) => json!({
                 "description": "the plugin's answer",
-                "content": { "application/json": { "schema": schema } }
+                "content": { media: { "schema": schema } }
             }),
             None => json!({ "description": "done, without a body" }),
         };
@@ -94,13 +100,15 @@ fn responses(path: &str, access: &Access, success: &[ResponseSchema]) -> Map<Str
     responses
 }
 
-/// The request body of a route that takes one: the declared schema, else
-/// any JSON and none (a plugin reads an absent body as it chooses).
-fn request_body(method: &str, declared: Option<&Value>) -> Option<Value> {
+/// The request body of a route that takes one: the declared schema (in
+/// its media type, JSON unless named), else any JSON and none (a plugin
+/// reads an absent body as it chooses).
+fn request_body(method: &str, declared: Option<&Value>, media: Option<&str>) -> Option<Value> {
     if let Some(schema) = declared {
+        let media = media.unwrap_or("application/json");
         return Some(json!({
             "required": true,
-            "content": { "application/json": { "schema": schema } }
+            "content": { media: { "schema": schema } }
         }));
     }
     matches!(method, "POST" | "PUT" | "PATCH").then(|| {
@@ -160,6 +168,7 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 .map(|r| ResponseSchema {
                     status: r.status,
                     schema: r.schema.as_ref().map(|s| renamed(name, s)),
+                    content_type: r.content_type.clone(),
                 })
                 .collect();
             let responses = responses(&route.path, &route.access, &success);
@@ -177,7 +186,11 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 "responses": responses,
                 "x-plateau-plugin": { "name": name, "version": version.description().version },
             });
-            if let Some(body) = request_body(&route.method, request.as_ref()) {
+            if let Some(text) = declared.and_then(|d| d.description.as_deref()) {
+                op["description"] = json!(text);
+            }
+            let media = declared.and_then(|d| d.request_type.as_deref());
+            if let Some(body) = request_body(&route.method, request.as_ref(), media) {
                 op["requestBody"] = ofrep::request_body(&route.path)
                     .or_else(|| otlp::request_body(&route.path))
                     .unwrap_or(body);

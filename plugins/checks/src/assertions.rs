@@ -5,11 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
 
 use crate::jsonpath::{JsonPath, Selection};
 
 /// How an assertion compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Operator {
     Equals,
@@ -64,7 +65,7 @@ impl Operator {
 }
 
 /// What an assertion looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Target {
     StatusCode,
@@ -114,7 +115,7 @@ impl Target {
 
 /// One assertion as stored and as shown: `{"type": "jsonPath", "path":
 /// "$.data.items[0].id", "operator": "equals", "value": "a1"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Assertion {
     #[serde(rename = "type")]

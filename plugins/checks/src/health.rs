@@ -14,11 +14,12 @@
 //! alert.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::verdict::Outcome;
 
 /// A check's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Up,

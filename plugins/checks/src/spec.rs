@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use plateau_sdk::contract::mail::is_email;
 
@@ -16,7 +17,7 @@ use crate::status::StatusRange;
 use crate::verdict::Expectations;
 
 /// What a check watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// A URL answers with an expected status, in time.
@@ -109,7 +110,7 @@ const READ_ONLY: [&str; 11] = [
 ];
 
 /// Where a check's alerts go.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Alerts {
     /// Sent through the email relay (`checks.email.requested` events).
@@ -118,10 +119,15 @@ pub struct Alerts {
     /// Signed with Standard Webhooks; the secret is shown once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_url: Option<String>,
+    /// The webhook secret, only in the answer of the call that issued it;
+    /// never stored here (the record keeps it sealed) nor read from a body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(read_only)]
+    pub webhook_secret: Option<String>,
 }
 
 /// A check's configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
     pub name: String,
@@ -137,7 +143,9 @@ pub struct Spec {
     pub headers: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// Codes (`200`) and ranges (`200-299`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<String>)]
     pub expected_status: Vec<StatusRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u32>,

@@ -4,12 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::assertions::{self, Assertion, Observed};
 use crate::status::{self, StatusRange};
 
 /// What one run found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Ok,
@@ -18,7 +19,7 @@ pub enum Outcome {
 }
 
 /// Why a run failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Reason {
     /// The status code is not among the expected ones.
@@ -41,7 +42,7 @@ pub enum Reason {
 
 /// A failure, explained: for an assertion, which one (its definition and
 /// index), what it expected and what it saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     pub reason: Reason,

@@ -11,6 +11,7 @@ use crate::input::{Checked, JobInput};
 use crate::record::{self, CronJob, Run};
 use crate::run;
 use crate::stored::{self, Stored};
+use crate::views::{JobView, RunView};
 
 /// Cron jobs per plan (spec section 8).
 pub fn plan_limit(plan: Option<&str>) -> u64 {
@@ -36,32 +37,8 @@ fn load(bucket: &Bucket, id: &str) -> Result<Stored, ApiError> {
 }
 
 /// A job as the API shows it.
-pub fn view(job: &CronJob) -> Value {
-    let headers: Map<String, Value> = job
-        .headers
-        .iter()
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    let http = job.kind != "container";
-    json!({
-        "id": job.id,
-        "name": job.name,
-        "schedule": job.schedule,
-        "timezone": job.timezone,
-        "type": job.kind,
-        "url": http.then_some(&job.url),
-        "method": http.then_some(&job.method),
-        "headers": headers,
-        "body": job.body,
-        "image": (!http).then_some(&job.image),
-        "command": (!http).then_some(&job.command),
-        "timeoutSeconds": job.timeout_seconds,
-        "startingDeadlineSeconds": job.starting_deadline_seconds.unwrap_or(crate::missed::DEFAULT_STARTING_DEADLINE_SECONDS),
-        "paused": job.paused,
-        "nextRunAt": job.next_run_at.map(clock::rfc3339),
-        "createdAt": clock::rfc3339(job.created_at),
-        "updatedAt": clock::rfc3339(job.updated_at),
-    })
+pub fn view(job: &CronJob) -> JobView {
+    JobView::from(job)
 }
 
 fn apply(job: &mut CronJob, checked: Checked) {
@@ -164,7 +141,7 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let old = load(&bucket, id)?;
     let mut job = old.job.clone();
     let patch: Map<String, Value> = req.json()?;
-    let mut merged = match view(&job) {
+    let mut merged = match serde_json::to_value(view(&job)).unwrap_or_default() {
         Value::Object(map) => map,
         _ => Map::new(),
     };
@@ -221,17 +198,8 @@ pub fn trigger(req: &Request, params: &Params) -> Result<Response, ApiError> {
     Ok(Response::created(&run_view(&run)))
 }
 
-fn run_view(run: &Run) -> Value {
-    let mut value = serde_json::to_value(run).unwrap_or_else(|_| json!({}));
-    if let Value::Object(map) = &mut value {
-        let headers: Map<String, Value> = run
-            .response_headers
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        map.insert("responseHeaders".into(), Value::Object(headers));
-    }
-    value
+fn run_view(run: &Run) -> RunView {
+    RunView::from(run)
 }
 
 /// `GET /cron-jobs/{id}/runs`: newest first, paginated.

@@ -3,6 +3,7 @@
 
 use plateau_sdk::{ApiError, Validator};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::missed::{DEFAULT_STARTING_DEADLINE_SECONDS, MAX_STARTING_DEADLINE_SECONDS};
 use crate::schedule::Schedule;
@@ -19,7 +20,7 @@ pub const MAX_ARG_BYTES: usize = 4096;
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /// The fields of a job as sent.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JobInput {
     pub name: Option<String>,

@@ -13,7 +13,8 @@
 //!   its due index entry, recording a run), [`run`] (running one job, its
 //!   next time and the durable job that runs it), [`missed`] (the starting
 //!   deadline of a late delivery), [`batch`] (the http jobs
-//!   of an organisation due together) and [`api`], wired in [`plugin`].
+//!   of an organisation due together) and [`api`] with its answers in
+//!   [`views`], wired in [`plugin`].
 //!
 //! **Architecture Invariants:** an http job that is not paused has one
 //! entry in the due index, `d/{nextRunAt}/{id}`, holding the bytes of its
@@ -32,6 +33,7 @@ pub mod record;
 pub mod run;
 pub mod schedule;
 pub mod stored;
+pub mod views;
 
 pub use plugin::CronPlugin;
 

@@ -12,6 +12,8 @@
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{Capability, Description, Plugin, Router, log};
 
+use crate::input::JobInput;
+use crate::views::{JobView, RunView};
 use crate::{api, batch, run};
 
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
@@ -42,24 +44,51 @@ impl Plugin for CronPlugin {
             .get("/cron-jobs", api::list)
             .scope("cron:read")
             .summary("List cron jobs")
+            .description("The organisation's cron jobs, oldest first, paginated.")
+            .response_page::<JobView>()
             .post("/cron-jobs", api::create)
             .scope("cron:write")
             .summary("Create a cron job")
+            .description(
+                "`type: http` (the default) sends `method` to `url` on each `schedule` time in \
+                 `timezone`; `type: container` runs `image` (a `wasi:cli` command image of the \
+                 organisation's registry) with `command`. Answers the job with its `nextRunAt`; \
+                 the plan caps the number of jobs (409 `plan_limit_reached`).",
+            )
+            .request::<JobInput>()
+            .response::<JobView>(201)
             .get("/cron-jobs/{id}", api::get)
             .scope("cron:read")
             .summary("Get a cron job and its next run time")
+            .description("The job's settings and `nextRunAt` (null while paused).")
+            .response::<JobView>(200)
             .patch("/cron-jobs/{id}", api::update)
             .scope("cron:write")
             .summary("Change, pause or unpause a cron job")
+            .description(
+                "The fields sent replace the stored ones, under the rules of creation; the \
+                 next run time is computed again.",
+            )
+            .request::<JobInput>()
+            .response::<JobView>(200)
             .delete("/cron-jobs/{id}", api::delete)
             .scope("cron:write")
             .summary("Delete a cron job and its runs")
+            .description("The job, its schedule and its recorded runs go.")
+            .empty_response(204)
             .post("/cron-jobs/{id}/trigger", api::trigger)
             .scope("cron:write")
             .summary("Run a cron job now; answers the run")
+            .description(
+                "Runs the job once, now, outside its schedule (`trigger: manual`), and answers \
+                 the recorded run.",
+            )
+            .response::<RunView>(201)
             .get("/cron-jobs/{id}/runs", api::runs)
             .scope("cron:read")
             .summary("List a cron job's runs, newest first")
+            .description("Each run's times, status and the capped answer or output, paginated.")
+            .response_page::<RunView>()
     }
 
     fn on_job(job: &Job) -> Result<(), String> {

@@ -16,6 +16,7 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use plateau_sdk::serde_json::{Map, Value};
 use plateau_sdk::{ApiError, Request, Validator, contract};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::address::Mailbox;
 use crate::limits::{
@@ -24,7 +25,7 @@ use crate::limits::{
 };
 
 /// `POST /email/send`, as sent.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SendRequest<'a> {
     pub from: Option<String>,
@@ -46,7 +47,7 @@ pub struct SendRequest<'a> {
 }
 
 /// An address list sent as one string or an array of strings.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     #[default]
@@ -65,7 +66,7 @@ impl OneOrMany {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttachmentRequest<'a> {
     pub filename: String,

@@ -7,6 +7,7 @@
 use plateau_sdk::clock;
 use plateau_sdk::serde_json::{Map, Value};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Frames kept per exception (the innermost ones, where Sentry shows them).
 pub const MAX_FRAMES: usize = 100;
@@ -16,7 +17,7 @@ pub const MAX_BREADCRUMBS: usize = 100;
 const MAX_STRING: usize = 2048;
 
 /// One stack frame.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Frame {
     pub filename: Option<String>,
@@ -34,7 +35,7 @@ pub struct Frame {
 }
 
 /// One exception of the chain, outermost last as Sentry sends them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Exception {
     #[serde(rename = "type")]
@@ -48,7 +49,7 @@ pub struct Exception {
 }
 
 /// An event as stored and shown.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredEvent {
     pub event_id: String,
@@ -65,6 +66,8 @@ pub struct StoredEvent {
     pub environment: Option<String>,
     pub server_name: Option<String>,
     pub user: Option<Value>,
+    /// `[name, value]` pairs.
+    #[schema(value_type = Vec<Vec<String>>)]
     pub tags: Vec<(String, String)>,
     pub exceptions: Vec<Exception>,
     pub breadcrumbs: Vec<Value>,

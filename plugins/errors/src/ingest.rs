@@ -6,12 +6,13 @@
 //! and a project over its daily quota answers 429 with `Retry-After` and
 //! `X-Sentry-Rate-Limits`, which the SDKs honour.
 
-use plateau_sdk::serde_json::{self, Value, json};
+use plateau_sdk::serde_json::{self, Value};
 use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock};
 
 use crate::envelope;
 use crate::issue::record_event;
 use crate::record::{self, DsnEntry, Project};
+use crate::views::Accepted;
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -114,10 +115,15 @@ pub fn envelope(req: &Request, params: &Params) -> Result<Response, ApiError> {
         .first()
         .cloned()
         .or_else(|| header_id.map(|id| id.replace('-', "")));
-    let mut answer = json!({ "id": id });
+    let mut answer = Accepted {
+        id,
+        ignored: None,
+        detail: None,
+    };
     if !ignored.is_empty() {
-        answer["ignored"] = json!(ignored);
-        answer["detail"] = json!("only error events are kept: the other items were not stored");
+        answer.ignored = Some(ignored);
+        answer.detail =
+            Some("only error events are kept: the other items were not stored".to_owned());
     }
     Ok(Response::ok(&answer))
 }
@@ -131,5 +137,9 @@ pub fn store(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let now = clock::now_millis();
     take_quota(&bucket, &project, now)?;
     let id = record_event(&org, &project, &payload, None, now)?;
-    Ok(Response::ok(&json!({ "id": id })))
+    Ok(Response::ok(&Accepted {
+        id: Some(id),
+        ignored: None,
+        detail: None,
+    }))
 }

@@ -4,39 +4,24 @@
 
 use std::cmp::Reverse;
 
-use plateau_sdk::serde_json::{self, Value, json};
+use plateau_sdk::serde_json::{self, Value};
 use plateau_sdk::{
     ApiError, Bucket, NewEvent, Page, Params, Request, Response, clock, paginate_sorted,
 };
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::event::StoredEvent;
 use crate::issue::summary;
 use crate::projects;
 use crate::record::{self, Issue};
+use crate::views::IssueView;
 
 const STATUSES: [&str; 3] = ["unresolved", "resolved", "ignored"];
 
 /// An issue as the API shows it.
-pub fn view(i: &Issue) -> Value {
-    json!({
-        "id": i.id,
-        "projectId": i.project_id,
-        "title": i.title,
-        "culprit": i.culprit,
-        "level": i.level,
-        "platform": i.platform,
-        "grouping": i.grouping,
-        "status": i.status,
-        "count": i.count,
-        "userCount": i.user_count,
-        "firstSeen": clock::rfc3339(i.first_seen),
-        "lastSeen": clock::rfc3339(i.last_seen),
-        "resolvedAt": i.resolved_at.map(clock::rfc3339),
-        "regressedAt": i.regressed_at.map(clock::rfc3339),
-        "timesRegressed": i.times_regressed,
-        "latestEventId": i.latest_event_id,
-    })
+pub fn view(i: &Issue) -> IssueView {
+    IssueView::from(i)
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -99,14 +84,16 @@ pub fn get(_req: &Request, params: &Params) -> Result<Response, ApiError> {
     let project = projects::load(&bucket, &params["id"])?;
     let (_, issue) = load(&bucket, &project.id, &params["issue"])?;
     let mut body = view(&issue);
-    body["latestEvent"] = json!(latest_event(&bucket, &issue)?);
+    body.latest_event = Some(latest_event(&bucket, &issue)?);
     Ok(Response::ok(&body))
 }
 
-#[derive(Debug, Deserialize)]
+/// `PATCH /errors/projects/{id}/issues/{issue}`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct StatusInput {
-    status: String,
+pub struct StatusInput {
+    #[schema(pattern = "^(unresolved|resolved|ignored)$")]
+    pub status: String,
 }
 
 /// `PATCH /errors/projects/{id}/issues/{issue}`: `{"status": "resolved"}`,

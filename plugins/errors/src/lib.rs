@@ -29,6 +29,7 @@ pub mod issues;
 pub mod plugin;
 pub mod projects;
 pub mod record;
+pub mod views;
 
 pub use plugin::ErrorsPlugin;
 

@@ -5,14 +5,16 @@
 //! unique across the host, since the ingest routes find it without a
 //! caller.
 
-use plateau_sdk::serde_json::{Value, json};
+use plateau_sdk::serde_json::json;
 use plateau_sdk::{
     ApiError, Bucket, FieldError, NewEvent, PROBLEM_CONTENT_TYPE, Params, Problem, Request,
     Response, clock, config, paginate_kv_with,
 };
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::record::{self, DsnEntry, Project};
+use crate::views::ProjectView;
 
 /// The API base URL (`…/api/v1`) URLs handed to users start with.
 pub fn base_url(req: &Request) -> String {
@@ -30,23 +32,14 @@ pub fn dsn(base: &str, project: &Project) -> String {
 }
 
 /// A project as the API shows it.
-pub fn view(req: &Request, p: &Project) -> Value {
-    json!({
-        "id": p.id,
-        "name": p.name,
-        "platformProjectId": p.platform_project_id,
-        "dsn": dsn(&base_url(req), p),
-        "publicKey": p.public_key,
-        "alertEmails": p.alert_emails,
-        "dailyEventLimit": record::daily_event_limit(&p.plan),
-        "createdAt": clock::rfc3339(p.created_at),
-        "updatedAt": clock::rfc3339(p.updated_at),
-    })
+pub fn view(req: &Request, p: &Project) -> ProjectView {
+    ProjectView::new(&base_url(req), p)
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// A project's fields as sent: `name` is required on creation.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ProjectInput {
+pub struct ProjectInput {
     name: Option<String>,
     alert_emails: Option<Vec<String>>,
 }

@@ -19,12 +19,11 @@ pub fn base_url(req: &Request) -> String {
 }
 
 /// A heartbeat with the one-time webhook secret, when this call made one.
-fn with_secret(view: record::View, secret: Option<&str>) -> Value {
-    let mut value = serde_json::to_value(view).unwrap_or_else(|_| json!({}));
-    if let (Some(secret), Value::Object(map)) = (secret, &mut value) {
-        map.insert("webhookSecret".to_owned(), json!(secret));
+fn with_secret(mut view: record::View, secret: Option<&str>) -> record::View {
+    if let Some(secret) = secret {
+        view.webhook_secret = Some(secret.to_owned());
     }
-    value
+    view
 }
 
 /// A new webhook secret: its sealed form and last four characters.

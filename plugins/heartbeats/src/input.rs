@@ -4,6 +4,7 @@
 use plateau_sdk::contract::mail::is_email;
 use plateau_sdk::{ApiError, Validator};
 use serde::{Deserialize, Deserializer};
+use utoipa::ToSchema;
 
 use crate::schedule::{Schedule, check_seconds};
 
@@ -18,7 +19,7 @@ pub const DEFAULT_PERIOD_SECONDS: u64 = 86_400;
 pub const DEFAULT_GRACE_SECONDS: u64 = 3_600;
 
 /// `POST /heartbeats`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewHeartbeat {
     pub name: Option<String>,
@@ -34,7 +35,7 @@ pub struct NewHeartbeat {
 
 /// `PATCH /heartbeats/{id}`: every field optional; `webhookUrl: null`
 /// removes the webhook.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HeartbeatPatch {
     pub name: Option<String>,
@@ -44,6 +45,7 @@ pub struct HeartbeatPatch {
     pub grace_seconds: Option<u64>,
     pub alert_emails: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     pub webhook_url: Option<Option<String>>,
     pub alert_on_late: Option<bool>,
     pub paused: Option<bool>,

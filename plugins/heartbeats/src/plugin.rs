@@ -13,7 +13,14 @@
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{Capability, Description, Plugin, Router, clock, log};
 
+use crate::input::{HeartbeatPatch, NewHeartbeat};
+use crate::record::{PingRecord, View};
 use crate::{alerts, api, ping, store};
+
+/// What the ping routes say in the OpenAPI document.
+const PING_DESCRIPTION: &str = "The ping URL's token is the only credential (an unknown one is \
+     404). A `start` ping opens a run, a success or `fail` ping ends it and records its \
+     duration. Answers `OK` in plain text; a POST's body is ignored.";
 
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
 pub struct HeartbeatsPlugin;
@@ -47,24 +54,52 @@ impl Plugin for HeartbeatsPlugin {
             .get("/heartbeats", api::list)
             .scope("heartbeats:read")
             .summary("List heartbeats")
+            .description(
+                "The organisation's heartbeats, oldest first, paginated, with their state.",
+            )
+            .response_page::<View>()
             .post("/heartbeats", api::create)
             .scope("heartbeats:write")
             .summary("Create a heartbeat; answers its ping URL, and its webhook secret once")
+            .description(
+                "A heartbeat expects a success ping every `periodSeconds` or at each time of \
+                 `schedule` (cron, in `timezone`), plus `graceSeconds`; it goes `late`, then \
+                 `down`, and alerts `alertEmails` and `webhookUrl` on each change of state.",
+            )
+            .request::<NewHeartbeat>()
+            .response::<View>(201)
             .get("/heartbeats/{id}", api::get)
             .scope("heartbeats:read")
             .summary("Get a heartbeat")
+            .description("Its settings, state, last ping and next deadlines.")
+            .response::<View>(200)
             .patch("/heartbeats/{id}", api::update)
             .scope("heartbeats:write")
             .summary("Change, pause or unpause a heartbeat")
+            .description(
+                "Changes the fields sent; `webhookUrl: null` removes the webhook. A new schedule \
+                 or grace time settles the state at once (which may alert).",
+            )
+            .request::<HeartbeatPatch>()
+            .response::<View>(200)
             .delete("/heartbeats/{id}", api::delete)
             .scope("heartbeats:write")
             .summary("Delete a heartbeat and its ping URL")
+            .description("Its ping URL answers 404 from now on.")
+            .empty_response(204)
             .post("/heartbeats/{id}/webhook-secret", api::rotate_secret)
             .scope("heartbeats:write")
             .summary("Rotate the webhook secret; answers the new one once")
+            .description(
+                "The old secret stops signing at once, also for alerts still being retried; \
+                 409 without a webhook.",
+            )
+            .response::<View>(200)
             .get("/heartbeats/{id}/pings", api::pings)
             .scope("heartbeats:read")
-            .summary("List a heartbeat's recent pings, newest first");
+            .summary("List a heartbeat's recent pings, newest first")
+            .description("The last pings received, with their source and the state after each.")
+            .response_page::<PingRecord>();
         type Ping = plateau_sdk::Handler;
         let pings: [(&str, Ping, &str); 3] = [
             (
@@ -88,9 +123,13 @@ impl Plugin for HeartbeatsPlugin {
                 .get(path, handler)
                 .public()
                 .summary(summary)
+                .description(PING_DESCRIPTION)
+                .response_bytes(200, "text/plain")
                 .post(path, handler)
                 .public()
-                .summary(summary);
+                .summary(summary)
+                .description(PING_DESCRIPTION)
+                .response_bytes(200, "text/plain");
         }
         router
     }

@@ -15,6 +15,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use plateau_sdk::{clock, ids};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
 
 use crate::schedule::{Schedule, ScheduleError};
 use crate::state::{PingKind, Rules, State, Status};
@@ -115,7 +116,7 @@ impl Heartbeat {
 
 /// A heartbeat as the API answers it. `webhookSecret` is masked here; the
 /// secret itself is answered once, by the calls that make it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct View {
     pub id: String,
@@ -128,6 +129,8 @@ pub struct View {
     pub grace_seconds: u64,
     pub alert_emails: Vec<String>,
     pub webhook_url: Option<String>,
+    /// Masked (its last four characters), except in the answer of the call
+    /// that made it; null without a webhook.
     pub webhook_secret: Option<String>,
     pub alert_on_late: bool,
     pub ping_url: String,
@@ -146,7 +149,7 @@ pub struct View {
 }
 
 /// One received ping.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PingRecord {
     /// 1 for the heartbeat's first ping.

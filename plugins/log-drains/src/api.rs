@@ -12,6 +12,7 @@ use plateau_sdk::{
 use crate::input::{Checked, Destination, DrainInput};
 use crate::record::{self, DeliveryState, Drain};
 use crate::secret;
+use crate::views::DrainView;
 
 /// How often a drain's job runs.
 pub const RUN_EVERY_MS: u64 = 1000;
@@ -41,53 +42,12 @@ fn load(bucket: &Bucket, id: &str) -> Result<Drain, ApiError> {
         .ok_or_else(|| not_found(id))
 }
 
-/// The delivery status: `disabled`, `pending` (nothing sent yet),
-/// `healthy` or `failing`.
-fn status(drain: &Drain, state: &DeliveryState) -> &'static str {
-    if !drain.enabled {
-        "disabled"
-    } else if state.failures > 0 {
-        "failing"
-    } else if state.last_success_at.is_none() {
-        "pending"
-    } else {
-        "healthy"
-    }
-}
-
-/// A drain as the API shows it, with its delivery status; never a secret.
-fn view(bucket: &Bucket, drain: &Drain) -> Result<Value, ApiError> {
+/// A drain as answered, with its delivery state.
+fn view(bucket: &Bucket, drain: &Drain) -> Result<DrainView, ApiError> {
     let state: DeliveryState = bucket
         .get(&record::state_key(&drain.id))?
         .unwrap_or_default();
-    let kind = crate::input::parse_url(&drain.url).map(|d| d.kind());
-    Ok(json!({
-        "id": drain.id,
-        "name": drain.name,
-        "url": drain.url,
-        "kind": kind,
-        "sources": drain.sources,
-        "apps": drain.apps,
-        "minLevel": drain.min_level,
-        "enabled": drain.enabled,
-        "signed": drain.secret.is_some(),
-        "delivery": {
-            "status": status(drain, &state),
-            "delivered": state.delivered,
-            "batches": state.batches,
-            "buffered": state.buffer.len(),
-            "dropped": state.dropped,
-            "failures": state.failures,
-            "lastAttemptAt": state.last_attempt_at.map(clock::rfc3339),
-            "lastSuccessAt": state.last_success_at.map(clock::rfc3339),
-            "lastStatusCode": state.last_status_code,
-            "lastLatencyMs": state.last_latency_ms,
-            "lastError": state.last_error,
-            "nextAttemptAt": state.next_attempt_at.map(clock::rfc3339),
-        },
-        "createdAt": clock::rfc3339(drain.created_at),
-        "updatedAt": clock::rfc3339(drain.updated_at),
-    }))
+    Ok(DrainView::new(drain, &state))
 }
 
 fn summary(d: &Drain) -> Value {
@@ -178,9 +138,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         .audit()
         .emit()?;
     let mut body = view(&bucket, &drain)?;
-    if let Some(shown) = shown {
-        body["secret"] = json!(shown);
-    }
+    body.secret = shown;
     Ok(Response::created(&body).with_header("location", format!("/log-drains/{}", drain.id)))
 }
 
@@ -240,9 +198,7 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
         .audit()
         .emit()?;
     let mut body = view(&bucket, &drain)?;
-    if let Some(shown) = shown {
-        body["secret"] = json!(shown);
-    }
+    body.secret = shown;
     Ok(Response::ok(&body))
 }
 

@@ -3,6 +3,7 @@
 
 use plateau_sdk::{ApiError, Validator};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::level::Level;
 
@@ -72,7 +73,7 @@ pub fn parse_url(url: &str) -> Option<Destination> {
 }
 
 /// A drain's fields as sent.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DrainInput {
     pub name: Option<String>,

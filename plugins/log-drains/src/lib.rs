@@ -12,7 +12,7 @@
 //!   frames);
 //! - [`secret`] (the signing secret, sealed), [`forward`] (a drain's job:
 //!   read after the cursor through the `logs` capability, buffer, send
-//!   through `outbound-http` or `tcp`) and [`api`], wired in [`plugin`].
+//!   through `outbound-http` or `tcp`) and [`api`] (answering [`views`]), wired in [`plugin`].
 //!
 //! **Architecture Invariants:** a drain's cursor and buffer change in one
 //! write, so a line is read into the buffer once; a batch leaves the
@@ -29,6 +29,7 @@ pub mod level;
 pub mod plugin;
 pub mod record;
 pub mod secret;
+pub mod views;
 
 pub use plugin::LogDrainsPlugin;
 

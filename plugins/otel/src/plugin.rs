@@ -14,7 +14,15 @@
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{Bucket, Capability, Description, Event, Plugin, Router, log};
 
+use crate::tokens::{TokenInput, TokenView};
 use crate::{ingest, retention, signals, tokens, traces};
+
+/// The OTLP/HTTP routes in the OpenAPI document: a foreign protocol,
+/// whose bodies and errors the host documents by their paths.
+const OTLP: &str = "OpenTelemetry's OTLP/HTTP: an Export*ServiceRequest as protobuf \
+     (`application/x-protobuf`) or OTLP/JSON, optionally gzip-encoded, answered in the same \
+     encoding. The credential is an ingest token (`POST /otel/tokens`) in the \
+     `plateau-otel-token` header, not an API token.";
 
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
 pub struct OtelPlugin;
@@ -43,33 +51,56 @@ impl Plugin for OtelPlugin {
             .post("/otel/ingest/v1/traces", ingest::traces)
             .public()
             .summary("OTLP/HTTP: export spans (protobuf or JSON, gzip); the ingest token in plateau-otel-token")
+            .description(OTLP)
             .post("/otel/ingest/v1/metrics", ingest::metrics)
             .public()
             .summary("OTLP/HTTP: export metric points (protobuf or JSON, gzip); the ingest token in plateau-otel-token")
+            .description(OTLP)
             .post("/otel/ingest/v1/logs", ingest::logs)
             .public()
             .summary("OTLP/HTTP: export log records (protobuf or JSON, gzip); the ingest token in plateau-otel-token")
+            .description(OTLP)
             .get("/otel/traces", traces::list)
             .scope("otel:read")
             .summary("List traces with a span matching service, name, status, duration and attr.{key} filters, newest first")
+            .description(
+                "Each trace's root span, services, start, duration and span and error counts, \
+                 over the plan's retention.",
+            )
             .get("/otel/traces/{trace_id}", traces::get)
             .scope("otel:read")
             .summary("Get a trace's spans as a tree")
+            .description(
+                "The trace's summary and `spans`, each with its `children` sorted by start time; \
+                 404 when no span of it is kept.",
+            )
             .get("/otel/metrics", signals::metrics)
             .scope("otel:read")
             .summary("List metric series by name, service and attr.{key} filters, with their newest points")
+            .description("Each series' kind, unit, attributes and newest points.")
             .get("/otel/logs", signals::logs)
             .scope("otel:read")
             .summary("List log records by traceId, service, minSeverity and attr.{key} filters, newest first")
+            .description("Each record's time, severity, body, attributes and trace context.")
             .get("/otel/tokens", tokens::list)
             .scope("otel:read")
             .summary("List the organisation's OTLP ingest tokens")
+            .description("Never their secrets: `prefix` recognises one.")
+            .response_page::<TokenView>()
             .post("/otel/tokens", tokens::create)
             .scope("otel:write")
             .summary("Create an ingest token for the project; answers it once")
+            .description(
+                "For the token's project (a project-limited API token names it); at most 20 per \
+                 organisation (409). The body may be left out.",
+            )
+            .request::<TokenInput>()
+            .response::<TokenView>(201)
             .delete("/otel/tokens/{id}", tokens::delete)
             .scope("otel:write")
             .summary("Revoke an ingest token")
+            .description("The token stops working at once.")
+            .empty_response(204)
     }
 
     fn on_event(event: &Event) -> Result<(), String> {

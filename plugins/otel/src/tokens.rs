@@ -5,10 +5,11 @@
 //! (to find the organisation and project of a request that has no API
 //! token).
 
-use plateau_sdk::serde_json::{Value, json};
+use plateau_sdk::serde_json::json;
 use plateau_sdk::{ApiError, Bucket, NewEvent, Page, Params, Request, Response, clock, ids};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
 
 use crate::record::{self, TokenEntry, TokenRec};
 use crate::wire::WireError;
@@ -49,19 +50,41 @@ pub fn authenticate(req: &Request) -> Result<TokenEntry, WireError> {
         })
 }
 
-fn view(t: &TokenRec) -> Value {
-    json!({
-        "id": t.id,
-        "name": t.name,
-        "projectId": t.project_id,
-        "prefix": t.prefix,
-        "createdAt": clock::rfc3339(t.created_at),
-    })
+/// An ingest token as the API shows it: its secret only in the answer of
+/// its creation.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenView {
+    pub id: String,
+    pub name: String,
+    /// The project whose telemetry it sends.
+    pub project_id: String,
+    /// The first characters of the token, to recognise it.
+    pub prefix: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// The token (`plto_...`), for the `plateau-otel-token` header; shown once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+fn view(t: &TokenRec) -> TokenView {
+    TokenView {
+        id: t.id.clone(),
+        name: t.name.clone(),
+        project_id: t.project_id.clone(),
+        prefix: t.prefix.clone(),
+        created_at: clock::rfc3339(t.created_at),
+        token: None,
+    }
+}
+
+/// `POST /otel/tokens`'s optional body.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct TokenInput {
+pub struct TokenInput {
+    /// 1 to 100 characters; default `ingest`.
+    #[schema(max_length = 100, pattern = "\\S")]
     name: Option<String>,
 }
 
@@ -115,7 +138,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         .audit()
         .emit()?;
     let mut body = view(&rec);
-    body["token"] = json!(secret);
+    body.token = Some(secret);
     Ok(Response::created(&body).with_header("location", format!("/otel/tokens/{}", rec.id)))
 }
 

@@ -8,10 +8,12 @@ use plateau_sdk::{
     paginate_kv_with,
 };
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::input::EndpointInput;
 use crate::record::{self, Delivery, Endpoint};
 use crate::signing::{self, DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS};
+use crate::views::{DeliveryView, EndpointView};
 
 /// Endpoints per organisation, per plan.
 pub fn plan_limit(plan: Option<&str>) -> u64 {
@@ -39,27 +41,8 @@ pub(crate) fn load(bucket: &Bucket, id: &str) -> Result<Endpoint, ApiError> {
 }
 
 /// An endpoint as the API shows it: never a secret.
-pub fn view(e: &Endpoint) -> Value {
-    let now = clock::now_millis();
-    let previous = e
-        .secrets
-        .get(1)
-        .and_then(|s| s.expires_at)
-        .filter(|at| *at > now);
-    json!({
-        "id": e.id,
-        "url": e.url,
-        "description": e.description,
-        "eventTypes": e.event_types,
-        "alertEmails": e.alert_emails,
-        "status": e.status,
-        "disabledReason": e.disabled_reason,
-        "disabledAt": e.disabled_at.map(clock::rfc3339),
-        "secretCreatedAt": e.secrets.first().map(|s| clock::rfc3339(s.created_at)),
-        "previousSecretExpiresAt": previous.map(clock::rfc3339),
-        "createdAt": clock::rfc3339(e.created_at),
-        "updatedAt": clock::rfc3339(e.updated_at),
-    })
+pub fn view(e: &Endpoint) -> EndpointView {
+    EndpointView::from(e)
 }
 
 fn summary(e: &Endpoint) -> Value {
@@ -119,7 +102,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         .audit()
         .emit()?;
     let mut body = view(&endpoint);
-    body["secret"] = json!(secret);
+    body.secret = Some(secret);
     Ok(Response::created(&body).with_header("location", format!("/webhooks/{}", endpoint.id)))
 }
 
@@ -210,10 +193,14 @@ pub fn delete(req: &Request, params: &Params) -> Result<Response, ApiError> {
     Ok(Response::no_content())
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `POST /webhooks/{id}/rotate-secret`'s optional body.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RotateInput {
-    grace_seconds: Option<u64>,
+pub struct RotateInput {
+    /// How long the previous secret keeps signing: 0 to 604800 (a week);
+    /// default a day.
+    #[schema(maximum = 604800)]
+    pub grace_seconds: Option<u64>,
 }
 
 /// `POST /webhooks/{id}/rotate-secret`: a new secret, shown once; the
@@ -246,47 +233,11 @@ pub fn rotate(req: &Request, params: &Params) -> Result<Response, ApiError> {
         .audit()
         .emit()?;
     let mut body = view(&endpoint);
-    body["secret"] = json!(secret);
+    body.secret = Some(secret);
     Ok(Response::ok(&body))
 }
 
 /// A delivery as the API shows it.
-pub fn delivery_view(d: &Delivery) -> Value {
-    let attempts: Vec<Value> = d
-        .log
-        .iter()
-        .map(|a| {
-            let headers: Map<String, Value> = a
-                .response_headers
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
-            json!({
-                "number": a.number,
-                "at": clock::rfc3339(a.at),
-                "trigger": a.trigger,
-                "statusCode": a.status_code,
-                "latencyMs": a.latency_ms,
-                "error": a.error,
-                "responseHeaders": headers,
-                "responseBody": a.response_body,
-            })
-        })
-        .collect();
-    let last = d.log.first();
-    json!({
-        "id": d.id,
-        "endpointId": d.endpoint_id,
-        "eventId": d.event_id,
-        "eventType": d.event_type,
-        "status": d.status,
-        "attempts": d.attempts,
-        "statusCode": last.and_then(|a| a.status_code),
-        "latencyMs": last.map(|a| a.latency_ms),
-        "nextAttemptAt": d.next_attempt_at.map(clock::rfc3339),
-        "payload": serde_json::from_str::<Value>(&d.payload).unwrap_or(Value::Null),
-        "attemptLog": attempts,
-        "createdAt": clock::rfc3339(d.created_at),
-        "updatedAt": clock::rfc3339(d.updated_at),
-    })
+pub fn delivery_view(d: &Delivery) -> DeliveryView {
+    DeliveryView::from(d)
 }

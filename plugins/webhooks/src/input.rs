@@ -5,6 +5,7 @@
 use plateau_sdk::contract::mail::is_email;
 use plateau_sdk::{ApiError, Validator};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 pub const MAX_URL_BYTES: usize = 2048;
 pub const MAX_DESCRIPTION_CHARS: usize = 200;
@@ -20,7 +21,7 @@ pub const DEFAULT_RETRY_SCHEDULE: [u64; 7] = [5, 300, 1800, 7200, 18_000, 36_000
 pub const RETRY_SCHEDULE_KEY: &str = "retrySchedule";
 
 /// An endpoint's fields as sent.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EndpointInput {
     pub url: Option<String>,

@@ -12,7 +12,7 @@
 //! - [`signing`] (secrets sealed with the host key, rotation, the
 //!   signature header), [`deliver`] (fan-out of an event, one attempt per
 //!   durable job, retries, disabling), [`api`] and [`replay`] (the delivery
-//!   log and replay), wired in [`plugin`].
+//!   log and replay), answering [`views`], wired in [`plugin`].
 //!
 //! **Architecture Invariants:** a pending delivery has one durable job,
 //! `dlv:{endpointId}:{messageId}`, due at its `nextAttemptAt`; a job whose
@@ -29,6 +29,7 @@ pub mod plugin;
 pub mod record;
 pub mod replay;
 pub mod signing;
+pub mod views;
 
 pub use plugin::WebhooksPlugin;
 

@@ -5,10 +5,12 @@
 use plateau_sdk::serde_json::json;
 use plateau_sdk::{ApiError, Bucket, NewEvent, Params, Request, Response, clock, paginate_kv_with};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::api::{delivery_view, load};
 use crate::deliver;
 use crate::record::{self, Delivery, Endpoint};
+use crate::views::Replayed;
 
 /// The most deliveries one `POST /webhooks/{id}/replay` starts again.
 pub const MAX_REPLAY: usize = 1000;
@@ -83,10 +85,13 @@ pub fn replay_one(req: &Request, params: &Params) -> Result<Response, ApiError> 
     Ok(Response::json(202, &delivery_view(&delivery)))
 }
 
-#[derive(Debug, Deserialize)]
+/// `POST /webhooks/{id}/replay`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ReplayInput {
-    since: Option<String>,
+pub struct ReplayInput {
+    /// RFC 3339: failed deliveries created since then start again.
+    #[schema(format = DateTime, required = true, nullable = false)]
+    pub since: Option<String>,
 }
 
 /// `POST /webhooks/{id}/replay` `{"since": RFC 3339}`: 202 with how many
@@ -146,8 +151,5 @@ pub fn replay_failed(req: &Request, params: &Params) -> Result<Response, ApiErro
         .data(&json!({ "since": clock::rfc3339(since), "replayed": replayed }))
         .audit()
         .emit()?;
-    Ok(Response::json(
-        202,
-        &json!({ "replayed": replayed, "more": more }),
-    ))
+    Ok(Response::json(202, &Replayed { replayed, more }))
 }

@@ -11,6 +11,7 @@ use plateau_sdk::{
 use crate::input::{self, StartRequest};
 use crate::record::{self, Current, Run, Status, StepRecord, StepStatus};
 use crate::store::{self, Loaded};
+use crate::views::{RunView, StepView};
 
 pub fn not_found(id: &str) -> ApiError {
     ApiError::not_found(format!(
@@ -26,73 +27,9 @@ pub fn load(bucket: &Bucket, id: &str) -> Result<Loaded, ApiError> {
     store::load(bucket, id)?.ok_or_else(|| not_found(id))
 }
 
-/// What the current step is doing, as the API shows it.
-fn step_state(run: &Run, step: &Current, now: u64) -> &'static str {
-    match (&step.lease, run.status) {
-        (_, Status::Sleeping) => "sleeping",
-        (Some(lease), _) if lease.expires_at > now => "running",
-        _ if !step.errors.is_empty() && step.ready_at > now => "retrying",
-        _ => "pending",
-    }
-}
-
-fn current_view(run: &Run, step: &Current, now: u64) -> Value {
-    json!({
-        "seq": step.seq,
-        "name": step.name,
-        "state": step_state(run, step, now),
-        "attempts": step.attempt,
-        "readyAt": clock::rfc3339(step.ready_at),
-        "leaseExpiresAt": step.lease.as_ref().map(|l| clock::rfc3339(l.expires_at)),
-        "wakeAt": step.wake_at.map(clock::rfc3339),
-        "errors": errors_view(&step.errors),
-    })
-}
-
-fn errors_view(errors: &[record::AttemptError]) -> Vec<Value> {
-    errors
-        .iter()
-        .map(|e| json!({ "attempt": e.attempt, "error": e.error, "at": clock::rfc3339(e.at) }))
-        .collect()
-}
-
 /// A run as the API shows it (without its step history).
-pub fn view(run: &Run) -> Value {
-    let now = clock::now_millis();
-    json!({
-        "id": run.id,
-        "workflow": run.workflow,
-        "status": run.status.as_str(),
-        "input": run.input,
-        "output": run.output,
-        "error": run.error,
-        "maxAttempts": run.max_attempts,
-        "idempotencyKey": run.idempotency_key,
-        "currentStep": run.step.as_ref().map(|s| current_view(run, s, now)),
-        "createdAt": clock::rfc3339(run.created_at),
-        "updatedAt": clock::rfc3339(run.updated_at),
-        "finishedAt": run.finished_at.map(clock::rfc3339),
-    })
-}
-
-fn step_view(step: &StepRecord) -> Value {
-    let status = match step.status {
-        StepStatus::Completed => "completed",
-        StepStatus::Slept => "slept",
-        StepStatus::Failed => "failed",
-        StepStatus::Cancelled => "cancelled",
-    };
-    json!({
-        "seq": step.seq,
-        "name": step.name,
-        "status": status,
-        "attempts": step.attempts,
-        "output": step.output,
-        "errors": errors_view(&step.errors),
-        "startedAt": step.started_at.map(clock::rfc3339),
-        "finishedAt": clock::rfc3339(step.finished_at),
-        "wakeAt": step.wake_at.map(clock::rfc3339),
-    })
+pub fn view(run: &Run) -> RunView {
+    RunView::new(run)
 }
 
 /// Emits `workflows.run.{what}` for `run`.
@@ -191,13 +128,13 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
 pub fn get(_req: &Request, params: &Params) -> Result<Response, ApiError> {
     let bucket = Bucket::caller()?;
     let loaded = load(&bucket, &params["id"])?;
-    let steps: Vec<Value> = bucket
+    let steps: Vec<StepView> = bucket
         .list_all(&StepRecord::prefix(&loaded.run.id))?
         .into_iter()
-        .map(|e| Ok(step_view(&e.json::<StepRecord>()?)))
+        .map(|e| Ok(StepView::from(&e.json::<StepRecord>()?)))
         .collect::<Result<_, ApiError>>()?;
     let mut run = view(&loaded.run);
-    run["steps"] = Value::Array(steps);
+    run.steps = Some(steps);
     Ok(Response::ok(&run))
 }
 

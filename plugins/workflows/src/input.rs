@@ -4,6 +4,7 @@
 use plateau_sdk::serde_json::Value;
 use plateau_sdk::{ApiError, Validator};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use crate::record::Status;
 
@@ -56,7 +57,7 @@ fn check_next_step(v: &mut Validator, next: &Option<String>) {
 }
 
 /// `POST /workflows/runs`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StartRequest {
     pub workflow: Option<String>,
@@ -112,7 +113,7 @@ impl StartRequest {
 }
 
 /// `POST /workflows/next`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NextRequest {
     pub workflows: Option<Vec<String>>,
@@ -145,7 +146,7 @@ impl NextRequest {
 }
 
 /// `POST /workflows/runs/{id}/complete`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CompleteRequest {
     pub lease_token: Option<String>,
@@ -167,7 +168,7 @@ impl CompleteRequest {
 }
 
 /// `POST /workflows/runs/{id}/fail`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailRequest {
     pub lease_token: Option<String>,
@@ -196,7 +197,7 @@ impl FailRequest {
 }
 
 /// `POST /workflows/runs/{id}/sleep`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SleepRequest {
     pub lease_token: Option<String>,

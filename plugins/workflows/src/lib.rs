@@ -16,7 +16,7 @@
 //! - [`store`]: the one way a run changes (compare-and-swap, indexes moved
 //!   with it);
 //! - [`api`] (start, list, read, cancel), [`worker`] (claim, complete,
-//!   fail, sleep, wake), wired in [`plugin`].
+//!   fail, sleep, wake), answering [`views`], wired in [`plugin`].
 //!
 //! **Architecture Invariant:** every change of a run is one
 //! compare-and-swap on its record, committed with the rest of its request:
@@ -29,6 +29,7 @@ pub mod input;
 pub mod plugin;
 pub mod record;
 pub mod store;
+pub mod views;
 pub mod worker;
 
 pub use plugin::WorkflowsPlugin;

@@ -14,6 +14,8 @@
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{Capability, Description, Plugin, Router, log};
 
+use crate::input::{CompleteRequest, FailRequest, NextRequest, SleepRequest, StartRequest};
+use crate::views::{Claim, RunView};
 use crate::{api, worker};
 
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
@@ -45,27 +47,72 @@ impl Plugin for WorkflowsPlugin {
             .get("/workflows/runs", api::list)
             .scope("workflows:read")
             .summary("List workflow runs, oldest first, by workflow and status")
+            .description(
+                "Paginated, 50 a page unless `limit` says otherwise; `workflow` and `status` \
+                 filter. Runs are listed without their step history.",
+            )
+            .response_page::<RunView>()
             .post("/workflows/runs", api::start)
             .scope("workflows:write")
             .summary("Start a workflow run (idempotent with idempotencyKey)")
+            .description(
+                "Starts `workflow` at `step` with `input`; workers claim its steps with \
+                 `POST /workflows/next`. A second start with the same `idempotencyKey` answers \
+                 the first run with 200.",
+            )
+            .request::<StartRequest>()
+            .response::<RunView>(201)
+            .response::<RunView>(200)
             .get("/workflows/runs/{id}", api::get)
             .scope("workflows:read")
             .summary("Get a workflow run with its step history")
+            .description("The run, its current step and `steps`, the finished ones, oldest first.")
+            .response::<RunView>(200)
             .post("/workflows/runs/{id}/cancel", api::cancel)
             .scope("workflows:write")
             .summary("Cancel a running or sleeping workflow run")
+            .description(
+                "A worker holding a lease on it is refused from then on; 409 for a finished run.",
+            )
+            .response::<RunView>(200)
             .post("/workflows/next", worker::next)
             .scope("workflows:write")
             .summary("Claim the next runnable step under a lease (204 when none)")
+            .description(
+                "Claims the oldest due step of `workflows` (any when absent) for \
+                 `leaseSeconds` (1 to 3600); the answer's `leaseToken` completes, fails or \
+                 sleeps it. The body may be left out.",
+            )
+            .request::<NextRequest>()
+            .response::<Claim>(200)
+            .empty_response(204)
             .post("/workflows/runs/{id}/complete", worker::complete)
             .scope("workflows:write")
             .summary("Complete the claimed step, going on with nextStep or completing the run")
+            .description(
+                "`output` is handed to the next step's claim, or is the run's result when no \
+                 `nextStep` is named; 409 when the lease is no longer the caller's.",
+            )
+            .request::<CompleteRequest>()
+            .response::<RunView>(200)
             .post("/workflows/runs/{id}/fail", worker::fail)
             .scope("workflows:write")
             .summary("Fail the claimed step: retried with backoff until maxAttempts")
+            .description(
+                "`retry: false` fails the run at once; otherwise the step is claimed again \
+                 after a backoff until the run's `maxAttempts` are spent.",
+            )
+            .request::<FailRequest>()
+            .response::<RunView>(200)
             .post("/workflows/runs/{id}/sleep", worker::sleep)
             .scope("workflows:write")
             .summary("End the claimed step and sleep the run 1 second to 90 days")
+            .description(
+                "The step completes with `output`; `nextStep` becomes claimable after \
+                 `seconds`.",
+            )
+            .request::<SleepRequest>()
+            .response::<RunView>(200)
     }
 
     fn on_job(job: &Job) -> Result<(), String> {

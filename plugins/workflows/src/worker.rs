@@ -12,7 +12,7 @@
 //! last attempt fails the run instead of being claimed again.
 
 use plateau_sdk::jobs::{self, Job, NewJob};
-use plateau_sdk::serde_json::{Value, json};
+use plateau_sdk::serde_json::Value;
 use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock};
 
 use crate::api::{self, emit, view};
@@ -23,6 +23,7 @@ use crate::record::{
     parse_ready_key,
 };
 use crate::store::{self, Loaded};
+use crate::views::Claim;
 
 /// How many due entries a claim chooses among.
 pub const CANDIDATES: usize = 200;
@@ -105,7 +106,7 @@ fn claim(
     loaded: Loaded,
     now: u64,
     lease_seconds: u32,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Claim>, ApiError> {
     let run = &loaded.run;
     let step = run.step.as_ref().expect("an active run has a step");
     let mut next = run.clone();
@@ -137,18 +138,18 @@ fn claim(
     if was_sleeping {
         emit(&next, "woken", None)?;
     }
-    Ok(Some(json!({
-        "runId": run.id,
-        "workflow": run.workflow,
-        "input": run.input,
-        "step": current.name,
-        "seq": current.seq,
-        "attempt": current.attempt,
-        "maxAttempts": run.max_attempts,
-        "previousOutput": run.last_output,
-        "leaseToken": token,
-        "leaseExpiresAt": clock::rfc3339(expires_at),
-    })))
+    Ok(Some(Claim {
+        run_id: run.id.clone(),
+        workflow: run.workflow.clone(),
+        input: run.input.clone(),
+        step: current.name,
+        seq: current.seq,
+        attempt: current.attempt,
+        max_attempts: run.max_attempts,
+        previous_output: run.last_output.clone(),
+        lease_token: token,
+        lease_expires_at: clock::rfc3339(expires_at),
+    }))
 }
 
 /// Fails the run `loaded` as `next` (already stamped) with `error`; the

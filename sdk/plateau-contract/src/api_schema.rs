@@ -40,9 +40,17 @@ pub struct RouteSchema {
     pub method: String,
     /// The pattern, as in the description.
     pub path: String,
-    /// The JSON request body's schema.
+    /// What the operation does, beyond its summary (Markdown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The request body's schema: JSON unless [`RouteSchema::request_type`]
+    /// names another media type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Value>,
+    /// The request body's media type when it is not `application/json`
+    /// (a binary body, or a foreign protocol's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_type: Option<String>,
     /// The success answers, by status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub responses: Vec<ResponseSchema>,
@@ -53,9 +61,17 @@ pub struct RouteSchema {
 pub struct ResponseSchema {
     /// 200, 201, 202 or 204.
     pub status: u16,
-    /// The JSON body's schema; none for a body-less answer (204).
+    /// The body's schema; none for a body-less answer (204).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<Value>,
+    /// The body's media type when it is not `application/json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+}
+
+/// The schema of a body of raw bytes (`format: binary`).
+pub fn binary() -> Value {
+    serde_json::json!({ "type": "string", "format": "binary" })
 }
 
 impl ApiSchema {

@@ -78,12 +78,16 @@ struct Entry {
     pattern: String,
     access: Access,
     summary: String,
+    /// The longer text of the OpenAPI document ([`Router::description`]).
+    description: String,
     handler: Handler,
-    /// The JSON request body's schema ([`Router::request`]).
+    /// The request body's schema ([`Router::request`]).
     request: Option<SchemaFn>,
-    /// The success statuses and their bodies' schemas
-    /// ([`Router::response`]).
-    responses: Vec<(u16, Option<SchemaFn>)>,
+    /// Its media type when not JSON ([`Router::request_bytes`]).
+    request_type: Option<String>,
+    /// The success statuses, their bodies' schemas and media types when
+    /// not JSON ([`Router::response`]).
+    responses: Vec<(u16, Option<SchemaFn>, Option<String>)>,
 }
 
 /// Writes a type's schema (and the named schemas it refers to) for
@@ -101,6 +105,11 @@ fn schema_of<T: ToSchema>(components: &mut BTreeMap<String, Value>) -> Value {
     let name = T::name().into_owned();
     components.insert(name.clone(), to_value(&T::schema()));
     json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// The schema of raw bytes.
+fn bytes(_: &mut BTreeMap<String, Value>) -> Value {
+    plateau_contract::api_schema::binary()
 }
 
 /// The schema of a [`crate::Page`] of `T`s.
@@ -170,8 +179,10 @@ impl Router {
             pattern: pattern.to_owned(),
             access: Access::Authenticated,
             summary: String::new(),
+            description: String::new(),
             handler,
             request: None,
+            request_type: None,
             responses: Vec::new(),
         });
         if cfg!(not(target_arch = "wasm32")) {
@@ -244,6 +255,13 @@ impl Router {
         self
     }
 
+    /// Sets the last route's description in the OpenAPI document: what
+    /// it does and its rules, beyond the one-line summary (Markdown).
+    pub fn description(mut self, text: &str) -> Self {
+        self.last("description").description = text.to_owned();
+        self
+    }
+
     /// The last route takes a JSON body of type `T` (its schema goes into
     /// the host's OpenAPI document; the handler still parses the body).
     pub fn request<T: ToSchema>(mut self) -> Self {
@@ -251,25 +269,45 @@ impl Router {
         self
     }
 
+    /// The last route takes a body of raw bytes of media type
+    /// `content_type` (`format: binary` in the document): a file, or a
+    /// foreign protocol's body the route decodes itself.
+    pub fn request_bytes(mut self, content_type: &str) -> Self {
+        let route = self.last("request_bytes");
+        route.request = Some(bytes);
+        route.request_type = Some(content_type.to_owned());
+        self
+    }
+
     /// The last route may answer `status` with a JSON body of type `T`
     /// (call it once per success status).
     pub fn response<T: ToSchema>(mut self, status: u16) -> Self {
         let route = self.last("response");
-        route.responses.push((status, Some(schema_of::<T>)));
+        route.responses.push((status, Some(schema_of::<T>), None));
+        self
+    }
+
+    /// The last route may answer `status` with raw bytes of media type
+    /// `content_type`.
+    pub fn response_bytes(mut self, status: u16, content_type: &str) -> Self {
+        let route = self.last("response_bytes");
+        route
+            .responses
+            .push((status, Some(bytes), Some(content_type.to_owned())));
         self
     }
 
     /// The last route answers 200 with a [`crate::Page`] of `T`s.
     pub fn response_page<T: ToSchema>(mut self) -> Self {
         let route = self.last("response_page");
-        route.responses.push((200, Some(page_of::<T>)));
+        route.responses.push((200, Some(page_of::<T>), None));
         self
     }
 
     /// The last route may answer `status` (204) without a body.
     pub fn empty_response(mut self, status: u16) -> Self {
         let route = self.last("empty_response");
-        route.responses.push((status, None));
+        route.responses.push((status, None, None));
         self
     }
 
@@ -280,17 +318,20 @@ impl Router {
         let routes = self
             .entries
             .iter()
-            .filter(|e| e.request.is_some() || !e.responses.is_empty())
+            .filter(|e| e.request.is_some() || !e.responses.is_empty() || !e.description.is_empty())
             .map(|e| RouteSchema {
                 method: e.method.as_str().to_owned(),
                 path: e.pattern.clone(),
+                description: (!e.description.is_empty()).then(|| e.description.clone()),
                 request: e.request.map(|f| f(&mut components)),
+                request_type: e.request_type.clone(),
                 responses: e
                     .responses
                     .iter()
-                    .map(|(status, schema)| ResponseSchema {
+                    .map(|(status, schema, content_type)| ResponseSchema {
                         status: *status,
                         schema: schema.map(|f| f(&mut components)),
+                        content_type: content_type.clone(),
                     })
                     .collect(),
             })

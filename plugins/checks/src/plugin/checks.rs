@@ -11,6 +11,7 @@ use plateau_sdk::{
 use super::alerts;
 use super::records::{self, CheckRecord, PingTarget, Trigger};
 use super::runner;
+use super::views::CheckView;
 use crate::health::Health;
 use crate::ids;
 use crate::spec::{Directives, FieldErrors, Kind, Plan, Spec, merge_patch};
@@ -83,7 +84,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
         }))
         .audit()
         .emit()?;
-    let view = records::view(&record, &records::api_base(req), secret.as_deref());
+    let view = CheckView::new(&record, &records::api_base(req), secret.as_deref());
     Ok(Response::created(&view).with_header("location", format!("/checks/{}", record.id)))
 }
 
@@ -92,7 +93,7 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let (_, ns) = organization(req)?;
     let base = records::api_base(req);
     let page = paginate_kv_with(&Bucket::open(ns)?, "check:", &req.page_query()?, |entry| {
-        Ok(records::view(&entry.json::<CheckRecord>()?, &base, None))
+        Ok(CheckView::new(&entry.json::<CheckRecord>()?, &base, None))
     })?;
     Ok(page.into_response())
 }
@@ -101,7 +102,7 @@ pub fn list(req: &Request, _params: &Params) -> Result<Response, ApiError> {
 pub fn get(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let (_, ns) = organization(req)?;
     let (_, record) = records::find(&Bucket::open(ns)?, &params["id"])?;
-    Ok(Response::ok(&records::view(
+    Ok(Response::ok(&CheckView::new(
         &record,
         &records::api_base(req),
         None,
@@ -190,7 +191,7 @@ fn update(req: &Request, params: &Params, merge: bool) -> Result<Response, ApiEr
         .data(&json!({ "name": record.spec.name, "changed": changed }))
         .audit()
         .emit()?;
-    Ok(Response::ok(&records::view(
+    Ok(Response::ok(&CheckView::new(
         &record,
         &records::api_base(req),
         secret.as_deref(),

@@ -2,11 +2,11 @@
 //! without a token. The unguessable token is the credential; the index
 //! keeps only its SHA-256.
 
-use plateau_sdk::serde_json::json;
 use plateau_sdk::{ApiError, Bucket, Params, Request, Response};
 
 use super::records::{self, PingTarget};
 use super::runner;
+use super::views::Pinged;
 use crate::ids;
 
 /// Records a ping: the heartbeat is up, and due again one interval and its
@@ -21,7 +21,8 @@ pub fn ping(_req: &Request, params: &Params) -> Result<Response, ApiError> {
         .get(&records::ping_key(&ids::token_digest(token)))?
         .ok_or_else(unknown)?;
     let recorded = runner::ping(&target.organization_id, &target.check_id)?;
-    Ok(Response::ok(
-        &json!({ "ok": true, "recorded": recorded.is_some() }),
-    ))
+    Ok(Response::ok(&Pinged {
+        ok: true,
+        recorded: recorded.is_some(),
+    }))
 }

@@ -11,12 +11,13 @@
 //! In the global bucket, `ping:{sha256 of token}` finds a heartbeat's
 //! organisation and check from its public ping URL.
 
-use plateau_sdk::serde_json::{Map, Value, json};
-use plateau_sdk::{ApiError, Bucket, Request, clock, config};
+use plateau_sdk::serde_json::Value;
+use plateau_sdk::{ApiError, Bucket, Request, config};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::health::{Health, Status};
-use crate::spec::{Kind, Spec};
+use crate::spec::Spec;
 use crate::verdict::{Failure, Outcome};
 
 /// Results kept per check.
@@ -53,7 +54,7 @@ pub struct CheckRecord {
 }
 
 /// What started a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
     /// The check's schedule.
@@ -65,7 +66,7 @@ pub enum Trigger {
 }
 
 /// One run, as stored and as listed by `GET /checks/{id}/results`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     pub id: String,
@@ -90,7 +91,7 @@ pub struct RunResult {
 }
 
 /// Where a webhook alert stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Delivery {
     /// Not delivered yet; another attempt is scheduled.
@@ -102,7 +103,7 @@ pub enum Delivery {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookAttempts {
     pub url: String,
@@ -115,7 +116,7 @@ pub struct WebhookAttempts {
 }
 
 /// One alert: a change of state, who was told and how the webhook went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AlertRecord {
     /// Also the webhook's `webhook-id`, the same on every attempt.
@@ -225,42 +226,4 @@ pub fn api_base(req: &Request) -> String {
         Some(host) => format!("{proto}://{host}/api/v1"),
         None => "/api/v1".to_owned(),
     }
-}
-
-/// A check as the API shows it: its configuration, its state, and for a
-/// heartbeat its ping URL. `secret` is a webhook secret issued by this
-/// request, shown this once.
-pub fn view(record: &CheckRecord, base: &str, secret: Option<&str>) -> Value {
-    let mut map = match record.spec.to_input() {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    let time = |ms: Option<u64>| ms.map_or(Value::Null, |ms| json!(clock::rfc3339(ms)));
-    map.insert("id".into(), json!(record.id));
-    map.insert("status".into(), json!(record.health.status));
-    map.insert("statusSince".into(), time(record.health.status_since));
-    map.insert(
-        "consecutiveFailures".into(),
-        json!(record.health.consecutive_failures),
-    );
-    map.insert("runs".into(), json!(record.runs));
-    map.insert(
-        "lastRunAt".into(),
-        json!(record.last_result.as_ref().map(|r| &r.started_at)),
-    );
-    map.insert("lastResult".into(), json!(record.last_result));
-    if record.spec.kind == Kind::Heartbeat {
-        let url = record
-            .ping_token
-            .as_ref()
-            .map(|token| format!("{base}/checks/ping/{token}"));
-        map.insert("pingUrl".into(), json!(url));
-        map.insert("lastPingAt".into(), time(record.last_ping_at));
-    }
-    if let (Some(secret), Some(Value::Object(alerts))) = (secret, map.get_mut("alerts")) {
-        alerts.insert("webhookSecret".into(), json!(secret));
-    }
-    map.insert("createdAt".into(), json!(clock::rfc3339(record.created_at)));
-    map.insert("updatedAt".into(), json!(clock::rfc3339(record.updated_at)));
-    Value::Object(map)
 }

@@ -13,6 +13,7 @@ use plateau_sdk::{
     ApiError, Bucket, Namespace, NewEvent, Params, Request, Response, Validator, clock, secrets,
 };
 use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
 
 use crate::address::{Mailbox, SenderPattern};
 use crate::keys;
@@ -23,7 +24,7 @@ use crate::limits::MAX_SENDERS;
 const SMTP_TIMEOUT_MS: u32 = 8_000;
 
 /// The TLS mode, as named on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Tls {
     Implicit,
@@ -49,7 +50,7 @@ pub struct StoredConfig {
 }
 
 /// What reads answer: the configuration without its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigView {
     pub host: String,
@@ -146,15 +147,17 @@ pub fn get(_req: &Request, _params: &Params) -> Result<Response, ApiError> {
 }
 
 /// The body of `PUT /email/config`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ConfigRequest {
+pub struct ConfigRequest {
     host: Option<String>,
     port: Option<i64>,
+    /// `implicit`, `starttls` or `none`.
     tls_mode: Option<String>,
     username: Option<String>,
     /// Absent keeps the stored password, `null` removes it.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     password: Option<Option<String>>,
     allowed_senders: Option<Vec<String>>,
     alerts_from: Option<String>,

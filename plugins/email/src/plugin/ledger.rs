@@ -8,11 +8,12 @@
 
 use plateau_sdk::{ApiError, Bucket, Page, Params, Request, Response, Validator, cursors};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::keys;
 use crate::time::{id_time, parse_bound};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for its first attempt.
@@ -48,7 +49,7 @@ impl Status {
 }
 
 /// Who asked for the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// `POST /email/send`.
@@ -58,7 +59,7 @@ pub enum Source {
 }
 
 /// One ledger entry, as stored and as answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
     pub id: String,

@@ -32,6 +32,11 @@ pub mod suppressions;
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{Capability, Description, Event, Plugin, Router};
 
+use crate::message::SendRequest;
+use config::{ConfigRequest, ConfigView};
+use ledger::Entry;
+use suppressions::Suppression;
+
 /// The plugin type handed to [`plateau_sdk::export_plugin!`].
 pub struct EmailPlugin;
 
@@ -80,27 +85,52 @@ impl Plugin for EmailPlugin {
             .get("/email/config", config::get)
             .scope("email:read")
             .summary("Get the SMTP configuration; the password is never returned")
+            .description("The SMTP server, TLS mode, user and allowed senders; 404 before `PUT`.")
+            .response::<ConfigView>(200)
             .put("/email/config", config::put)
             .scope("email:write")
             .summary("Create or replace the SMTP configuration")
+            .description(
+                "201 when created, 200 when replaced. An absent `password` keeps the stored \
+                 one, `null` removes it; `allowedSenders` are addresses or `*@domain`.",
+            )
+            .request::<ConfigRequest>()
+            .response::<ConfigView>(201)
+            .response::<ConfigView>(200)
             .delete("/email/config", config::delete)
             .scope("email:write")
             .summary("Remove the SMTP configuration")
+            .description("Messages still queued fail at their next attempt.")
+            .empty_response(204)
             .post("/email/send", send::send)
             .scope("email:send")
             .summary("Queue a message for delivery (202 with its ledger entry)")
+            .description(
+                "`from` must be an allowed sender; suppressed recipients are left out (422 when \
+                 none is left); attachments are base64. Rate limits per plan answer 429.",
+            )
+            .request::<SendRequest<'static>>()
+            .response::<Entry>(202)
             .get("/email/messages", ledger::list)
             .scope("email:read")
             .summary("The delivery ledger, newest first, filterable by status, since and until")
+            .description("Each message's recipients, status, attempts and last SMTP reply.")
+            .response_page::<Entry>()
             .get("/email/messages/{id}", ledger::get)
             .scope("email:read")
             .summary("One ledger entry")
+            .description("A message's delivery state; bcc recipients are only counted.")
+            .response::<Entry>(200)
             .get("/email/suppressions", suppressions::list)
             .scope("email:read")
             .summary("Recipients skipped because an earlier message to them failed permanently")
+            .description("Each suppressed address with the SMTP reply that condemned it.")
+            .response_page::<Suppression>()
             .delete("/email/suppressions/{address}", suppressions::delete)
             .scope("email:write")
             .summary("Send to a suppressed recipient again")
+            .description("Removes the address from the suppression list.")
+            .empty_response(204)
     }
 
     fn on_job(job: &Job) -> Result<(), String> {

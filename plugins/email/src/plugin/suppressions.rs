@@ -12,13 +12,14 @@ use plateau_sdk::serde_json::json;
 use plateau_sdk::smtp::Reply;
 use plateau_sdk::{ApiError, Bucket, NewEvent, Params, Request, Response, clock, paginate_kv};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::address::Mailbox;
 use crate::keys;
 use crate::message::Outgoing;
 
 /// One suppressed recipient.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Suppression {
     /// Lowercased.

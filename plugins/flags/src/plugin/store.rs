@@ -9,12 +9,13 @@ use plateau_sdk::serde_json::{Map, Value};
 use plateau_sdk::{ApiError, Bucket, FieldError, clock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use utoipa::ToSchema;
 
 use super::scope::Scope;
 
 /// One flag as stored and as answered: the flagd definition as it was sent (`state`,
 /// `variants`, `defaultVariant`, `targeting`, `metadata`) with its bookkeeping around it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FlagRecord {
     pub key: String,
@@ -48,7 +49,7 @@ impl FlagRecord {
 }
 
 /// A shared evaluator: a JsonLogic rule flags use with `{"$ref": "name"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvaluatorRecord {
     pub name: String,
