@@ -18,6 +18,7 @@ mod host;
 pub mod logging;
 mod platform_logs;
 pub mod plugin_cli;
+mod app_env;
 mod plugin_push;
 mod plugins;
 pub mod serve;
