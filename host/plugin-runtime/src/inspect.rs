@@ -27,7 +27,7 @@ use crate::error::Error;
 /// oldest removes it here, its names from [`SPLIT_PACKAGES`] (or the
 /// `plateau:plugin` versions of [`WitVersion`]) and its folders from
 /// `wit/legacy/`; its components are then refused at load.
-pub const SUPPORTED_WORLDS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.1", "0.5.2"];
+pub const SUPPORTED_WORLDS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.2"];
 
 /// The window as the load error names it: `0.1.0 to 0.5.2`.
 pub fn supported_worlds() -> String {
