@@ -33,6 +33,19 @@ fn not_linked(project: &str, env: &str, app: &str) -> ApiError {
     ))
 }
 
+/// Writes `link` over the bytes read; 409 when a concurrent request
+/// changed it first.
+fn swap(bucket: &Bucket, app: &str, read: Option<&[u8]>, link: &Link) -> Result<(), ApiError> {
+    let next = serde_json::to_vec(link)
+        .map_err(|e| ApiError::internal(format!("a link does not serialize: {e}")))?;
+    if !bucket.compare_and_swap(&Link::key(app), read, Some(&next))? {
+        return Err(ApiError::conflict(format!(
+            "the link of app {app} changed concurrently: retry the request"
+        )));
+    }
+    Ok(())
+}
+
 /// `PUT .../environments/{env}/apps/{app}`: links the app (moving it from
 /// another environment); 200 with the link, synced in the background.
 pub fn link(req: &Request, params: &Params) -> Result<Response, ApiError> {
@@ -42,7 +55,14 @@ pub fn link(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let bucket = Bucket::caller()?;
     let (env, _) = load_env(&bucket, project, name)?;
     let app = app_env::get(&Owner::Caller, app_id)?;
-    let previous: Option<Link> = bucket.get(&Link::key(&app.id))?;
+    let previous_raw = bucket.get_raw(&Link::key(&app.id))?;
+    let previous: Option<Link> = match &previous_raw {
+        Some(raw) => Some(
+            serde_json::from_slice(raw)
+                .map_err(|e| ApiError::internal(format!("the link of app {}: {e}", app.id)))?,
+        ),
+        None => None,
+    };
     if let Some(p) = &previous
         && let (Some(pp), Some(pe)) = (&p.project, &p.environment)
     {
@@ -64,7 +84,7 @@ pub fn link(req: &Request, params: &Params) -> Result<Response, ApiError> {
         deployment: None,
         last_error: None,
     };
-    bucket.set(&Link::key(&app.id), &link)?;
+    swap(&bucket, &app.id, previous_raw.as_deref(), &link)?;
     bucket.set_raw(&Link::index(project, name, &app.id), b"")?;
     store::schedule_sync(&org, &app.id)?;
     NewEvent::new("config.app.linked", "update")
@@ -84,13 +104,14 @@ pub fn unlink(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let (project, name, app_id) = (&params["project"], &params["env"], &params["app"]);
     let bucket = Bucket::caller()?;
     load_env(&bucket, project, name)?;
-    let mut link: Link = bucket
-        .get(&Link::key(app_id))?
-        .filter(|l: &Link| {
-            l.project.as_deref() == Some(project)
-                && l.environment.as_deref() == Some(name)
-        })
+    let raw = bucket
+        .get_raw(&Link::key(app_id))?
         .ok_or_else(|| not_linked(project, name, app_id))?;
+    let mut link: Link = serde_json::from_slice(&raw)
+        .map_err(|e| ApiError::internal(format!("the link of app {app_id}: {e}")))?;
+    if link.project.as_deref() != Some(project) || link.environment.as_deref() != Some(name) {
+        return Err(not_linked(project, name, app_id));
+    }
     link.project = None;
     link.environment = None;
     link.seq += 1;
@@ -98,7 +119,7 @@ pub fn unlink(req: &Request, params: &Params) -> Result<Response, ApiError> {
     link.synced_at = None;
     link.deployment = None;
     link.last_error = None;
-    bucket.set(&Link::key(app_id), &link)?;
+    swap(&bucket, app_id, Some(&raw), &link)?;
     bucket.delete(&Link::index(project, name, app_id))?;
     store::schedule_sync(&org, app_id)?;
     NewEvent::new("config.app.unlinked", "update")
@@ -135,9 +156,10 @@ pub fn sync(job: &Job) -> Result<(), String> {
     let ns = Namespace::Organization(org.clone());
     let bucket = Bucket::organization(org.clone()).map_err(|e| e.to_string())?;
     let app = job.payload.as_str();
-    let Some(mut link) = bucket.get::<Link>(&Link::key(app)).map_err(|e| e.to_string())? else {
+    let Some(raw) = bucket.get_raw(&Link::key(app)).map_err(|e| e.to_string())? else {
         return Ok(());
     };
+    let mut link: Link = serde_json::from_slice(&raw).map_err(|e| e.to_string())?;
     let (version, source, vars) = match (&link.project, &link.environment) {
         (Some(project), Some(name)) => {
             let (env, _) = load_env(&bucket, project, name).map_err(|e| e.detail().to_owned())?;
@@ -163,9 +185,12 @@ pub fn sync(job: &Job) -> Result<(), String> {
         }
         Err(e) => return Err(e.to_string()),
     }
+    // Only over the link this sync read: a link or unlink since then
+    // scheduled a sync of its own, and is never undone here.
     if link.environment.is_some() {
+        let next = serde_json::to_vec(&link).map_err(|e| e.to_string())?;
         bucket
-            .set(&Link::key(app), &link)
+            .compare_and_swap(&Link::key(app), Some(&raw), Some(&next))
             .map_err(|e| e.to_string())?;
     }
     Ok(())

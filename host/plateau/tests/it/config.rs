@@ -29,7 +29,7 @@ fn names(page: &Value, field: &str) -> Vec<String> {
 }
 
 async fn token(env: &Apps, scopes: &[&str]) -> Client {
-    Client::new(&env.server.url).with_token(crate::mint_for(env, scopes).await)
+    Client::new(&env.server.url).with_token(&crate::mint_for(env, scopes).await)
 }
 
 /// Waits until the app answers `body` at `/` (the redeployment the sync
@@ -239,7 +239,7 @@ async fn config_and_secrets() {
 
     // Another organisation sees none of it, and cannot link our app.
     let other = Client::new(&env.server.url)
-        .with_token(crate::create_org(&env.server, "config-other", "pro").await);
+        .with_token(&crate::create_org(&env.server, "config-other", "pro").await);
     for path in [
         "/config/projects/shop".to_owned(),
         format!("{ENV}/keys"),
