@@ -15,9 +15,9 @@ use plateau_store::apps::{self, previews};
 use plateau_store::events::{self, Actor};
 use serde_json::json;
 
+use crate::Apps;
 use crate::env::{self, MAX_VARS};
 use crate::pipeline::{self, event};
-use crate::Apps;
 
 /// The longest source label, in bytes.
 const MAX_SOURCE: usize = 256;
@@ -147,7 +147,9 @@ impl Apps {
                 "plugin": layer.plugin,
                 "source": layer.source,
             }));
-            events::record(&mut tx, &e, now).await.map_err(unavailable)?;
+            events::record(&mut tx, &e, now)
+                .await
+                .map_err(unavailable)?;
             deployment = pipeline::redeploy_env(&mut tx, &app, &actor)
                 .await
                 .map_err(unavailable)?

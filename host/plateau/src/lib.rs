@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod agent;
+mod app_env;
 mod apps;
 mod caches;
 pub mod cli;
@@ -18,7 +19,6 @@ mod host;
 pub mod logging;
 mod platform_logs;
 pub mod plugin_cli;
-mod app_env;
 mod plugin_push;
 mod plugins;
 pub mod serve;

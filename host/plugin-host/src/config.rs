@@ -97,7 +97,11 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
     ("otel", &[Capability::Scheduler], &[]),
     (
         "config",
-        &[Capability::Secrets, Capability::Scheduler, Capability::AppEnv],
+        &[
+            Capability::Secrets,
+            Capability::Scheduler,
+            Capability::AppEnv,
+        ],
         &[],
     ),
 ];

@@ -2,9 +2,7 @@
 //! project starts with `development`, `preview` and `production`; more
 //! can be added. An environment with linked apps cannot be deleted.
 
-use plateau_sdk::{
-    ApiError, Bucket, NewEvent, Params, Request, Response, clock, paginate_kv_with,
-};
+use plateau_sdk::{ApiError, Bucket, NewEvent, Params, Request, Response, clock, paginate_kv_with};
 use serde_json::json;
 
 use crate::input::{

@@ -136,7 +136,10 @@ impl KeysChange {
             if s.value.len() > MAX_VALUE || s.value.contains('\0') {
                 return Err(ApiError::validation(
                     format!("set[{i}].value"),
-                    format!("the value of {} is at most {MAX_VALUE} bytes without NUL", s.key),
+                    format!(
+                        "the value of {} is at most {MAX_VALUE} bytes without NUL",
+                        s.key
+                    ),
                 ));
             }
             if !seen.insert(s.key.as_str()) {

@@ -4,7 +4,9 @@
 //! resolved values of all keys (`config:secrets`, audited), and changes,
 //! each a new version.
 
-use plateau_sdk::{ApiError, Bucket, Namespace, NewEvent, Params, Request, Response, paginate_sorted};
+use plateau_sdk::{
+    ApiError, Bucket, Namespace, NewEvent, Params, Request, Response, paginate_sorted,
+};
 use serde_json::json;
 
 use crate::input::{KeyValue, KeysChange, SetKey};
@@ -30,7 +32,10 @@ fn audit_read(env: &Environment, version: u64, secrets: &[String]) -> Result<(),
         return Ok(());
     }
     NewEvent::new("config.secret.read", "read")
-        .resource("config_environment", format!("{}/{}", env.project, env.name))
+        .resource(
+            "config_environment",
+            format!("{}/{}", env.project, env.name),
+        )
         .data(&json!({
             "project": env.project,
             "environment": env.name,
@@ -47,9 +52,12 @@ pub fn list(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let bucket = Bucket::caller()?;
     let (env, _) = load_env(&bucket, &params["project"], &params["env"])?;
     let version = store::current(&bucket, &env)?;
-    let page = paginate_sorted("config-keys", KeyView::all(&version), &req.page_query()?, |k| {
-        k.key.clone()
-    })?;
+    let page = paginate_sorted(
+        "config-keys",
+        KeyView::all(&version),
+        &req.page_query()?,
+        |k| k.key.clone(),
+    )?;
     Ok(page.into_response())
 }
 

@@ -14,8 +14,7 @@
 use plateau_sdk::app_env::{self, AppEnvError, Owner};
 use plateau_sdk::jobs::Job;
 use plateau_sdk::{
-    ApiError, Bucket, Namespace, NewEvent, Params, Request, Response, clock, log,
-    paginate_kv_with,
+    ApiError, Bucket, Namespace, NewEvent, Params, Request, Response, clock, log, paginate_kv_with,
 };
 use serde_json::json;
 
@@ -67,7 +66,8 @@ pub fn link(req: &Request, params: &Params) -> Result<Response, ApiError> {
         && let (Some(pp), Some(pe)) = (&p.project, &p.environment)
     {
         if pp == project && pe == name {
-            let view = LinkView::of(p).ok_or_else(|| ApiError::internal("a link without environment"))?;
+            let view =
+                LinkView::of(p).ok_or_else(|| ApiError::internal("a link without environment"))?;
             return Ok(Response::ok(&view));
         }
         bucket.delete(&Link::index(pp, pe, &app.id))?;
@@ -92,7 +92,8 @@ pub fn link(req: &Request, params: &Params) -> Result<Response, ApiError> {
         .data(&json!({ "project": project, "environment": name, "appId": app.id }))
         .audit()
         .emit()?;
-    let view = LinkView::of(&link).ok_or_else(|| ApiError::internal("a link without environment"))?;
+    let view =
+        LinkView::of(&link).ok_or_else(|| ApiError::internal("a link without environment"))?;
     Ok(Response::ok(&view))
 }
 
@@ -165,7 +166,11 @@ pub fn sync(job: &Job) -> Result<(), String> {
             let (env, _) = load_env(&bucket, project, name).map_err(|e| e.detail().to_owned())?;
             let current = store::current(&bucket, &env).map_err(|e| e.detail().to_owned())?;
             let values = resolve::all(&ns, &current).map_err(|e| e.detail().to_owned())?;
-            (env.version, env.source(), values.into_iter().collect::<Vec<_>>())
+            (
+                env.version,
+                env.source(),
+                values.into_iter().collect::<Vec<_>>(),
+            )
         }
         _ => (0, "config".to_owned(), Vec::new()),
     };

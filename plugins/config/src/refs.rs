@@ -216,7 +216,9 @@ mod tests {
     }
 
     fn graph(raw: &BTreeMap<String, String>) -> BTreeMap<String, Vec<String>> {
-        raw.iter().map(|(k, v)| (k.clone(), references(v))).collect()
+        raw.iter()
+            .map(|(k, v)| (k.clone(), references(v)))
+            .collect()
     }
 
     #[test]
@@ -252,7 +254,11 @@ mod tests {
                 path: vec!["A".into(), "B".into(), "C".into(), "A".into()]
             }
         );
-        assert!(err.message().contains("A -> B -> C -> A"), "{}", err.message());
+        assert!(
+            err.message().contains("A -> B -> C -> A"),
+            "{}",
+            err.message()
+        );
         assert!(matches!(resolve(&r, "B"), Err(RefError::Cycle { .. })));
         let own = raw(&[("SELF", "${SELF}")]);
         assert_eq!(check(&graph(&own)).unwrap_err().key(), "SELF");

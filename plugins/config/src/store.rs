@@ -40,7 +40,12 @@ pub fn load_env(
     let raw = bucket
         .get_raw(&Environment::key(project, name))?
         .ok_or_else(|| {
-            if bucket.get_raw(&Project::key(project)).ok().flatten().is_none() {
+            if bucket
+                .get_raw(&Project::key(project))
+                .ok()
+                .flatten()
+                .is_none()
+            {
                 project_not_found(project)
             } else {
                 env_not_found(project, name)
@@ -140,7 +145,10 @@ pub fn commit(
             env.project, env.name
         )));
     }
-    bucket.set(&Version::key(&env.project, &env.name, version.version), &version)?;
+    bucket.set(
+        &Version::key(&env.project, &env.name, version.version),
+        &version,
+    )?;
     if version.version > KEEP_VERSIONS {
         let old = version.version - KEEP_VERSIONS;
         bucket.delete(&Version::key(&env.project, &env.name, old))?;
@@ -150,7 +158,10 @@ pub fn commit(
         None => ("config.environment.changed", "update"),
     };
     NewEvent::new(event_type, action)
-        .resource("config_environment", format!("{}/{}", env.project, env.name))
+        .resource(
+            "config_environment",
+            format!("{}/{}", env.project, env.name),
+        )
         .data(&json!({
             "project": env.project,
             "environment": env.name,

@@ -11,17 +11,17 @@ use plateau_api::error::ApiError;
 use plateau_api::json::Body;
 use plateau_api::routes::{Pairs, param};
 use plateau_core::time;
-use plateau_store::apps::env::{self as db, EnvVar};
 use plateau_store::apps::App;
+use plateau_store::apps::env::{self as db, EnvVar};
 use plateau_store::events;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::{DeploymentView, load, load_live_in};
+use crate::Apps;
 use crate::env::{self, Invalid, MAX_VARS, TARGETS};
 use crate::pipeline::{self, event};
-use crate::Apps;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

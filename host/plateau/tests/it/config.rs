@@ -49,9 +49,7 @@ async fn config_and_secrets() {
     let c = env.client();
 
     // A project starts with three environments; custom ones are added.
-    let r = c
-        .post("/config/projects", json!({ "name": "shop" }))
-        .await;
+    let r = c.post("/config/projects", json!({ "name": "shop" })).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let r = c.get("/config/projects/shop/environments").await;
     assert_eq!(
@@ -119,7 +117,11 @@ async fn config_and_secrets() {
     assert_eq!(r.json()["errors"][0]["field"], "C");
     let r = c.delete(&format!("{ENV}/keys/HOST")).await;
     assert_eq!(r.status, 400, "removing a referenced key: {}", r.text());
-    assert_eq!(c.get(ENV).await.json()["version"], 1, "nothing refused was written");
+    assert_eq!(
+        c.get(ENV).await.json()["version"],
+        1,
+        "nothing refused was written"
+    );
 
     // Lists never show a secret, nor a value holding one.
     let listed = c.get(&format!("{ENV}/keys")).await;
@@ -159,7 +161,11 @@ async fn config_and_secrets() {
     assert_eq!(audit.status, 200, "{}", audit.text());
     let reads = audit.json()["items"].as_array().unwrap().clone();
     assert_eq!(reads.len(), 3, "{}", audit.text());
-    assert!(reads.iter().all(|e| e["data"]["keys"] == json!(["DB_PASSWORD"])));
+    assert!(
+        reads
+            .iter()
+            .all(|e| e["data"]["keys"] == json!(["DB_PASSWORD"]))
+    );
     assert!(!audit.text().contains("s3cret-pw"));
 
     // Versions and rollback.
@@ -167,7 +173,9 @@ async fn config_and_secrets() {
         .put(&format!("{ENV}/keys/GREETING"), json!({ "value": "adios" }))
         .await;
     assert_eq!(r.json()["version"], 2, "{}", r.text());
-    let r = c.post(&format!("{ENV}/rollback"), json!({ "version": 1 })).await;
+    let r = c
+        .post(&format!("{ENV}/rollback"), json!({ "version": 1 }))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["version"], 3);
     assert_eq!(r.json()["rollbackOf"], 1);
@@ -185,7 +193,9 @@ async fn config_and_secrets() {
     let r = c.get(&format!("{ENV}/versions/2")).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(!r.text().contains("s3cret-pw"));
-    let r = c.post(&format!("{ENV}/rollback"), json!({ "version": 9 })).await;
+    let r = c
+        .post(&format!("{ENV}/rollback"), json!({ "version": 9 }))
+        .await;
     assert_eq!(r.status, 400, "{}", r.text());
 
     // An app linked to the environment gets its resolved values.
@@ -198,7 +208,12 @@ async fn config_and_secrets() {
     assert_eq!(r.status, 403, "linking needs apps:write: {}", r.text());
     let r = c.put(&link_path, json!({})).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    app_answers(&edge, "hello from v1, hola from db.internal", "the linked values live").await;
+    app_answers(
+        &edge,
+        "hello from v1, hola from db.internal",
+        "the linked values live",
+    )
+    .await;
     let r = c
         .get(&format!(
             "/apps/{app_id}/env/verify?key=DATABASE_URL&expected={}",
@@ -217,13 +232,23 @@ async fn config_and_secrets() {
 
     // A change redeploys it; so does a rollback.
     let r = c
-        .put(&format!("{ENV}/keys/GREETING"), json!({ "value": "hej ${PORT}" }))
+        .put(
+            &format!("{ENV}/keys/GREETING"),
+            json!({ "value": "hej ${PORT}" }),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     app_answers(&edge, "hello from v1, hej 5432", "a change redeployed").await;
-    let r = c.post(&format!("{ENV}/rollback"), json!({ "version": 3 })).await;
+    let r = c
+        .post(&format!("{ENV}/rollback"), json!({ "version": 3 }))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
-    app_answers(&edge, "hello from v1, hola from db.internal", "a rollback redeployed").await;
+    app_answers(
+        &edge,
+        "hello from v1, hola from db.internal",
+        "a rollback redeployed",
+    )
+    .await;
     let deployments = c.get(&format!("/apps/{app_id}/deployments")).await.json();
     let by_env = deployments["items"]
         .as_array()

@@ -36,7 +36,12 @@ fn every_route_declares_its_answers() {
         let declared = schema
             .route(&route.method, &route.path)
             .unwrap_or_else(|| panic!("{} {} declares nothing", route.method, route.path));
-        assert!(!declared.responses.is_empty(), "{} {}", route.method, route.path);
+        assert!(
+            !declared.responses.is_empty(),
+            "{} {}",
+            route.method,
+            route.path
+        );
     }
 }
 
@@ -95,7 +100,11 @@ fn keys_references_secrets_and_versions() {
         json!({ "value": "db2" }),
     );
     assert_eq!(body(&r)["version"], 2);
-    let r = send(Method::Post, &format!("{ENV}/rollback"), json!({ "version": 1 }));
+    let r = send(
+        Method::Post,
+        &format!("{ENV}/rollback"),
+        json!({ "version": 1 }),
+    );
     assert_eq!(body(&r)["version"], 3, "{}", body(&r));
     let r = send(Method::Get, &format!("{ENV}/keys/HOST"), json!(null));
     assert_eq!(body(&r)["computed"], "db");

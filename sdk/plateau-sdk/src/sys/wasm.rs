@@ -419,9 +419,7 @@ pub(crate) fn tcp_send(
     })
 }
 
-fn app_env_owner(
-    owner: &crate::app_env::Owner,
-) -> wit::app_env::app_env::Owner {
+fn app_env_owner(owner: &crate::app_env::Owner) -> wit::app_env::app_env::Owner {
     use wit::app_env::app_env as w;
     match owner {
         crate::app_env::Owner::Caller => w::Owner::Caller,
