@@ -93,6 +93,12 @@ const DEFAULT: &[Package] = &[
         targets: Targets::Lib,
     },
     Package {
+        name: "plateau-plugin-config",
+        dir: "plugins/config",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
+    Package {
         name: "plateau-plugin-errors",
         dir: "plugins/errors",
         module: "builtin",

@@ -1,6 +1,7 @@
 //! App environment variables: names, the map and dotenv forms with their
 //! per-line errors, and sealing values under the host key, bound to the
-//! app and the name (a value moved to another app or name does not open).
+//! app and the name (a value moved to another app or name does not open);
+//! a plugin's layer's values also to the plugin.
 
 use plateau_seal::Sealer;
 
@@ -92,6 +93,37 @@ pub fn seal(sealer: &Sealer, app_id: &str, name: &str, value: &str) -> Result<Ve
 pub fn open(sealer: &Sealer, app_id: &str, name: &str, sealed: &[u8]) -> Result<String, String> {
     let plain = sealer
         .open(&context(app_id, name), sealed)
+        .map_err(|e| format!("{name}: {e}"))?;
+    String::from_utf8(plain).map_err(|_| format!("{name}: the value is not UTF-8"))
+}
+
+fn layer_context(app_id: &str, plugin: &str, name: &str) -> String {
+    format!("apps-layer\u{1f}{app_id}\u{1f}{plugin}\u{1f}{name}")
+}
+
+/// Seals a value of `plugin`'s layer of the app's environment, bound to
+/// the app, the plugin and the name.
+pub fn seal_layer(
+    sealer: &Sealer,
+    app_id: &str,
+    plugin: &str,
+    name: &str,
+    value: &str,
+) -> Result<Vec<u8>, String> {
+    sealer
+        .seal(&layer_context(app_id, plugin, name), value.as_bytes())
+        .map_err(|e| e.to_string())
+}
+
+pub fn open_layer(
+    sealer: &Sealer,
+    app_id: &str,
+    plugin: &str,
+    name: &str,
+    sealed: &[u8],
+) -> Result<String, String> {
+    let plain = sealer
+        .open(&layer_context(app_id, plugin, name), sealed)
         .map_err(|e| format!("{name}: {e}"))?;
     String::from_utf8(plain).map_err(|_| format!("{name}: the value is not UTF-8"))
 }

@@ -41,6 +41,7 @@ pub mod logs;
 pub mod metering;
 pub mod pipeline;
 pub mod placement;
+pub mod plugin_env;
 pub mod previews;
 pub mod rules;
 pub mod spend;

@@ -103,6 +103,28 @@ pub async fn create(
     Ok(())
 }
 
+/// A redeployment of the live component after a change of the app's
+/// environment (cause `env`), for the caller's transaction: none when the
+/// app has no live deployment or is paused.
+pub async fn redeploy_env(
+    tx: &mut Tx,
+    app: &App,
+    actor: &Actor,
+) -> plateau_store::Result<Option<Deployment>> {
+    let Some(live) = &app.live_deployment_id else {
+        return Ok(None);
+    };
+    if AppStatus::Paused.is(&app.status) {
+        return Ok(None);
+    }
+    let Some(from) = deployments::get_in(tx, &app.id, live).await? else {
+        return Ok(None);
+    };
+    let d = pending(app, "env", None, Some(&from));
+    create(tx, app, &d, actor).await?;
+    Ok(Some(d))
+}
+
 impl Apps {
     /// Runs the pipeline of `deployment_id` in the background; `pull`
     /// is who pulls when the deployment needs its image.

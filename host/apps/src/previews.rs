@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use plateau_seal::Sealer;
 use plateau_store::apps::previews::{self, Preview};
-use plateau_store::apps::{self, App, env};
+use plateau_store::apps::{self, App, env, plugin_env};
 use plateau_store::{Db, Tx};
 
 use crate::Apps;
@@ -56,9 +56,11 @@ pub async fn free_slug(tx: &mut Tx, parent: &str, branch: &str) -> plateau_store
     }
 }
 
-/// The variables a replica of `app` gets, by name: for an app, its own
-/// but those of target `preview`; for a preview, its app's but those of
-/// target `production`, then its own (its `env` and `dbEnvKey`) over them.
+/// The variables a replica of `app` gets, by name: for an app, its
+/// plugins' layers (a linked config environment's values), then its own
+/// but those of target `preview` over them; for a preview, its app's own
+/// but those of target `production`, then its own (its `env` and
+/// `dbEnvKey`) over them.
 pub async fn environment(
     db: &Db,
     sealer: &Sealer,
@@ -81,6 +83,11 @@ pub async fn environment(
             }
         }
         None => {
+            for var in plugin_env::list(db, &app.id).await.map_err(fail)? {
+                let value =
+                    crate::env::open_layer(sealer, &app.id, &var.plugin, &var.name, &var.sealed)?;
+                vars.insert(var.name, value);
+            }
             for var in own.into_iter().filter(|v| v.target != "preview") {
                 let value = crate::env::open(sealer, &app.id, &var.name, &var.sealed)?;
                 vars.insert(var.name, value);

@@ -494,6 +494,7 @@ fn edge_filters(
         sealer: sealer.clone(),
         commands: None,
         logs: None,
+        app_env: None,
     };
     let config = RuntimeConfig::new(data_dir.join("apps/edge-filters"));
     let runtime = match PluginRuntime::new(config, services) {

@@ -32,6 +32,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("log-drains", include_str!("../../../docs/log-drains.md")),
     ("errors", include_str!("../../../docs/errors.md")),
     ("otel", include_str!("../../../docs/otel.md")),
+    ("config", include_str!("../../../docs/config.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
     ("waf", include_str!("../../../docs/waf.md")),

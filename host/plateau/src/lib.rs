@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod agent;
+mod app_env;
 mod apps;
 mod caches;
 pub mod cli;

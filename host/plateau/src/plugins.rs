@@ -13,6 +13,7 @@ use plateau_plugin_host::admin_jobs::HostClock;
 use plateau_plugin_host::cursors::SignedCursors;
 use plateau_plugin_host::storage::SqlStorage;
 use plateau_plugin_host::{Dispatcher, EventDelivery, JobWorker, Meter, PluginHost, PluginsConfig};
+use plateau_plugin_runtime::app_env::AppEnv;
 use plateau_plugin_runtime::commands::Commands;
 use plateau_plugin_runtime::egress::{LocalEdge, parse_allow_list};
 use plateau_plugin_runtime::{
@@ -39,6 +40,8 @@ pub struct Setup {
     pub cache_dir: PathBuf,
     /// What runs the `runner` capability's commands.
     pub commands: Option<Arc<dyn Commands>>,
+    /// What sets the `app-env` capability's layers of apps' environments.
+    pub app_env: Option<Arc<dyn AppEnv>>,
     /// `PLATEAU_APPS_DOMAIN`: plugins' plain-HTTP requests to names under
     /// it go to the app edge the agent of `data_dir` runs.
     pub apps_domain: String,
@@ -122,6 +125,7 @@ pub async fn start(setup: &Setup, app: &AppState) -> anyhow::Result<Running> {
         logs: Some(Arc::new(crate::platform_logs::HostLogs::new(
             app.db().clone(),
         ))),
+        app_env: setup.app_env.clone(),
     };
     let runtime =
         PluginRuntime::new(runtime_config, services).context("starting the plugin runtime")?;

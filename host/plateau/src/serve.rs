@@ -190,6 +190,8 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     let commands = Arc::new(crate::commands::HostCommands::default());
     let mut setup = args.plugins_setup();
     setup.commands = Some(commands.clone());
+    let app_env = Arc::new(crate::app_env::HostAppEnv::default());
+    setup.app_env = Some(app_env.clone());
     let plugins = plugins::start(&setup, &state).await?;
     let secret_key = plugins::secret_key(&args.plugins_setup(), &db).await?;
     let sealer = Arc::new(Sealer::new(&secret_key));
@@ -257,6 +259,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
     commands
         .start(apps.registry.clone())
         .context("starting the command runner of cron jobs")?;
+    app_env.start(apps.apps.clone());
     // The /v2 routes go in after the API's layers: they keep the OCI error
     // format, and unknown paths still get the API's problem bodies.
     state.set_apps_control(Arc::new(apps.apps.clone()));
@@ -428,6 +431,7 @@ impl ServeArgs {
                 .clone()
                 .unwrap_or_else(|| self.store.data_dir.join("plugin-cache")),
             commands: None,
+            app_env: None,
             apps_domain: self.apps.apps_domain.clone(),
             data_dir: self.store.data_dir.clone(),
         }

@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 11] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 12] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -25,5 +25,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 11] {
         ("log-drains", builtin::PLATEAU_PLUGIN_LOG_DRAINS),
         ("errors", builtin::PLATEAU_PLUGIN_ERRORS),
         ("otel", builtin::PLATEAU_PLUGIN_OTEL),
+        ("config", builtin::PLATEAU_PLUGIN_CONFIG),
     ]
 }

@@ -95,6 +95,15 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
         &["*"],
     ),
     ("otel", &[Capability::Scheduler], &[]),
+    (
+        "config",
+        &[
+            Capability::Secrets,
+            Capability::Scheduler,
+            Capability::AppEnv,
+        ],
+        &[],
+    ),
 ];
 
 /// The call deadline of the built-in plugins whose calls wait on long

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+use crate::app_env::AppEnv;
 use crate::clock::Clock;
 use crate::commands::Commands;
 use crate::cursors::CursorCodec;
@@ -83,7 +84,7 @@ impl RuntimeConfig {
 
 /// What the runtime needs from the host: storage, time, cursor signing,
 /// the key of the `secrets` capability, the command runner of `runner` and
-/// the log reader of `logs`.
+/// the log reader of `logs` and the apps of `app-env`.
 #[derive(Clone)]
 pub struct Services {
     pub storage: Arc<dyn Storage>,
@@ -96,6 +97,9 @@ pub struct Services {
     /// Reads the platform's logs; without it `logs` answers that this host
     /// has none to read.
     pub logs: Option<Arc<dyn PlatformLogs>>,
+    /// Sets plugins' layers of apps' environments; without it `app-env`
+    /// answers that this host has no apps.
+    pub app_env: Option<Arc<dyn AppEnv>>,
 }
 
 /// Limits applied to every request, tick and event of one plugin.

@@ -27,9 +27,9 @@ use crate::error::Error;
 /// oldest removes it here, its names from [`SPLIT_PACKAGES`] (or the
 /// `plateau:plugin` versions of [`WitVersion`]) and its folders from
 /// `wit/legacy/`; its components are then refused at load.
-pub const SUPPORTED_WORLDS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.1"];
+pub const SUPPORTED_WORLDS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.2"];
 
-/// The window as the load error names it: `0.1.0 to 0.5.1`.
+/// The window as the load error names it: `0.1.0 to 0.5.2`.
 pub fn supported_worlds() -> String {
     let first = SUPPORTED_WORLDS.first().expect("a world is supported");
     let last = SUPPORTED_WORLDS.last().expect("a world is supported");
@@ -75,6 +75,7 @@ pub const SPLIT_PACKAGES: &[(&str, &[&str])] = &[
     ("plateau:runner", &["0.4.0"]),
     ("plateau:logs", &["0.5.1"]),
     ("plateau:tcp", &["0.5.1"]),
+    ("plateau:app-env", &["0.5.2"]),
 ];
 
 /// A supported version of the plugin world, as its `handler` export names

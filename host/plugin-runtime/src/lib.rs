@@ -36,6 +36,7 @@
 //!   supported WIT version, and the calls into it.
 //! - `capabilities/*`: one module per capability (kv, events, http, log,
 //!   config, clock, cursors, scheduler, secrets, smtp, runner, logs, tcp,
+//!   app-env,
 //!   locked-down WASI):
 //!   its view of the store, its private bindings of every WIT version of
 //!   its interface, and one `add_to_linker`.
@@ -54,7 +55,10 @@
 //!   capability, which the host implements (pull, then run).
 //! - [`platform_logs`]: the [`platform_logs::PlatformLogs`] trait behind
 //!   the `logs` capability, which the host implements on its store.
+//! - [`app_env`]: the [`app_env::AppEnv`] trait behind the `app-env`
+//!   capability, which the host implements on its apps.
 
+pub mod app_env;
 mod bindings;
 mod cache;
 mod capabilities;

@@ -12,6 +12,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use crate::capabilities::app_env::{self, AppEnvView};
 use crate::capabilities::clock::{self, ClockView};
 use crate::capabilities::config::{self, ConfigView};
 use crate::capabilities::cursors::{self, CursorsView};
@@ -118,6 +119,7 @@ impl State {
         runner::add_to_linker(linker, |s| RunnerView { call: &mut s.call })?;
         logs::add_to_linker(linker, |s| LogsView { call: &mut s.call })?;
         tcp::add_to_linker(linker, |s| TcpView { call: &mut s.call })?;
+        app_env::add_to_linker(linker, |s| AppEnvView { call: &mut s.call })?;
         Ok(())
     }
 

@@ -76,10 +76,13 @@ pub enum Capability {
     Logs,
     /// Raw bytes over TCP or TLS through the egress guard (WIT 0.5.1).
     Tcp,
+    /// A plugin's layer of an app's environment; a change redeploys the
+    /// app (WIT 0.5.2).
+    AppEnv,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 14] = [
         Capability::Kv,
         Capability::Events,
         Capability::Http,
@@ -93,6 +96,7 @@ impl Capability {
         Capability::Runner,
         Capability::Logs,
         Capability::Tcp,
+        Capability::AppEnv,
     ];
 
     /// The name used in grants and in the description's `capabilities`.
@@ -111,6 +115,7 @@ impl Capability {
             Capability::Runner => "runner",
             Capability::Logs => "logs",
             Capability::Tcp => "tcp",
+            Capability::AppEnv => "app-env",
         }
     }
 
@@ -140,7 +145,7 @@ impl FromStr for Capability {
             .find(|c| c.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp, secrets, runner, logs or tcp"
+                    "unknown capability `{s}`; use kv, events, http, log, config, clock, cursors, scheduler, smtp, secrets, runner, logs, tcp or app-env"
                 )
             })
     }

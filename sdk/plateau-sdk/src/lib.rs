@@ -79,6 +79,7 @@
 //!   host-key encryption (WIT 0.2.0); [`webhooks`]: Standard Webhooks.
 
 pub mod allocator;
+pub mod app_env;
 pub mod edge;
 mod events;
 mod host;

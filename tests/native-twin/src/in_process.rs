@@ -41,6 +41,7 @@ pub async fn measure(n: u32, flag: &str, context: &str) -> anyhow::Result<InProc
         sealer: Arc::new(Sealer::new(&[0; KEY_LEN])),
         commands: None,
         logs: None,
+        app_env: None,
     };
     let runtime = PluginRuntime::new(RuntimeConfig::new(&dir), services)?;
     let (_, wasm) = plateau_plugin_artifacts::builtin_plugins()[0];

@@ -11,17 +11,17 @@ use plateau_api::error::ApiError;
 use plateau_api::json::Body;
 use plateau_api::routes::{Pairs, param};
 use plateau_core::time;
+use plateau_store::apps::App;
 use plateau_store::apps::env::{self as db, EnvVar};
-use plateau_store::apps::{App, deployments};
 use plateau_store::events;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::{DeploymentView, load, load_live_in};
+use crate::Apps;
 use crate::env::{self, Invalid, MAX_VARS, TARGETS};
 use crate::pipeline::{self, event};
-use crate::{AppStatus, Apps};
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -323,16 +323,5 @@ async fn redeploy(
     app: &App,
     caller: &Caller,
 ) -> Result<Option<plateau_store::apps::deployments::Deployment>, ApiError> {
-    let Some(live) = &app.live_deployment_id else {
-        return Ok(None);
-    };
-    if AppStatus::Paused.is(&app.status) {
-        return Ok(None);
-    }
-    let Some(from) = deployments::get_in(tx, &app.id, live).await? else {
-        return Ok(None);
-    };
-    let d = pipeline::pending(app, "env", None, Some(&from));
-    pipeline::create(tx, app, &d, &caller.actor()).await?;
-    Ok(Some(d))
+    Ok(pipeline::redeploy_env(tx, app, &caller.actor()).await?)
 }

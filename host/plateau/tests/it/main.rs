@@ -13,6 +13,7 @@ mod auth;
 mod cache;
 mod checks;
 mod cli;
+mod config;
 mod connect;
 mod console;
 mod cost_ceiling;

@@ -214,7 +214,7 @@ async fn ungranted_capabilities_are_refused_at_load(backend: Backend) {
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("0.9.0"), "{}", r.text());
     assert!(
-        r.text().contains("plugin worlds 0.1.0 to 0.5.1"),
+        r.text().contains("plugin worlds 0.1.0 to 0.5.2"),
         "the refusal names the support window: {}",
         r.text()
     );

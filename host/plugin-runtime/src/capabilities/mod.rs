@@ -13,6 +13,7 @@
 //! WASI output stream reuses `log`'s truncation); `State` hands out the
 //! views and links them (`crate::state`).
 
+pub(crate) mod app_env;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod cursors;

@@ -142,7 +142,7 @@ async fn an_unsupported_wit_version_is_refused_at_load() {
     eprintln!("refused: {message}");
     assert!(
         message.contains("plateau:plugin/handler@0.9.0")
-            && message.contains("plugin worlds 0.1.0 to 0.5.1"),
+            && message.contains("plugin worlds 0.1.0 to 0.5.2"),
         "{message}"
     );
 }

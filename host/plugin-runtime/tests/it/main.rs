@@ -61,6 +61,7 @@ pub fn runtime_over(
         sealer: Arc::new(plateau_seal::Sealer::new(&[9; 32])),
         commands: None,
         logs: None,
+        app_env: None,
     };
     (
         PluginRuntime::new(config, services).expect("runtime"),

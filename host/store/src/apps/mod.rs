@@ -11,6 +11,7 @@ pub mod env;
 pub mod filters;
 pub mod git_links;
 pub mod logs;
+pub mod plugin_env;
 pub mod previews;
 pub mod rules;
 pub mod uploads;

@@ -157,6 +157,8 @@ pub async fn purge(tx: &mut Tx, p: &Preview, repository: &str) -> Result<Vec<Str
     .await?;
     for table in [
         "app_env",
+        "app_plugin_env",
+        "app_plugin_layers",
         "app_logs",
         "app_uploads",
         "app_git_deliveries",

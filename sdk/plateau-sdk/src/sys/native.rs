@@ -464,3 +464,24 @@ pub(crate) fn tcp_send(
         "a native build opens no connections".to_owned(),
     ))
 }
+
+pub(crate) fn app_env_get(
+    _owner: &crate::app_env::Owner,
+    id: &str,
+) -> Result<crate::app_env::App, crate::app_env::AppEnvError> {
+    Err(crate::app_env::AppEnvError::NotFound(format!(
+        "app {id} does not exist: a native build has no apps"
+    )))
+}
+
+pub(crate) fn app_env_set(
+    _owner: &crate::app_env::Owner,
+    id: &str,
+    _revision: u64,
+    _source: &str,
+    _vars: &[(String, String)],
+) -> Result<crate::app_env::Outcome, crate::app_env::AppEnvError> {
+    Err(crate::app_env::AppEnvError::NotFound(format!(
+        "app {id} does not exist: a native build has no apps"
+    )))
+}

@@ -1,5 +1,5 @@
 //! Host calls of a component build: the WIT imports of the world
-//! `plateau:plugin/plugin@0.5.1` (one package per interface), converted to
+//! `plateau:plugin/plugin@0.5.2` (one package per interface), converted to
 //! and from the SDK's own types.
 
 use std::fmt;
@@ -417,4 +417,52 @@ pub(crate) fn tcp_send(
         w::Error::Timeout => T::Timeout,
         w::Error::Invalid(m) => T::Invalid(m),
     })
+}
+
+fn app_env_owner(owner: &crate::app_env::Owner) -> wit::app_env::app_env::Owner {
+    use wit::app_env::app_env as w;
+    match owner {
+        crate::app_env::Owner::Caller => w::Owner::Caller,
+        crate::app_env::Owner::Organization(id) => w::Owner::Organization(id.clone()),
+    }
+}
+
+fn app_env_error(e: wit::app_env::app_env::Error) -> crate::app_env::AppEnvError {
+    use crate::app_env::AppEnvError as E;
+    use wit::app_env::app_env as w;
+    match e {
+        w::Error::NotFound(m) => E::NotFound(m),
+        w::Error::AccessDenied(m) => E::AccessDenied(m),
+        w::Error::Invalid(m) => E::Invalid(m),
+        w::Error::Unavailable(m) => E::Unavailable(m),
+    }
+}
+
+pub(crate) fn app_env_get(
+    owner: &crate::app_env::Owner,
+    id: &str,
+) -> Result<crate::app_env::App, crate::app_env::AppEnvError> {
+    wit::app_env::app_env::get(&app_env_owner(owner), id)
+        .map(|a| crate::app_env::App {
+            id: a.id,
+            name: a.name,
+            live_deployment: a.live_deployment,
+        })
+        .map_err(app_env_error)
+}
+
+pub(crate) fn app_env_set(
+    owner: &crate::app_env::Owner,
+    id: &str,
+    revision: u64,
+    source: &str,
+    vars: &[(String, String)],
+) -> Result<crate::app_env::Outcome, crate::app_env::AppEnvError> {
+    wit::app_env::app_env::set(&app_env_owner(owner), id, revision, source, vars)
+        .map(|o| crate::app_env::Outcome {
+            applied: o.applied,
+            changed: o.changed,
+            deployment: o.deployment,
+        })
+        .map_err(app_env_error)
 }
