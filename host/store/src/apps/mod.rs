@@ -14,6 +14,7 @@ pub mod logs;
 pub mod previews;
 pub mod rules;
 pub mod uploads;
+pub mod volume_moves;
 pub mod volumes;
 
 use sqlx::FromRow;

@@ -19,7 +19,7 @@ mod sandbox;
 mod settings;
 mod tenants;
 mod uploads;
-mod volumes;
+pub(crate) mod volumes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
