@@ -189,7 +189,7 @@ impl Plane {
         let same = forwarded.get(&app.id).is_some_and(|(_, a)| *a == to)
             && matches!(self.edge().get(&app.slug), Some(Target::Serving(_)));
         if !same {
-            let remote = Arc::new(RemoteReplicas::new(to));
+            let remote = Arc::new(RemoteReplicas::new(to, self.edge().forwarding_token()));
             self.edge().set(&app.slug, Target::Serving(remote));
             forwarded.insert(app.id.clone(), (app.slug.clone(), to));
             tracing::info!(app = %app.id, to = %to, "apps: this edge forwards the app to the runner that serves it");

@@ -287,7 +287,9 @@ impl Plane {
                     tracing::warn!(app = %app.id, %why, "apps: a volume of an app migrating here was not made");
                     drop(self.take_local(&app.id));
                     let me = self.placement().runner.as_ref().map(|r| r.id.clone());
-                    return self.end_failed(&app, &me.unwrap_or_default(), "volume_failed").await;
+                    return self
+                        .end_failed(&app, &me.unwrap_or_default(), "volume_failed")
+                        .await;
                 }
             }
         }

@@ -104,7 +104,10 @@ pub async fn migrate(
         ));
     }
     let volumes = plateau_store::apps::volumes::list_in(&mut tx, &app.id).await?;
-    let volumes: Vec<_> = volumes.into_iter().filter(|v| v.status != "deleting").collect();
+    let volumes: Vec<_> = volumes
+        .into_iter()
+        .filter(|v| v.status != "deleting")
+        .collect();
     if let Some(v) = volumes
         .iter()
         .find(|v| v.status != "running" || v.host_id != placed.runner_id)
@@ -141,11 +144,11 @@ pub async fn migrate(
             target
         }
         // Its volumes move with it: any live runner.
-        None if !volumes.is_empty() => any_live(&apps, &placed.runner_id)
-            .await?
-            .ok_or_else(|| {
+        None if !volumes.is_empty() => {
+            any_live(&apps, &placed.runner_id).await?.ok_or_else(|| {
                 ApiError::conflict("no_runner", "no other runner is live to move the app to")
-            })?,
+            })?
+        }
         None => pick(db, &app.id, lease, Some(&placed.runner_id))
             .await?
             .ok_or_else(|| {

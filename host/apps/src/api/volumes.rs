@@ -178,7 +178,10 @@ async fn record(
         if placed.target_runner_id.is_some() {
             return Err(ApiError::conflict(
                 "migration_in_progress",
-                format!("app {} is moving to another runner; retry once it moved", app.id),
+                format!(
+                    "app {} is moving to another runner; retry once it moved",
+                    app.id
+                ),
             ));
         }
         v.host_id = placed.runner_id;

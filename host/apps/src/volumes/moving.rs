@@ -125,9 +125,11 @@ impl Plane {
             }
         }
         let mut tx = db.begin().await?;
-        let still = runners::placement_in(&mut tx, &app.id).await?.is_some_and(|p| {
-            p.runner_id == me.id && p.target_runner_id.as_deref() == Some(&target)
-        });
+        let still = runners::placement_in(&mut tx, &app.id)
+            .await?
+            .is_some_and(|p| {
+                p.runner_id == me.id && p.target_runner_id.as_deref() == Some(&target)
+            });
         let mut recorded = still;
         for m in &moves {
             if !recorded {

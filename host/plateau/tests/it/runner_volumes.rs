@@ -38,6 +38,14 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
         .env("PLATEAU_RUNNER_LEASE_MS", LEASE_MS)
         .env("PLATEAU_APPS_VOLUME_BACKUP_STORE", &store_dir);
     let b = crate::start_with(joining).await;
+    // A Linux image's rootfs is unpacked only by the host whose API
+    // deployed it (not moved between hosts yet): the hosts share the
+    // images directory, as they would a network filesystem.
+    let images = env.server.data_dir.path().join("apps/images");
+    std::fs::create_dir_all(&images).unwrap();
+    let b_images = b.data_dir.path().join("apps/images");
+    let _ = std::fs::remove_dir_all(&b_images);
+    std::os::unix::fs::symlink(&images, &b_images).unwrap();
     let c = env.client();
     let admin = admin_of(&env.server).await;
 
@@ -73,9 +81,17 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
     let r = c.post(&migrate, json!({ "targetServerId": to })).await;
     assert_eq!(r.status, 202, "{}", r.text());
     let r = c
-        .post(&format!("/apps/{app_id}/volumes"), json!({ "name": "late", "sizeGb": 1, "mountPath": "/late" }))
+        .post(
+            &format!("/apps/{app_id}/volumes"),
+            json!({ "name": "late", "sizeGb": 1, "mountPath": "/late" }),
+        )
         .await;
-    assert_eq!(r.status, 409, "no volume is made while the app moves: {}", r.text());
+    assert_eq!(
+        r.status,
+        409,
+        "no volume is made while the app moves: {}",
+        r.text()
+    );
     let switched = until_switched(&admin, &app_id, &to).await;
     let switched = switched - started;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -93,7 +109,10 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
     );
     assert!(failed.is_empty(), "{failed:?}");
     for edge in &edges {
-        assert_eq!(until_printed(edge, check, |s| s == expected).await, expected);
+        assert_eq!(
+            until_printed(edge, check, |s| s == expected).await,
+            expected
+        );
     }
     let source = host_of(servers, &from);
     until_gone(&volume_dir(source, &vol_id)).await;
@@ -117,26 +136,39 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
         })
     })
     .await;
-    eprintln!("migrate kill: the source's agent SIGKILLed {:.2} s after the request, while it snapshotted the volume", at.as_secs_f64());
+    eprintln!(
+        "migrate kill: the source's agent SIGKILLed {:.2} s after the request, while it snapshotted the volume",
+        at.as_secs_f64()
+    );
     let partial = volume_dir(target, &vol_id).join("image.partial");
     let at = kill_agent_at(target, |_| partial.exists()).await;
-    eprintln!("migrate kill: the target's agent SIGKILLed {:.2} s after the request, while it restored the volume", at.as_secs_f64());
+    eprintln!(
+        "migrate kill: the target's agent SIGKILLed {:.2} s after the request, while it restored the volume",
+        at.as_secs_f64()
+    );
     let switched = until_switched(&admin, &app_id, &to).await - started;
     for edge in &edges {
-        assert_eq!(until_printed(edge, check, |s| s == expected).await, expected);
+        assert_eq!(
+            until_printed(edge, check, |s| s == expected).await,
+            expected
+        );
     }
     eprintln!(
         "migrate kill: the app serves its data from the target {:.2} s after the request, after both kills",
         switched.as_secs_f64()
     );
     until_gone(&volume_dir(source, &vol_id)).await;
-    eventually("the killed snapshot's copy to go", Duration::from_secs(60), || async {
-        let left = std::fs::read_dir(&scratch).is_ok_and(|d| {
-            d.flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        });
-        (!left).then_some(())
-    })
+    eventually(
+        "the killed snapshot's copy to go",
+        Duration::from_secs(60),
+        || async {
+            let left = std::fs::read_dir(&scratch).is_ok_and(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            });
+            (!left).then_some(())
+        },
+    )
     .await;
     one_volume(&c, &app_id, &vol_id).await;
     assert!(!partial.exists(), "{}", partial.display());
@@ -144,7 +176,10 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
     // A restore killed half-way: the new volume ends whole.
     let host = Client::new(&target.url).with_token(&env.token);
     let r = host
-        .post(&format!("/apps/{app_id}/volumes/{vol_id}/backups"), json!({}))
+        .post(
+            &format!("/apps/{app_id}/volumes/{vol_id}/backups"),
+            json!({}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let backup_id = id(&r.json());
@@ -160,7 +195,10 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
     let partial = volume_dir(target, &restored).join("image.partial");
     let at = kill_agent_at(target, |_| partial.exists()).await;
     wait_running(&env, &app_id, &restored).await;
-    let restored_sum = until_printed(&edges[1], "md5sum /restored/big", |s| s.ends_with("/restored/big")).await;
+    let restored_sum = until_printed(&edges[1], "md5sum /restored/big", |s| {
+        s.ends_with("/restored/big")
+    })
+    .await;
     eprintln!(
         "restore kill: the agent SIGKILLed {:.2} s into the restore; the restored volume serves whole {:.2} s after the request",
         at.as_secs_f64(),
@@ -171,6 +209,70 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
     let list = c.get(&format!("/apps/{app_id}/volumes")).await.json();
     let items = list["items"].as_array().unwrap();
     assert_eq!(items.len(), 2, "{list}");
+
+    // Between the edges: a WebSocket upgrade passes through, and the app
+    // sees the client's address (a client at 127.0.0.2), never one a
+    // client names, whichever edge it reached.
+    let relay = crate::apps::cdn::edge_app_image(&env).await;
+    let relay = env.deployed("relay", &relay).await;
+    let (runs_on, _) = serving(&admin, &id(&relay)).await.expect("placed");
+    let (home, away) = if is_host(&env.server, &runs_on) {
+        (&env.server, &b)
+    } else {
+        (&b, &env.server)
+    };
+    let name = format!("{}.apps.localhost", slug(&relay));
+    let spoof = [
+        ("x-forwarded-for", "10.1.2.3"),
+        ("forwarded", "for=10.1.2.3"),
+        ("x-plateau-client-addr", "10.1.2.3"),
+        ("x-plateau-edge-token", "guessed"),
+    ];
+    let want = (
+        "127.0.0.2".to_owned(),
+        "for=127.0.0.2;proto=http".to_owned(),
+    );
+    for s in [away, home] {
+        let seen = eventually("the relay to answer", Duration::from_secs(60), || async {
+            seen_client(s, &name, &spoof).await
+        })
+        .await;
+        assert_eq!(seen, want, "through {}", s.edge_url);
+    }
+    let echoed = crate::apps::cdn::websocket(edge_port(away), &name, "").await;
+    assert_eq!(echoed[0], "HTTP/1.1 101 Switching Protocols", "{echoed:?}");
+    assert_eq!(
+        &echoed[2..],
+        ["hello", "a second, longer message through the edge"]
+    );
+    eprintln!(
+        "between the edges: a WebSocket echoed through the forwarding edge; the app saw the client as {want:?}"
+    );
+}
+
+fn edge_port(s: &Server) -> u16 {
+    s.edge_url.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// What the relay app saw of its client (`X-Forwarded-For`, `Forwarded`)
+/// for a request from 127.0.0.2 to `s`'s edge with `headers`.
+async fn seen_client(s: &Server, name: &str, headers: &[(&str, &str)]) -> Option<(String, String)> {
+    let client = reqwest::Client::builder()
+        .local_address(Some("127.0.0.2".parse().unwrap()))
+        .build()
+        .unwrap();
+    let mut req = client.get(format!("{}/", s.edge_url)).header("host", name);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.ok()?;
+    let header = |k: &str| r.headers().get(k).map(|v| v.to_str().unwrap().to_owned());
+    (r.status() == 200).then(|| {
+        (
+            header("x-seen-for").unwrap_or_default(),
+            header("x-seen-forwarded").unwrap_or_default(),
+        )
+    })
 }
 
 /// The runner other than `id`.

@@ -44,9 +44,8 @@ pub async fn record(tx: &mut Tx, m: &Move) -> Result<bool> {
     if handed.rows_affected() != 1 {
         return Ok(false);
     }
-    let sql = format!(
-        "INSERT INTO app_volume_moves ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-    );
+    let sql =
+        format!("INSERT INTO app_volume_moves ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
     sqlx::query(&sql)
         .bind(&m.volume_id)
         .bind(&m.app_id)
@@ -63,7 +62,8 @@ pub async fn record(tx: &mut Tx, m: &Move) -> Result<bool> {
 
 /// The moves of app `app_id` under way.
 pub async fn of_app(db: &Db, app_id: &str) -> Result<Vec<Move>> {
-    let sql = format!("SELECT {COLUMNS} FROM app_volume_moves WHERE app_id = $1 ORDER BY volume_id");
+    let sql =
+        format!("SELECT {COLUMNS} FROM app_volume_moves WHERE app_id = $1 ORDER BY volume_id");
     Ok(sqlx::query_as(&sql)
         .bind(app_id)
         .fetch_all(db.pool())
@@ -80,7 +80,8 @@ pub async fn of_volume(db: &Db, volume_id: &str) -> Result<Option<Move>> {
 }
 
 async fn take(tx: &mut Tx, app_id: &str) -> Result<Vec<Move>> {
-    let sql = format!("SELECT {COLUMNS} FROM app_volume_moves WHERE app_id = $1 ORDER BY volume_id");
+    let sql =
+        format!("SELECT {COLUMNS} FROM app_volume_moves WHERE app_id = $1 ORDER BY volume_id");
     let moves: Vec<Move> = sqlx::query_as(&sql)
         .bind(app_id)
         .fetch_all(tx.conn())

@@ -5,7 +5,7 @@
 mod autoscale;
 mod build_sandbox;
 mod builds;
-mod cdn;
+pub(crate) mod cdn;
 mod crates;
 mod deploy;
 mod domains;

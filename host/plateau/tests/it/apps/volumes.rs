@@ -47,7 +47,11 @@ pub(crate) async fn push(env: &Apps, repo: &str, tag: &str, links: &[(&str, &str
 /// Waits until `command`, run in the app's replica, prints something
 /// `done` accepts (a replica relaunched with other volumes may answer
 /// from the old one meanwhile); what it printed.
-pub(crate) async fn until_printed(edge: &Edge, command: &str, done: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn until_printed(
+    edge: &Edge,
+    command: &str,
+    done: impl Fn(&str) -> bool,
+) -> String {
     let query: String = command
         .bytes()
         .map(|b| match b {
