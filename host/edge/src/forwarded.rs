@@ -72,9 +72,9 @@ mod tests {
         let peer: SocketAddr = "10.0.0.2:4000".parse().unwrap();
         let sent = [(CLIENT_ADDR, "203.0.113.7"), (CLIENT_PROTO, "https")];
         let mut h = headers(&[sent[0], sent[1], (EDGE_TOKEN, "secret-token")]);
-        let (client, secure) = client(&edge, &mut h, peer, false);
+        let (seen, secure) = client(&edge, &mut h, peer, false);
         assert_eq!(
-            (client.ip().to_string(), secure),
+            (seen.ip().to_string(), secure),
             ("203.0.113.7".into(), true)
         );
         assert!(h.is_empty(), "{h:?}");
