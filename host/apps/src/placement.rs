@@ -25,7 +25,7 @@ use std::time::Duration;
 use plateau_core::time;
 use plateau_edge::Target;
 use plateau_runner::remote::RemoteReplicas;
-use plateau_store::apps::{App, volumes};
+use plateau_store::apps::{App, volume_moves, volumes};
 use plateau_store::events::{self, Actor};
 use plateau_store::runners::{self, Placement};
 use plateau_store::{Db, Result};
@@ -59,6 +59,9 @@ pub(crate) enum Role {
     Run { arriving: bool },
     /// Another runner's edge serves it.
     Forward(SocketAddr),
+    /// It runs here and moves, with its volumes, to the migration's
+    /// target: it stops here for the copy ([`crate::volumes::moving`]).
+    Depart(Placement),
 }
 
 /// Registers this host as a runner and renews its lease until aborted.
@@ -141,6 +144,9 @@ impl Plane {
             return Ok(Role::Run { arriving: true });
         }
         if placed.runner_id == me.id {
+            if placed.target_runner_id.is_some() && volume_host(db, &app.id).await?.is_some() {
+                return Ok(Role::Depart(placed));
+            }
             return Ok(Role::Run { arriving: false });
         }
         let now = time::now_ms();
@@ -183,7 +189,7 @@ impl Plane {
         let same = forwarded.get(&app.id).is_some_and(|(_, a)| *a == to)
             && matches!(self.edge().get(&app.slug), Some(Target::Serving(_)));
         if !same {
-            let remote = Arc::new(RemoteReplicas::new(to));
+            let remote = Arc::new(RemoteReplicas::new(to, self.edge().forwarding_token()));
             self.edge().set(&app.slug, Target::Serving(remote));
             forwarded.insert(app.id.clone(), (app.slug.clone(), to));
             tracing::info!(app = %app.id, to = %to, "apps: this edge forwards the app to the runner that serves it");
@@ -245,6 +251,13 @@ impl Plane {
         if !runners::end_migration(&mut tx, &app.id, &me.id, !failed, now).await? {
             return Ok(());
         }
+        // The volumes that came with it stay (the source removes its
+        // images), or go back to the source as they were.
+        let moves = if failed {
+            volume_moves::roll_back(&mut tx, &app.id, now).await?
+        } else {
+            volume_moves::finish(&mut tx, &app.id).await?
+        };
         let started = placed.migration_started_at.unwrap_or(now);
         let kind = if failed {
             "app.migration_failed"
@@ -255,9 +268,13 @@ impl Plane {
             "from": placed.runner_id,
             "to": me.id,
             "afterMs": now - started,
+            "volumesMoved": if failed { 0 } else { moves.len() },
         }));
         events::record(&mut tx, &e, now).await?;
         tx.commit().await?;
+        if let Some(vols) = self.volumes() {
+            crate::volumes::moving::forget_all(vols, &moves).await;
+        }
         if failed {
             // What started here stops; the app stays where it was.
             drop(self.take_local(&app.id));

@@ -70,6 +70,8 @@ struct Inner {
     filters: Option<Arc<crate::filters::EdgeFilters>>,
     /// This host as a runner, and the apps its edge forwards.
     placement: crate::placement::PlacementState,
+    /// The volumes of this host's apps, in the agent (their moves).
+    volumes: std::sync::OnceLock<crate::Volumes>,
 }
 
 impl Plane {
@@ -101,6 +103,7 @@ impl Plane {
                 cdn: crate::cdn::CdnFollow::default(),
                 filters: None,
                 placement: Default::default(),
+                volumes: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -120,6 +123,15 @@ impl Plane {
             inner.placement.runner = Some(runner);
         }
         self
+    }
+
+    /// In the agent: the volumes this plane moves with their apps.
+    pub fn set_volumes(&self, volumes: crate::Volumes) {
+        let _ = self.inner.volumes.set(volumes);
+    }
+
+    pub(crate) fn volumes(&self) -> Option<&crate::Volumes> {
+        self.inner.volumes.get()
     }
 
     pub(crate) fn placement(&self) -> &crate::placement::PlacementState {
@@ -264,8 +276,23 @@ impl Plane {
                 self.forward(&app, to);
                 return Ok(());
             }
+            crate::placement::Role::Depart(placed) => return self.depart(&app, &placed).await,
             crate::placement::Role::Run { arriving } => arriving,
         };
+        if arriving {
+            match self.arrival(&app).await? {
+                crate::volumes::moving::Arrival::Here => {}
+                crate::volumes::moving::Arrival::Waiting => return Ok(()),
+                crate::volumes::moving::Arrival::Failed(why) => {
+                    tracing::warn!(app = %app.id, %why, "apps: a volume of an app migrating here was not made");
+                    drop(self.take_local(&app.id));
+                    let me = self.placement().runner.as_ref().map(|r| r.id.clone());
+                    return self
+                        .end_failed(&app, &me.unwrap_or_default(), "volume_failed")
+                        .await;
+                }
+            }
+        }
         if let Some(d) = working.first()
             && d.component.is_some()
         {

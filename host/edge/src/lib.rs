@@ -35,6 +35,7 @@ mod filter_counters;
 #[cfg(test)]
 mod filter_tests;
 pub mod filters;
+mod forwarded;
 mod hop;
 #[cfg(test)]
 mod keepalive_tests;
@@ -111,6 +112,9 @@ pub struct Edge {
     cdn: Cdn,
     /// Requests and bytes per app, and apps asleep.
     demand: demand::Demand,
+    /// What the hosts' edges prove their forwarding with
+    /// ([`forwarded`]); none on one host.
+    forwarding_token: Option<Arc<str>>,
 }
 
 /// The memory of an edge's CDN unless it is given one ([`Edge::with_cdn`]).
@@ -133,7 +137,21 @@ impl Edge {
             cdn: Cdn::new(cdn::Limits::memory(CDN_MEMORY))
                 .expect("a CDN without a directory opens nothing"),
             demand: demand::Demand::default(),
+            forwarding_token: None,
         }
+    }
+
+    /// This edge trusting the client a request names when it carries
+    /// `token`, which it sends with the requests it forwards to other
+    /// hosts' edges.
+    pub fn with_forwarding_token(mut self, token: String) -> Edge {
+        self.forwarding_token = Some(token.into());
+        self
+    }
+
+    /// The token the hosts' edges prove their forwarding with.
+    pub fn forwarding_token(&self) -> Option<Arc<str>> {
+        self.forwarding_token.clone()
     }
 
     /// What this edge sees of each app's demand; wakes apps asleep.

@@ -47,10 +47,12 @@ const CHALLENGE_PATH: &str = "/.well-known/acme-challenge/";
 /// Answers one request; `secure` when it came over HTTPS.
 pub(crate) async fn route(
     edge: &Edge,
-    req: Request<ListenBody>,
+    mut req: Request<ListenBody>,
     peer: SocketAddr,
     secure: bool,
 ) -> Response<Body> {
+    // Forwarded by another host's edge: the client it names.
+    let (peer, secure) = crate::forwarded::client(edge, req.headers_mut(), peer, secure);
     let host = req
         .headers()
         .get(header::HOST)
@@ -149,6 +151,11 @@ pub(crate) async fn route(
     parts.headers.insert(
         "x-forwarded-proto",
         http::HeaderValue::from_static(if secure { "https" } else { "http" }),
+    );
+    parts.headers.insert(
+        header::FORWARDED,
+        http::HeaderValue::from_str(&crate::forwarded::forwarded(peer.ip(), secure))
+            .expect("an address is a header value"),
     );
     // Replicas speak HTTP/1.1: an HTTP/2 request's authority becomes its
     // Host header.

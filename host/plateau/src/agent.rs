@@ -72,6 +72,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     let volumes = crate::apps::volumes(&args.apps, &db, &data_dir, &host_id)?;
     volumes.with_plane(apps.plane().clone());
+    apps.plane().set_volumes(volumes.clone());
+    let volume_sweep = tokio::spawn(volumes.clone().keep_sweeping());
     let supervisor = plateau_kernel::Supervisor::new(plateau_kernel::supervisor::POLL)
         .with(caches)
         .with(databases)
@@ -82,6 +84,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     crate::serve::shutdown_signal().await;
     supervisor.abort();
     sweeper.abort();
+    volume_sweep.abort();
     backups.abort();
     sampler.abort();
     apps.stop().await;

@@ -407,7 +407,11 @@ pub async fn plane(
         dir: (args.cdn_disk_mb > 0).then_some(cdn_dir.clone()),
     })
     .with_context(|| format!("PLATEAU_CDN_DISK_MB: emptying {}", cdn_dir.display()))?;
-    let edge = Arc::new(Edge::new(&args.apps_domain).with_cdn(cdn));
+    let edge = Arc::new(
+        Edge::new(&args.apps_domain)
+            .with_cdn(cdn)
+            .with_forwarding_token(forwarding_token(&secret_key)),
+    );
     let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
     let containers = containers(data_dir, egress);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
@@ -570,4 +574,15 @@ impl Running {
             task.abort();
         }
     }
+}
+
+/// What the hosts' edges prove their forwarding to each other with: the
+/// same on every host of one database, since they share the secret key,
+/// and no use to anyone who does not hold it.
+fn forwarding_token(secret_key: &[u8]) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update(b"plateau edge forwarding\0");
+    h.update(secret_key);
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -118,6 +118,12 @@ pub trait Replicas: Send + Sync {
     fn set_replicas(&self, replicas: u32);
     /// Stops taking requests; requests in flight finish.
     fn stop(&self);
+    /// Whether, once stopped, nothing of the replicas runs any more: no
+    /// request in flight, no process left (what a volume's move waits
+    /// for before it snapshots the volume).
+    fn drained(&self) -> bool {
+        true
+    }
     /// What the replicas have used since they were launched (cheap: no
     /// process is run).
     fn usage(&self) -> Usage {

@@ -6,6 +6,7 @@
 //! that each think the other runs an app do not bounce it forever).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,6 +19,13 @@ use crate::{Body, BoxError, Error, Replicas, Result};
 
 /// The header that counts the edges a request was forwarded by.
 pub const HOPS: &str = "x-plateau-edge-hops";
+/// The edges' proof that another edge forwarded the request (a token
+/// derived from the hosts' shared secret key).
+pub const EDGE_TOKEN: &str = "x-plateau-edge-token";
+/// The client's address as the forwarding edge saw it.
+pub const CLIENT_ADDR: &str = "x-plateau-client-addr";
+/// `https` when the client reached the forwarding edge over HTTPS.
+pub const CLIENT_PROTO: &str = "x-plateau-client-proto";
 /// The most edges a request is forwarded by.
 pub const MAX_HOPS: u32 = 2;
 /// Longest time one request may take.
@@ -28,16 +36,19 @@ pub struct RemoteReplicas {
     /// The other host's edge.
     addr: SocketAddr,
     client: Client<HttpConnector, Body>,
+    /// Proves to the other edge that this one forwarded the request.
+    token: Option<Arc<str>>,
 }
 
 impl RemoteReplicas {
-    pub fn new(addr: SocketAddr) -> RemoteReplicas {
+    pub fn new(addr: SocketAddr, token: Option<Arc<str>>) -> RemoteReplicas {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(5)));
         RemoteReplicas {
             addr,
             client: Client::builder(TokioExecutor::new()).build(connector),
+            token,
         }
     }
 
@@ -62,6 +73,24 @@ impl Replicas for RemoteReplicas {
             // retried once they agree again.
             return Err(Error::Stopped);
         }
+        // The client as this edge saw it (its `X-Forwarded-*`, set by the
+        // edge), for the other edge to believe with the token.
+        if let Some(token) = &self.token
+            && let Ok(token) = http::HeaderValue::from_str(token)
+        {
+            let client = parts.headers.get("x-forwarded-for").cloned();
+            let proto = parts.headers.get("x-forwarded-proto").cloned();
+            parts.headers.insert(EDGE_TOKEN, token);
+            if let Some(client) = client {
+                parts.headers.insert(CLIENT_ADDR, client);
+            }
+            if let Some(proto) = proto {
+                parts.headers.insert(CLIENT_PROTO, proto);
+            }
+        }
+        // The client's side of an upgrade (a WebSocket), spliced to the
+        // other edge's once it accepts.
+        let client_upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
         parts.headers.insert(
             HOPS,
             http::HeaderValue::from_str(&(hops + 1).to_string()).expect("a number is a header"),
@@ -75,7 +104,7 @@ impl Replicas for RemoteReplicas {
             .parse()
             .map_err(|e| Error::Failed(format!("cannot address the other host's edge: {e}")))?;
         let request = http::Request::from_parts(parts, body);
-        let response = tokio::time::timeout(REQUEST_DEADLINE, self.client.request(request))
+        let mut response = tokio::time::timeout(REQUEST_DEADLINE, self.client.request(request))
             .await
             .map_err(|_| Error::Timeout(REQUEST_DEADLINE.as_secs()))?
             .map_err(|e| {
@@ -87,6 +116,19 @@ impl Replicas for RemoteReplicas {
                     Error::Failed(format!("the other host's edge did not answer: {e}"))
                 }
             })?;
+        if response.status() == http::StatusCode::SWITCHING_PROTOCOLS
+            && let Some(client) = client_upgrade
+        {
+            let upstream = hyper::upgrade::on(&mut response);
+            tokio::spawn(async move {
+                let (Ok(client), Ok(upstream)) = tokio::join!(client, upstream) else {
+                    return;
+                };
+                let mut client = hyper_util::rt::TokioIo::new(client);
+                let mut upstream = hyper_util::rt::TokioIo::new(upstream);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            });
+        }
         Ok(response.map(|body| body.map_err(|e| Box::new(e) as BoxError).boxed_unsync()))
     }
 

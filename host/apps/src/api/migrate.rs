@@ -1,6 +1,7 @@
 //! `POST /apps/{id}/migrate`: moves an app to another runner with zero
 //! failed requests (the target starts it, health-checks it and switches
-//! the placement to itself; the old runner drains: `crate::placement`).
+//! the placement to itself; the old runner drains: `crate::placement`),
+//! its volumes with it (`crate::volumes::moving`).
 //! `GET /admin/runners` lists the runners with their heartbeat and the
 //! apps placed on them, and `POST /admin/runners/{id}/evacuate` places the
 //! apps of a runner that stopped heartbeating, volumes included, on live
@@ -58,16 +59,19 @@ impl From<Placement> for PlacementView {
 }
 
 /// Move the app to another runner: it starts there, is health-checked,
-/// the edges switch to it, and its old replicas drain and stop. Answers
-/// once the migration started; `GET /admin/runners` and the app's events
-/// (`app.migrated`) say when it switched.
+/// the edges switch to it, and its old replicas drain and stop. An app
+/// with volumes stops for their copy (requests wait at the edge) and
+/// starts on the target with them; its old volumes are removed after the
+/// switch. Answers once the migration started; `GET /admin/runners` and
+/// the app's events (`app.migrated`, `app.migration_failed`) say how it
+/// ended.
 #[utoipa::path(post, path = "/apps/{id}/migrate", tag = "apps",
     security(("bearer" = ["apps:deploy"])),
     params(("id" = String, Path, description = "app id")),
     request_body = MigrateInput,
     responses((status = 202, description = "the migration started", body = PlacementView),
               (status = 400, description = "an unknown, dead or current target runner", body = plateau_api::error::Problem),
-              (status = 409, description = "a migration under way, an app not running, an app with volumes or no other live runner", body = plateau_api::error::Problem)))]
+              (status = 409, description = "a migration under way, an app or one of its volumes not running, or no other live runner", body = plateau_api::error::Problem)))]
 pub async fn migrate(
     Extension(apps): Extension<Apps>,
     caller: Caller,
@@ -99,10 +103,21 @@ pub async fn migrate(
             format!("app {id} is already moving to runner {target}"),
         ));
     }
-    if volume_host(db, &app.id).await?.is_some() {
+    let volumes = plateau_store::apps::volumes::list_in(&mut tx, &app.id).await?;
+    let volumes: Vec<_> = volumes
+        .into_iter()
+        .filter(|v| v.status != "deleting")
+        .collect();
+    if let Some(v) = volumes
+        .iter()
+        .find(|v| v.status != "running" || v.host_id != placed.runner_id)
+    {
         return Err(ApiError::conflict(
-            "app_has_volumes",
-            format!("app {id} has volumes, which do not move between runners yet"),
+            "volume_not_running",
+            format!(
+                "volume {} of app {id} is {}; migrate the app once its volumes run",
+                v.id, v.status
+            ),
         ));
     }
     let target = match input.target_server_id {
@@ -127,6 +142,12 @@ pub async fn migrate(
                 ));
             }
             target
+        }
+        // Its volumes move with it: any live runner.
+        None if !volumes.is_empty() => {
+            any_live(&apps, &placed.runner_id).await?.ok_or_else(|| {
+                ApiError::conflict("no_runner", "no other runner is live to move the app to")
+            })?
         }
         None => pick(db, &app.id, lease, Some(&placed.runner_id))
             .await?

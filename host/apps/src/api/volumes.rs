@@ -164,9 +164,28 @@ fn overlaps(a: &str, b: &str) -> bool {
 /// Records volume `v` (in `creating`) for the app; 409 beyond the plan's
 /// storage or for a name the app has already, 400 for a mount path
 /// overlapping one of its volumes'.
-async fn record(apps: &Apps, caller: &Caller, v: Volume, kind: &str) -> Result<Volume, ApiError> {
+async fn record(
+    apps: &Apps,
+    caller: &Caller,
+    mut v: Volume,
+    kind: &str,
+) -> Result<Volume, ApiError> {
     let mut tx = apps.db().begin().await?;
     let app = load_live_in(&mut tx, caller, &v.app_id).await?;
+    // Made where the app runs (this host until it is placed), never
+    // while it moves.
+    if let Some(placed) = plateau_store::runners::placement_in(&mut tx, &app.id).await? {
+        if placed.target_runner_id.is_some() {
+            return Err(ApiError::conflict(
+                "migration_in_progress",
+                format!(
+                    "app {} is moving to another runner; retry once it moved",
+                    app.id
+                ),
+            ));
+        }
+        v.host_id = placed.runner_id;
+    }
     for other in db::list_in(&mut tx, &app.id).await? {
         if other.name == v.name {
             return Err(ApiError::conflict(

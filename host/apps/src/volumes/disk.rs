@@ -78,6 +78,16 @@ impl Disk {
             .map_err(|e| io("the volume directory", e))
     }
 
+    /// Whether the image was made from snapshot `key` (a move's).
+    pub fn made_from(&self, key: &str) -> bool {
+        std::fs::read_to_string(self.dir.join("made-from")).is_ok_and(|k| k == key)
+    }
+
+    /// Notes that the image was made from snapshot `key`.
+    pub fn note_made_from(&self, key: &str) -> Result<(), String> {
+        std::fs::write(self.dir.join("made-from"), key).map_err(|e| io("the volume's origin", e))
+    }
+
     /// Whether the image is mounted at the mount point.
     pub fn mounted(&self) -> bool {
         is_mounted(&self.mount)

@@ -18,6 +18,7 @@
 
 pub mod backup;
 pub mod disk;
+pub mod moving;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -29,6 +30,7 @@ use plateau_core::id::new_id;
 use plateau_kernel::{Failure, ResourceLocks, Resources};
 use plateau_runner::VolumeMount;
 use plateau_store::Db;
+use plateau_store::apps::volume_moves;
 use plateau_store::apps::volumes::{self, Volume};
 use plateau_store::managed::{State, Table};
 use serde::{Deserialize, Serialize};
@@ -108,6 +110,29 @@ impl Volumes {
     /// Takes a consistent backup of placed volume `v` and stores it; the
     /// caller records it. Holds the volume's lock throughout.
     pub async fn back_up(&self, v: &Volume) -> Result<Stored, String> {
+        let id = new_id("bkp");
+        let object_key = backup::key(&v.org_id, &v.id, &id);
+        let size_bytes = self.snapshot(v, &id, &object_key).await?;
+        Ok(Stored {
+            id,
+            object_key,
+            size_bytes,
+        })
+    }
+
+    /// Stores a consistent snapshot of placed volume `v` for its move to
+    /// another runner ([`moving`]): its object key and the bytes stored.
+    pub async fn snapshot_for_move(&self, v: &Volume) -> Result<(String, i64), String> {
+        let id = new_id("mov");
+        let object_key = backup::key(&v.org_id, &v.id, &id);
+        let size_bytes = self.snapshot(v, &id, &object_key).await?;
+        Ok((object_key, size_bytes))
+    }
+
+    /// Freezes volume `v`'s filesystem while its image is copied, then
+    /// stores the copy as `object_key`; the bytes stored. Holds the
+    /// volume's lock throughout, so no reconcile runs meanwhile.
+    async fn snapshot(&self, v: &Volume, name: &str, object_key: &str) -> Result<i64, String> {
         let _held = self
             .inner
             .locks
@@ -118,27 +143,23 @@ impl Volumes {
         if !disk.mounted() {
             return Err(format!("volume {} is not mounted on this host yet", v.id));
         }
-        let id = new_id("bkp");
         let scratch = self.inner.root.join(".backups");
         std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-        let copy = scratch.join(format!("{id}.img"));
+        // Named after the volume: a copy left by a killed process is
+        // removed under the volume's lock (`moving::sweep`).
+        let copy = scratch.join(format!("{}.{name}.img", v.id));
         let (d, c) = (disk.clone(), copy.clone());
         let frozen = tokio::task::spawn_blocking(move || d.copy_frozen(&c))
             .await
             .map_err(|e| e.to_string())?;
-        let object_key = backup::key(&v.org_id, &v.id, &id);
         let stored = match frozen {
             Ok(()) => {
-                backup::store(&self.inner.store, self.inner.part_size, &object_key, &copy).await
+                backup::store(&self.inner.store, self.inner.part_size, object_key, &copy).await
             }
             Err(e) => Err(e),
         };
         let _ = std::fs::remove_file(&copy);
-        Ok(Stored {
-            id,
-            object_key,
-            size_bytes: stored?,
-        })
+        stored
     }
 
     /// Removes a stored backup nobody records (refused by the plan).
@@ -152,9 +173,28 @@ impl Volumes {
     /// then mounts it.
     async fn provide(&self, v: &Volume) -> Result<Placement, String> {
         let disk = self.disk(&v.id);
+        let arriving = volume_moves::of_volume(&self.inner.db, &v.id)
+            .await
+            .map_err(|e| e.to_string())?
+            .filter(|m| m.to_host_id == self.inner.host_id);
+        if let Some(m) = &arriving
+            && disk.image.exists()
+            && !disk.made_from(&m.object_key)
+        {
+            // An image an earlier move left here: older than this one.
+            let d = disk.clone();
+            blocking(move || d.remove()).await?;
+        }
         if !disk.image.exists() {
-            match &v.source_backup_id {
-                Some(backup_id) => {
+            match (&arriving, &v.source_backup_id) {
+                // Moving here with its app: made from the move's snapshot.
+                (Some(m), _) => {
+                    let partial = disk.start_partial(v.size_gb)?;
+                    backup::restore(&self.inner.store, &m.object_key, partial).await?;
+                    disk.finish_partial()?;
+                    disk.note_made_from(&m.object_key)?;
+                }
+                (None, Some(backup_id)) => {
                     let b = volumes::backup(&self.inner.db, &v.org_id, backup_id)
                         .await
                         .map_err(|e| e.to_string())?
@@ -163,7 +203,7 @@ impl Volumes {
                     backup::restore(&self.inner.store, &b.object_key, partial).await?;
                     disk.finish_partial()?;
                 }
-                None => {
+                (None, None) => {
                     let (d, size) = (disk.clone(), v.size_gb);
                     blocking(move || d.make(size)).await?;
                 }

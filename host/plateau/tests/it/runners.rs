@@ -16,17 +16,17 @@ use crate::apps::{Apps, Edge, Load, failures, id, slug};
 
 const BODY: &str = "hello from v1";
 /// A short lease, so a killed runner is noticed within seconds.
-const LEASE_MS: &str = "3000";
+pub(crate) const LEASE_MS: &str = "3000";
 
 /// The runners as the operator sees them.
-async fn runners(admin: &Client) -> Vec<Value> {
+pub(crate) async fn runners(admin: &Client) -> Vec<Value> {
     let r = admin.get("/admin/runners").await;
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()["items"].as_array().unwrap().clone()
 }
 
 /// The runner serving app `app` (not a migration's target), if any.
-async fn serving(admin: &Client, app: &str) -> Option<(String, Value)> {
+pub(crate) async fn serving(admin: &Client, app: &str) -> Option<(String, Value)> {
     runners(admin).await.into_iter().find_map(|r| {
         let placement = r["apps"]
             .as_array()
@@ -38,7 +38,7 @@ async fn serving(admin: &Client, app: &str) -> Option<(String, Value)> {
     })
 }
 
-async fn admin_of(s: &Server) -> Client {
+pub(crate) async fn admin_of(s: &Server) -> Client {
     s.anonymous().with_cookie(&crate::admin::login(s).await)
 }
 
@@ -161,7 +161,7 @@ async fn apps_move_between_runners_without_failed_requests() {
 }
 
 /// Whether `runner` is the host `s` (its agent's identity).
-fn is_host(s: &Server, runner: &str) -> bool {
+pub(crate) fn is_host(s: &Server, runner: &str) -> bool {
     std::fs::read_to_string(s.data_dir.path().join("host-id")).is_ok_and(|id| id.trim() == runner)
 }
 

@@ -36,6 +36,8 @@ struct Shared {
     turn: AtomicUsize,
     in_flight: AtomicUsize,
     stopped: AtomicBool,
+    /// Set once a stop has torn every container down.
+    torn_down: AtomicBool,
     client: Client<HttpConnector, Body>,
     /// Serialises scale changes.
     scaling: tokio::sync::Mutex<()>,
@@ -75,6 +77,7 @@ impl ContainerReplicas {
             turn: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
+            torn_down: AtomicBool::new(false),
             client: Client::builder(TokioExecutor::new()).build_http(),
             scaling: tokio::sync::Mutex::new(()),
             retired: Arc::new(Retired::default()),
@@ -293,6 +296,11 @@ impl Replicas for ContainerReplicas {
                 std::thread::sleep(Duration::from_millis(20));
             }
             shared.teardown_all();
+            shared.torn_down.store(true, Ordering::Release);
         });
+    }
+
+    fn drained(&self) -> bool {
+        self.shared.torn_down.load(Ordering::Acquire)
     }
 }

@@ -39,6 +39,8 @@ pub struct WasmReplicas {
     /// Bytes of linear memory the live instances hold.
     live_memory: Arc<AtomicU64>,
     stopped: AtomicBool,
+    /// Requests being served now (a guest may be writing to a volume).
+    in_flight: Arc<AtomicU64>,
 }
 
 impl WasmReplicas {
@@ -61,6 +63,7 @@ impl WasmReplicas {
             limits: spec.limits,
             logs: spec.logs,
             stopped: AtomicBool::new(false),
+            in_flight: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -74,6 +77,7 @@ impl WasmReplicas {
 #[async_trait]
 impl Replicas for WasmReplicas {
     async fn handle(&self, request: http::Request<Body>) -> Result<http::Response<Body>> {
+        let serving = InFlight::count(&self.in_flight);
         if self.stopped.load(Ordering::Acquire) {
             return Err(Error::Stopped);
         }
@@ -138,7 +142,7 @@ impl Replicas for WasmReplicas {
             .map_err(|e| Error::Failed(format!("{e:#}")))?;
         let pre = self.pre.clone();
         let task = tokio::spawn(async move {
-            let _permits = (permit, slot);
+            let _permits = (permit, slot, serving);
             let result = async {
                 let proxy = pre.instantiate_async(&mut store).await?;
                 proxy
@@ -198,6 +202,26 @@ impl Replicas for WasmReplicas {
 
     fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
+    }
+
+    fn drained(&self) -> bool {
+        self.stopped.load(Ordering::Acquire) && self.in_flight.load(Ordering::Acquire) == 0
+    }
+}
+
+/// Counts a request while its guest may run.
+struct InFlight(Arc<AtomicU64>);
+
+impl InFlight {
+    fn count(counter: &Arc<AtomicU64>) -> InFlight {
+        counter.fetch_add(1, Ordering::AcqRel);
+        InFlight(counter.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -15,6 +15,7 @@ pub mod plugin_env;
 pub mod previews;
 pub mod rules;
 pub mod uploads;
+pub mod volume_moves;
 pub mod volumes;
 
 use sqlx::FromRow;

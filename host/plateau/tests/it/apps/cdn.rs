@@ -112,7 +112,7 @@ for message in sys.argv[5:]:
 "#;
 
 /// Echoes through the edge at `port` (over TLS trusting `ca` when given).
-async fn websocket(port: u16, name: &str, ca: &str) -> Vec<String> {
+pub(crate) async fn websocket(port: u16, name: &str, ca: &str) -> Vec<String> {
     let out = tokio::process::Command::new("python3")
         .args(["-c", WEBSOCKET, "127.0.0.1", &port.to_string(), name, ca])
         .args(["hello", "a second, longer message through the edge"])
@@ -128,6 +128,23 @@ async fn websocket(port: u16, name: &str, ca: &str) -> Vec<String> {
     text.lines().map(str::to_owned).collect()
 }
 
+/// The edge app's image (`edge-app.sh` under busybox `nc`), pushed.
+pub(crate) async fn edge_app_image(env: &Apps) -> String {
+    let registry = ImagePusher::new(&env.server.url, &env.token);
+    let layer = busybox_layer_with(&[("bin/edge-app", APP)]);
+    let config = serde_json::to_vec(&json!({
+        "architecture": "amd64",
+        "os": "linux",
+        "config": { "Cmd": ["/bin/sh", "-c", "exec nc -ll -p $PORT -e /bin/edge-app"] },
+        "rootfs": { "type": "layers", "diff_ids": [] },
+    }))
+    .unwrap();
+    let repo = format!("{}/edge-app", env.org);
+    registry
+        .push_image(&repo, "v1", &config, &layer, false)
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cdn_and_websockets_through_the_edge() {
     let certs = tempfile::tempdir().unwrap();
@@ -139,19 +156,7 @@ async fn the_cdn_and_websockets_through_the_edge() {
         .env("PLATEAU_EDGE_TLS_KEY", &key);
     let env = Apps::start_with(options).await;
     let c = env.client();
-    let registry = ImagePusher::new(&env.server.url, &env.token);
-    let layer = busybox_layer_with(&[("bin/edge-app", APP)]);
-    let config = serde_json::to_vec(&json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": { "Cmd": ["/bin/sh", "-c", "exec nc -ll -p $PORT -e /bin/edge-app"] },
-        "rootfs": { "type": "layers", "diff_ids": [] },
-    }))
-    .unwrap();
-    let repo = format!("{}/edge-app", env.org);
-    let image = registry
-        .push_image(&repo, "v1", &config, &layer, false)
-        .await;
+    let image = edge_app_image(&env).await;
     let app = env.deployed("Cached", &image).await;
     let (app_id, slug) = (id(&app), slug(&app));
     let cdn = format!("/apps/{app_id}/cdn");

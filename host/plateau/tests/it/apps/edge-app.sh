@@ -5,7 +5,7 @@
 # lists it gets a 304), vary. The body counts the answers: "<path> <lang> #<n>".
 cr=$(printf '\r')
 read -r method target version
-upgrade=; key=; inm=; lang=
+upgrade=; key=; inm=; lang=; xff=; fwd=
 while IFS= read -r line; do
     line=${line%"$cr"}
     [ -z "$line" ] && break
@@ -15,6 +15,8 @@ while IFS= read -r line; do
         sec-websocket-key) key=$value ;;
         if-none-match) inm=$value ;;
         accept-language) lang=$value ;;
+        x-forwarded-for) xff=$value ;;
+        forwarded) fwd=$value ;;
     esac
 done
 if [ -n "$upgrade" ]; then
@@ -61,4 +63,5 @@ printf 'HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-
 [ -n "$cc" ] && printf 'Cache-Control: %s\r\n' "$cc"
 [ -n "$etag" ] && printf 'ETag: %s\r\n' "$etag"
 [ -n "$vary" ] && printf 'Vary: %s\r\n' "$vary"
+printf 'X-Seen-For: %s\r\nX-Seen-Forwarded: %s\r\n' "$xff" "$fwd"
 printf '\r\n%s' "$body"

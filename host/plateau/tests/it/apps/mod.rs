@@ -5,7 +5,7 @@
 mod autoscale;
 mod build_sandbox;
 mod builds;
-mod cdn;
+pub(crate) mod cdn;
 mod crates;
 mod deploy;
 mod domains;
@@ -19,7 +19,7 @@ mod sandbox;
 mod settings;
 mod tenants;
 mod uploads;
-mod volumes;
+pub(crate) mod volumes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

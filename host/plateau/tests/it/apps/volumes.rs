@@ -22,7 +22,7 @@ use crate::{eventually, eventually_or, until};
 
 /// The busybox CGI image (`/cgi-bin/run` runs its query string), with
 /// `links` besides; pushed as `repo:tag`, its reference.
-async fn push(env: &Apps, repo: &str, tag: &str, links: &[(&str, &str)]) -> String {
+pub(crate) async fn push(env: &Apps, repo: &str, tag: &str, links: &[(&str, &str)]) -> String {
     let registry = ImagePusher::new(&env.server.url, &env.token);
     let config = serde_json::to_vec(&json!({
         "architecture": "amd64",
@@ -47,7 +47,11 @@ async fn push(env: &Apps, repo: &str, tag: &str, links: &[(&str, &str)]) -> Stri
 /// Waits until `command`, run in the app's replica, prints something
 /// `done` accepts (a replica relaunched with other volumes may answer
 /// from the old one meanwhile); what it printed.
-async fn until_printed(edge: &Edge, command: &str, done: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn until_printed(
+    edge: &Edge,
+    command: &str,
+    done: impl Fn(&str) -> bool,
+) -> String {
     let query: String = command
         .bytes()
         .map(|b| match b {
@@ -75,7 +79,7 @@ async fn until_printed(edge: &Edge, command: &str, done: impl Fn(&str) -> bool) 
 }
 
 /// Creates a volume; its JSON once it runs.
-async fn running_volume(env: &Apps, app_id: &str, body: Value) -> Value {
+pub(crate) async fn running_volume(env: &Apps, app_id: &str, body: Value) -> Value {
     let r = env
         .client()
         .post(&format!("/apps/{app_id}/volumes"), body)
@@ -84,7 +88,7 @@ async fn running_volume(env: &Apps, app_id: &str, body: Value) -> Value {
     wait_running(env, app_id, &id(&r.json())).await
 }
 
-async fn wait_running(env: &Apps, app_id: &str, vol_id: &str) -> Value {
+pub(crate) async fn wait_running(env: &Apps, app_id: &str, vol_id: &str) -> Value {
     let c = env.client();
     let path = format!("/apps/{app_id}/volumes");
     let v = eventually("the volume to run", Duration::from_secs(60), || async {
