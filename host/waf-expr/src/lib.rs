@@ -34,6 +34,7 @@
 
 mod compile;
 mod eval;
+pub mod bots;
 pub mod managed;
 #[cfg(test)]
 mod managed_tests;
