@@ -27,6 +27,7 @@
 pub mod api;
 pub mod autoscale;
 pub mod build;
+pub mod bots;
 pub mod cdn;
 pub mod config;
 pub mod control;
