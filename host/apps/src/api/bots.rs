@@ -36,6 +36,7 @@ const MAX_RATE: i64 = 100_000;
 pub struct NewBotPolicy {
     /// The app whose own policy this is; default the organisation's,
     /// which applies to every app without its own.
+    #[schema(min_length = 1)]
     pub app_id: Option<String>,
     /// Default true.
     pub enabled: Option<bool>,
