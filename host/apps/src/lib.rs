@@ -26,8 +26,8 @@
 
 pub mod api;
 pub mod autoscale;
-pub mod build;
 pub mod bots;
+pub mod build;
 pub mod cdn;
 pub mod config;
 pub mod control;

@@ -205,7 +205,10 @@ mod tests {
         let all = all();
         assert!(all.iter().filter(|b| b.class == Class::Ai).count() > 100);
         let google = all.iter().find(|b| b.name == "Googlebot").unwrap();
-        assert_eq!(google.suffixes, ["googlebot.com", "google.com", "googleusercontent.com"]);
+        assert_eq!(
+            google.suffixes,
+            ["googlebot.com", "google.com", "googleusercontent.com"]
+        );
         assert!(all.iter().all(|b| !b.name.is_empty()));
         assert!(
             all.iter()

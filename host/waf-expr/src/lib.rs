@@ -32,9 +32,9 @@
 //! **Invariant:** pure (no I/O), so it builds for `wasm32-wasip2` and an
 //! edge-filter component links it as the host does.
 
+pub mod bots;
 mod compile;
 mod eval;
-pub mod bots;
 pub mod managed;
 #[cfg(test)]
 mod managed_tests;

@@ -190,7 +190,15 @@ pub async fn put(
     };
     let mut tx = apps.db().begin().await?;
     db::put(&mut tx, &row).await?;
-    record(&mut tx, &caller, "bots.policy.updated", "update", &app_id, now).await?;
+    record(
+        &mut tx,
+        &caller,
+        "bots.policy.updated",
+        "update",
+        &app_id,
+        now,
+    )
+    .await?;
     tx.commit_last().await?;
     let app = Some(app_id).filter(|a| !a.is_empty());
     follow_apps(&apps, &caller.org_id, app.as_deref()).await;
@@ -219,7 +227,15 @@ pub async fn delete(
             format!("app {app_id} has no bot policy of its own")
         }));
     }
-    record(&mut tx, &caller, "bots.policy.deleted", "delete", &app_id, now).await?;
+    record(
+        &mut tx,
+        &caller,
+        "bots.policy.deleted",
+        "delete",
+        &app_id,
+        now,
+    )
+    .await?;
     tx.commit_last().await?;
     let app = Some(app_id.clone()).filter(|a| !a.is_empty());
     follow_apps(&apps, &caller.org_id, app.as_deref()).await;
@@ -276,7 +292,11 @@ async fn record(
     if !app_id.is_empty() {
         e = e.resource("app", app_id);
     }
-    events::record(tx, &e.data(json!({ "appId": Some(app_id).filter(|a| !a.is_empty()) })), now)
-        .await?;
+    events::record(
+        tx,
+        &e.data(json!({ "appId": Some(app_id).filter(|a| !a.is_empty()) })),
+        now,
+    )
+    .await?;
     Ok(())
 }

@@ -209,8 +209,14 @@ impl Bots {
         {
             let detail =
                 || format!("more than {per_minute} requests a minute from this address; slow down");
-            if let Some(verdict) = self.act("bots.rate", self.policy.rate_action, head, &net, detail, 429)
-            {
+            if let Some(verdict) = self.act(
+                "bots.rate",
+                self.policy.rate_action,
+                head,
+                &net,
+                detail,
+                429,
+            ) {
                 return verdict;
             }
         }

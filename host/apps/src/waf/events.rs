@@ -81,7 +81,12 @@ pub fn row(
         host: head.host.clone(),
         path: head.path.chars().take(2048).collect(),
         client_net: net.to_owned(),
-        user_agent: head.header("user-agent").unwrap_or("").chars().take(512).collect(),
+        user_agent: head
+            .header("user-agent")
+            .unwrap_or("")
+            .chars()
+            .take(512)
+            .collect(),
         at: now,
     }
 }

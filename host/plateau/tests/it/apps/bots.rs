@@ -21,7 +21,13 @@ const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 
 
 /// `GET /` at the app from source address `from` with `user_agent` (and
 /// `cookie`): the status and the body.
-async fn fetch(env: &Apps, slug: &str, from: &str, user_agent: &str, cookie: &str) -> (u16, String) {
+async fn fetch(
+    env: &Apps,
+    slug: &str,
+    from: &str,
+    user_agent: &str,
+    cookie: &str,
+) -> (u16, String) {
     let from: IpAddr = from.parse().unwrap();
     let http = reqwest::Client::builder()
         .local_address(from)
@@ -40,13 +46,7 @@ async fn fetch(env: &Apps, slug: &str, from: &str, user_agent: &str, cookie: &st
 }
 
 /// Polls until a request answers `status`.
-async fn until_status(
-    env: &Apps,
-    slug: &str,
-    from: &str,
-    user_agent: &str,
-    status: u16,
-) -> String {
+async fn until_status(env: &Apps, slug: &str, from: &str, user_agent: &str, status: u16) -> String {
     crate::eventually(
         &format!("{from} {user_agent:?} answered {status}"),
         Duration::from_secs(20),
@@ -69,14 +69,25 @@ fn reverse(dns: &DnsServer, ip: &str, host: &str, points_to: &str) {
 
 fn problem_code(body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    v["type"].as_str().unwrap_or("").rsplit('/').next().unwrap_or("").to_owned()
+    v["type"]
+        .as_str()
+        .unwrap_or("")
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
     let dns = DnsServer::start().await;
     // Google's crawler: PTR under googlebot.com, which points back.
-    reverse(&dns, "127.0.0.7", "crawl-127-0-0-7.googlebot.com", "127.0.0.7");
+    reverse(
+        &dns,
+        "127.0.0.7",
+        "crawl-127-0-0-7.googlebot.com",
+        "127.0.0.7",
+    );
     // An impostor: a PTR under googlebot.com that does not point back.
     reverse(&dns, "127.0.0.8", "crawl-fake.googlebot.com", "127.0.0.99");
     // Forward-confirmed, but not Google's name.
@@ -93,7 +104,12 @@ async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["source"], "default");
     assert_eq!(r.json()["policy"]["enabled"], false);
-    assert!(r.json()["aiListSource"].as_str().unwrap().contains("ai.robots.txt"));
+    assert!(
+        r.json()["aiListSource"]
+            .as_str()
+            .unwrap()
+            .contains("ai.robots.txt")
+    );
     assert_eq!(fetch(&env, &slug, "127.0.0.10", GPTBOT, "").await.0, 200);
 
     // Bad input names the field.
@@ -165,7 +181,10 @@ async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
         }
     }
     eprintln!("burst of 60 at 30 a minute: {passed} passed, {limited} limited (429)");
-    assert!(limited > 0 && passed > 0, "{passed} passed, {limited} limited");
+    assert!(
+        limited > 0 && passed > 0,
+        "{passed} passed, {limited} limited"
+    );
     assert_eq!(problem_code(&last), "rate_limited", "{last}");
     // Another address has its own bucket.
     assert_eq!(fetch(&env, &slug, "127.0.0.12", BROWSER, "").await.0, 200);
@@ -185,7 +204,10 @@ async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
     .await;
     let start = page.find("plateau_waf=").unwrap();
     let cookie = page[start..].split(';').next().unwrap().to_owned();
-    assert_eq!(fetch(&env, &slug, "127.0.0.10", GPTBOT, &cookie).await.0, 200);
+    assert_eq!(
+        fetch(&env, &slug, "127.0.0.10", GPTBOT, &cookie).await.0,
+        200
+    );
 
     // The decisions, listed.
     let listed = crate::until(&c, "/bots/events", "the bot policy's events", |page| {
@@ -208,7 +230,12 @@ async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
     );
     let rate = c.get("/bots/events?ruleId=bots.rate&limit=5").await.json();
     let rate = rate["items"].as_array().unwrap();
-    assert!(!rate.is_empty() && rate.iter().all(|e| e["ruleId"] == "bots.rate" && e["action"] == "block"));
+    assert!(
+        !rate.is_empty()
+            && rate
+                .iter()
+                .all(|e| e["ruleId"] == "bots.rate" && e["action"] == "block")
+    );
 
     // Scopes: reading the policy needs bots:read.
     let waf_only = crate::mint_for(&env, &["waf:read"]).await;
