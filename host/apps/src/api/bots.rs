@@ -30,7 +30,7 @@ use crate::bots::{BotAction, BotPolicy};
 /// The highest `ratePerMinute`.
 const MAX_RATE: i64 = 100_000;
 
-/// A policy to set; a field left out takes its default.
+/// A policy to set; a field left out (but `enabled`) takes its default.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewBotPolicy {
@@ -38,8 +38,9 @@ pub struct NewBotPolicy {
     /// which applies to every app without its own.
     #[schema(min_length = 1)]
     pub app_id: Option<String>,
-    /// Default true.
-    pub enabled: Option<bool>,
+    /// Whether the edge applies it (required: a PUT without a body is
+    /// refused rather than read as the defaults).
+    pub enabled: bool,
     /// A search engine's crawler that DNS does not verify; default
     /// `block`.
     #[schema(value_type = Option<BotAction>)]
@@ -126,7 +127,7 @@ fn policy(input: NewBotPolicy) -> Result<BotPolicy, ApiError> {
         ));
     }
     Ok(BotPolicy {
-        enabled: input.enabled.unwrap_or(true),
+        enabled: input.enabled,
         unverified_crawlers: action(
             "unverifiedCrawlers",
             input.unverified_crawlers,

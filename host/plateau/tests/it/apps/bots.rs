@@ -114,26 +114,45 @@ async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
 
     // Bad input names the field.
     for (body, field) in [
-        (json!({ "aiCrawlers": "sideways" }), "aiCrawlers"),
-        (json!({ "ratePerMinute": -1 }), "ratePerMinute"),
-        (json!({ "rateAction": "allow" }), "rateAction"),
-        (json!({ "appId": "" }), "appId"),
+        (
+            json!({ "enabled": true, "aiCrawlers": "sideways" }),
+            "aiCrawlers",
+        ),
+        (
+            json!({ "enabled": true, "ratePerMinute": -1 }),
+            "ratePerMinute",
+        ),
+        (
+            json!({ "enabled": true, "rateAction": "allow" }),
+            "rateAction",
+        ),
+        (json!({ "enabled": true, "appId": "" }), "appId"),
     ] {
         let r = c.put("/bots/policy", body).await;
         assert_eq!(r.status, 400, "{}", r.text());
         assert_eq!(r.json()["errors"][0]["field"], field, "{}", r.text());
     }
-    let r = c.put("/bots/policy", json!({ "appId": "app_nope" })).await;
+    let r = c
+        .put(
+            "/bots/policy",
+            json!({ "enabled": true, "appId": "app_nope" }),
+        )
+        .await;
     assert_eq!(r.status, 404, "{}", r.text());
 
     // The organisation's policy, then the app's own, which replaces it.
-    let r = c.put("/bots/policy", json!({ "aiCrawlers": "log" })).await;
+    let r = c
+        .put(
+            "/bots/policy",
+            json!({ "enabled": true, "aiCrawlers": "log" }),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["source"], "organization");
     let r = c
         .put(
             "/bots/policy",
-            json!({ "appId": app_id, "aiCrawlers": "block", "ratePerMinute": 30 }),
+            json!({ "enabled": true, "appId": app_id, "aiCrawlers": "block", "ratePerMinute": 30 }),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -193,7 +212,7 @@ async fn bot_policy_verifies_crawlers_blocks_ai_and_limits_the_rate() {
     let r = c
         .put(
             "/bots/policy",
-            json!({ "appId": app_id, "aiCrawlers": "challenge" }),
+            json!({ "enabled": true, "appId": app_id, "aiCrawlers": "challenge" }),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
