@@ -1,7 +1,8 @@
 //! What the edge runs on an app's requests before the app, as the agent
 //! builds it from the database: the firewall (the app's and its
-//! organisation's enabled rules, [`crate::waf`]) first, then the app's
-//! edge-filter components in the order the organisation listed them, each
+//! organisation's enabled rules, [`crate::waf`]) first, then the bot
+//! policy in force ([`crate::bots`]), then the app's edge-filter
+//! components in the order the organisation listed them, each
 //! failing open or closed as it chose.
 //!
 //! Components are loaded into this agent's plugin runtime (engine, cache
@@ -24,11 +25,15 @@ use plateau_store::apps::App;
 use plateau_store::apps::filters::{self as db, AppFilter};
 use plateau_store::waf;
 
+use crate::bots::verify::Verifier;
+use crate::bots::{BotPolicy, BotState, Bots};
 use crate::waf::{EventSink, Waf};
 
 /// The id the firewall's counters go under in an app's chain (the edge
 /// filters' are theirs).
 pub const FIREWALL: &str = "firewall";
+/// The id the bot policy's counters go under.
+pub const BOTS: &str = "bots";
 
 /// The limits of one call of an edge filter: a request waits for it, so
 /// far tighter than an API plugin's.
@@ -47,6 +52,8 @@ pub struct EdgeFilters {
     runtime: Option<Arc<PluginRuntime>>,
     events: EventSink,
     key: [u8; 32],
+    /// The bot policies' verification cache and rate tables.
+    bots: BotState,
     /// Loaded components by filter id.
     loaded: Mutex<HashMap<String, Arc<EdgeFilter>>>,
     /// What each app's chain was built from.
@@ -56,13 +63,20 @@ pub struct EdgeFilters {
 impl EdgeFilters {
     /// Filters loading into `runtime` (none: a component cannot run here
     /// and fails as its mode says), firewall events written to `db`,
-    /// challenge cookies signed with `key`.
-    pub fn new(db: Db, runtime: Option<Arc<PluginRuntime>>, key: [u8; 32]) -> EdgeFilters {
+    /// challenge cookies signed with `key`, crawlers verified through
+    /// the DNS `servers` (none: the system's).
+    pub fn new(
+        db: Db,
+        runtime: Option<Arc<PluginRuntime>>,
+        key: [u8; 32],
+        servers: Option<Vec<std::net::SocketAddr>>,
+    ) -> EdgeFilters {
         EdgeFilters {
             events: EventSink::start(db.clone()),
             db,
             runtime,
             key,
+            bots: BotState::new(Verifier::new(servers)),
             loaded: Mutex::new(HashMap::new()),
             applied: Mutex::new(HashMap::new()),
         }
@@ -80,6 +94,17 @@ impl EdgeFilters {
             Some((true, action, at)) => crate::waf::WafAction::parse(&action).map(|a| (a, at)),
             _ => None,
         };
+        let bots = match plateau_store::bots::in_force(&self.db, &app.org_id, &app.id).await? {
+            Some(row) => match serde_json::from_str::<BotPolicy>(&row.policy) {
+                Ok(policy) if policy.enabled => Some((policy, row)),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!(app = %app.id, error = %e, "bots: a stored policy does not read");
+                    None
+                }
+            },
+            None => None,
+        };
         let mut made_of: Vec<String> = filters
             .iter()
             .map(|f| format!("{}:{}", f.filter_id, f.fail_mode))
@@ -87,6 +112,9 @@ impl EdgeFilters {
         made_of.extend(rules.iter().map(|r| format!("{}@{}", r.id, r.updated_at)));
         if let Some((action, at)) = managed {
             made_of.push(format!("managed:{}@{at}", action.as_str()));
+        }
+        if let Some((_, row)) = &bots {
+            made_of.push(format!("bots:{}@{}", row.app_id, row.updated_at));
         }
         let made_of = made_of.join(",");
         let unchanged = {
@@ -113,6 +141,18 @@ impl EdgeFilters {
             chain
                 .filters
                 .push(Enabled::new(Arc::new(firewall), FailMode::Open).with_id(FIREWALL));
+        }
+        if let Some((policy, _)) = bots {
+            let bots = Bots::new(
+                (&app.org_id, &app.id),
+                policy,
+                &self.bots,
+                self.events.clone(),
+                self.key,
+            );
+            chain
+                .filters
+                .push(Enabled::new(Arc::new(bots), FailMode::Open).with_id(BOTS));
         }
         let mut all_loaded = true;
         for f in &filters {

@@ -26,6 +26,7 @@
 
 pub mod api;
 pub mod autoscale;
+pub mod bots;
 pub mod build;
 pub mod cdn;
 pub mod config;

@@ -48,6 +48,11 @@ pub const CORE_SCOPES: &[(&str, &str)] = &[
         "read firewall rules and the events they recorded",
     ),
     ("waf:write", "create, change and delete firewall rules"),
+    (
+        "bots:read",
+        "read bot policies and the decisions they recorded",
+    ),
+    ("bots:write", "change bot policies"),
     ("databases:read", "read databases"),
     ("databases:write", "change databases"),
     (

@@ -416,7 +416,8 @@ pub async fn plane(
     let containers = containers(data_dir, egress);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
     let sealer = Arc::new(Sealer::new(&secret_key));
-    let filters = edge_filters(db, &sealer, &secret_key, data_dir);
+    let resolver = args.domains()?.resolver;
+    let filters = edge_filters(db, &sealer, &secret_key, data_dir, resolver);
     let plane = Plane::new(
         db.clone(),
         sealer,
@@ -479,12 +480,14 @@ fn runner_config(
 /// The apps' firewall and edge filters: components load into a plugin
 /// runtime of the agent's own (compiled components cached under
 /// `<data dir>/apps/edge-filters`); challenge cookies are signed with a
-/// key derived from the secret key, the same on every host.
+/// key derived from the secret key, the same on every host; the bot
+/// policies verify crawlers through `resolver` (`PLATEAU_DNS_RESOLVER`).
 fn edge_filters(
     db: &Db,
     sealer: &Arc<Sealer>,
     secret_key: &[u8; plateau_seal::KEY_LEN],
     data_dir: &Path,
+    resolver: Option<Vec<SocketAddr>>,
 ) -> plateau_apps::filters::EdgeFilters {
     use plateau_plugin_runtime::{
         MemoryStore, PlainCursorCodec, PluginRuntime, RuntimeConfig, Services, SystemClock,
@@ -511,7 +514,7 @@ fn edge_filters(
     let mut key = sha2::Sha256::new();
     key.update(b"plateau waf challenge\n");
     key.update(secret_key);
-    plateau_apps::filters::EdgeFilters::new(db.clone(), runtime, key.finalize().into())
+    plateau_apps::filters::EdgeFilters::new(db.clone(), runtime, key.finalize().into(), resolver)
 }
 
 /// Binds the edge at `listen`; with port 0, the port a previous agent of

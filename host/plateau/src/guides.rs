@@ -36,6 +36,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
     ("waf", include_str!("../../../docs/waf.md")),
+    ("bots", include_str!("../../../docs/bots.md")),
 ];
 
 const INDEX: &str = include_str!("../../../docs/README.md");

@@ -11,6 +11,7 @@
 pub mod alarms;
 pub mod anomalies;
 pub mod apps;
+pub mod bots;
 pub mod cache_snapshots;
 pub mod caches;
 pub mod databases;

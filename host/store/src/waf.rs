@@ -194,6 +194,8 @@ pub struct EventFilter {
     pub app_id: Option<String>,
     pub rule_id: Option<String>,
     pub action: Option<String>,
+    /// Only rules whose id starts with this (`bots.`: the bot policy's).
+    pub rule_prefix: Option<String>,
 }
 
 /// The organisation's events, newest first.
@@ -213,6 +215,10 @@ pub async fn events(
         if let Some(value) = value {
             conds.push(&format!("{column} = ?"), Bind::Text(value.clone()));
         }
+    }
+    if let Some(prefix) = &filter.rule_prefix {
+        let pattern = prefix.replace(['%', '_'], "") + "%";
+        conds.push("rule_id LIKE ?", Bind::Text(pattern));
     }
     crate::query::list(
         db.pool(),

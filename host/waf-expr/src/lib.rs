@@ -32,6 +32,7 @@
 //! **Invariant:** pure (no I/O), so it builds for `wasm32-wasip2` and an
 //! edge-filter component links it as the host does.
 
+pub mod bots;
 mod compile;
 mod eval;
 pub mod managed;

@@ -1,5 +1,5 @@
 //! A DNS server the test controls (UDP on loopback): it answers A, AAAA,
-//! CNAME and TXT questions from records the test sets while it runs, for
+//! CNAME, TXT and PTR questions from records the test sets while it runs, for
 //! the platform's resolver (`PLATEAU_DNS_RESOLVER`) and an ACME test CA
 //! (pebble's `-dnsserver`) alike. A name it has no record of answers
 //! NXDOMAIN; a CNAME is followed within its own records.
@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::{Message, ResponseCode};
-use hickory_proto::rr::rdata::{A, AAAA, CNAME, TXT};
+use hickory_proto::rr::rdata::{A, AAAA, CNAME, PTR, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::net::UdpSocket;
 
@@ -19,6 +19,8 @@ pub enum DnsAnswer {
     Ip(IpAddr),
     Cname(String),
     Txt(String),
+    /// A name, at an address's reverse name (`DnsServer::reverse_name`).
+    Ptr(String),
 }
 
 /// The running server; stops when dropped.
@@ -64,6 +66,11 @@ impl DnsServer {
         records.entry(key(name)).or_default().push(answer);
     }
 
+    /// The name PTR records of `ip` live at (`4.3.2.1.in-addr.arpa`).
+    pub fn reverse_name(ip: IpAddr) -> String {
+        Name::from(ip).to_string()
+    }
+
     /// Removes every record at `name`.
     pub fn clear(&self, name: &str) {
         self.records.lock().unwrap().remove(&key(name));
@@ -101,6 +108,9 @@ fn answer(zone: &Mutex<HashMap<String, Vec<DnsAnswer>>>, query: &[u8]) -> Option
                     (DnsAnswer::Ip(IpAddr::V6(ip)), RecordType::AAAA) => RData::AAAA(AAAA(*ip)),
                     (DnsAnswer::Txt(text), RecordType::TXT) => {
                         RData::TXT(TXT::new(vec![text.clone()]))
+                    }
+                    (DnsAnswer::Ptr(target), RecordType::PTR) => {
+                        RData::PTR(PTR(Name::from_ascii(format!("{}.", key(target))).ok()?))
                     }
                     (DnsAnswer::Cname(target), _) => {
                         let target = Name::from_ascii(format!("{}.", key(target))).ok()?;

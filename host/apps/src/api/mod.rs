@@ -4,6 +4,7 @@
 
 pub mod apps;
 pub mod autoscale;
+pub mod bots;
 pub mod cdn;
 pub mod deploy;
 pub mod domains;
@@ -71,6 +72,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(waf::get, waf::update, waf::delete))
         .routes(routes!(waf::events))
         .routes(routes!(waf_managed::get, waf_managed::put))
+        .routes(routes!(bots::get, bots::put, bots::delete))
+        .routes(routes!(bots::events))
         .routes(routes!(migrate::migrate))
         .routes(routes!(migrate::runners_list))
         .routes(routes!(migrate::evacuate))

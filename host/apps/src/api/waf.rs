@@ -307,12 +307,13 @@ pub async fn events(
         app_id: param(&pairs, "appId").map(str::to_owned),
         rule_id: param(&pairs, "ruleId").map(str::to_owned),
         action: param(&pairs, "action").map(str::to_owned),
+        rule_prefix: None,
     };
     let listed = db::events(apps.db(), &caller.org_id, &filter, pager.keyset()).await?;
     Ok(Json(pager.finish(listed, |e| e.id.clone(), event_view)))
 }
 
-fn event_view(e: EventRow) -> WafEventView {
+pub(crate) fn event_view(e: EventRow) -> WafEventView {
     WafEventView {
         id: e.id,
         app_id: e.app_id,
@@ -354,11 +355,16 @@ async fn record(
 
 /// Has the agent follow the apps `row` covers now.
 async fn follow(apps: &Apps, row: &RuleRow) {
-    match &row.app_id {
+    follow_apps(apps, &row.org_id, row.app_id.as_deref()).await;
+}
+
+/// Has the agent follow `app_id` now, or (None) every app of `org_id`.
+pub(crate) async fn follow_apps(apps: &Apps, org_id: &str, app_id: Option<&str>) {
+    match app_id {
         Some(app_id) => apps.follow_on_agent(app_id).await,
         None => {
             if let Ok(all) = plateau_store::apps::active(apps.db()).await {
-                for app in all.iter().filter(|a| a.org_id == row.org_id) {
+                for app in all.iter().filter(|a| a.org_id == org_id) {
                     apps.nudge_agent(&app.id);
                 }
             }

@@ -11,7 +11,7 @@
 //! non-interactive challenges of other edges do.
 
 use hmac::{Hmac, Mac};
-use plateau_contract::edge::{Action, Verdict};
+use plateau_contract::edge::{Action, RequestHead, Verdict};
 use sha2::Sha256;
 
 /// The cookie's name.
@@ -72,6 +72,18 @@ pub fn interstitial(token: &str) -> Verdict {
         },
         facts: Vec::new(),
     }
+}
+
+/// Whether `head` carries a valid cookie of this app for network `net`.
+pub fn passed(key: &[u8; 32], app_id: &str, net: &str, head: &RequestHead, now: i64) -> bool {
+    head.header("cookie")
+        .and_then(|c| cookie(c, COOKIE))
+        .is_some_and(|v| valid(key, app_id, net, v, now))
+}
+
+/// The interstitial with a fresh cookie for network `net`.
+pub fn answer(key: &[u8; 32], app_id: &str, net: &str, now: i64) -> Verdict {
+    interstitial(&token(key, app_id, net, now))
 }
 
 /// The value of cookie `name` in a Cookie header.

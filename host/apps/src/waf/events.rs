@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use plateau_contract::edge::RequestHead;
+use plateau_core::id::new_id;
 use plateau_store::Db;
 use plateau_store::waf::{self, EventRow};
 use tokio::sync::mpsc;
@@ -55,6 +57,37 @@ async fn write(db: Db, mut rx: mpsc::Receiver<EventRow>) {
         }
         batch.clear();
         tokio::time::sleep(FLUSH_EVERY).await;
+    }
+}
+
+/// The event of `rule_id` taking `action` on `head`, for the app
+/// `(org_id, app_id)`: the request's facts, the user agent cut to 512
+/// characters and the path to 2048.
+pub fn row(
+    (org_id, app_id): (&str, &str),
+    rule_id: &str,
+    action: &str,
+    head: &RequestHead,
+    net: &str,
+    now: i64,
+) -> EventRow {
+    EventRow {
+        id: new_id("wev"),
+        org_id: org_id.to_owned(),
+        app_id: app_id.to_owned(),
+        rule_id: rule_id.to_owned(),
+        action: action.to_owned(),
+        method: head.method.clone(),
+        host: head.host.clone(),
+        path: head.path.chars().take(2048).collect(),
+        client_net: net.to_owned(),
+        user_agent: head
+            .header("user-agent")
+            .unwrap_or("")
+            .chars()
+            .take(512)
+            .collect(),
+        at: now,
     }
 }
 

@@ -24,11 +24,10 @@ use std::net::IpAddr;
 
 use plateau_contract::Problem;
 use plateau_contract::edge::{Action, HeaderChanges, RequestHead, ResponseHead, Verdict};
-use plateau_core::id::new_id;
 use plateau_core::time;
 use plateau_edge::Filter;
 use plateau_edge::filters::FilterFuture;
-use plateau_store::waf::{EventRow, RuleRow};
+use plateau_store::waf::RuleRow;
 use plateau_waf_expr::{Program, Request};
 
 pub use events::EventSink;
@@ -157,14 +156,9 @@ impl Waf {
                     return blocked(&rule.id);
                 }
                 WafAction::Challenge => {
-                    let passed = head
-                        .header("cookie")
-                        .and_then(|c| challenge::cookie(c, challenge::COOKIE))
-                        .is_some_and(|v| challenge::valid(&self.key, &self.app_id, &net, v, now));
-                    if !passed {
+                    if !challenge::passed(&self.key, &self.app_id, &net, head, now) {
                         self.record(rule, head, &net, now);
-                        let token = challenge::token(&self.key, &self.app_id, &net, now);
-                        return challenge::interstitial(&token);
+                        return challenge::answer(&self.key, &self.app_id, &net, now);
                     }
                 }
             }
@@ -173,25 +167,14 @@ impl Waf {
     }
 
     fn record(&self, rule: &Rule, head: &RequestHead, net: &str, now: i64) {
-        let user_agent: String = head
-            .header("user-agent")
-            .unwrap_or("")
-            .chars()
-            .take(512)
-            .collect();
-        self.events.push(EventRow {
-            id: new_id("wev"),
-            org_id: self.org_id.clone(),
-            app_id: self.app_id.clone(),
-            rule_id: rule.id.clone(),
-            action: rule.action.as_str().to_owned(),
-            method: head.method.clone(),
-            host: head.host.clone(),
-            path: head.path.chars().take(2048).collect(),
-            client_net: net.to_owned(),
-            user_agent,
-            at: now,
-        });
+        self.events.push(events::row(
+            (&self.org_id, &self.app_id),
+            &rule.id,
+            rule.action.as_str(),
+            head,
+            net,
+            now,
+        ));
     }
 }
 

@@ -3,6 +3,7 @@
 //! the edge by Host name.
 
 mod autoscale;
+mod bots;
 mod build_sandbox;
 mod builds;
 pub(crate) mod cdn;
