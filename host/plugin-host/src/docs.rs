@@ -103,11 +103,16 @@ fn responses(path: &str, access: &Access, success: &[ResponseSchema]) -> Map<Str
 /// The request body of a route that takes one: the declared schema (in
 /// its media type, JSON unless named), else any JSON and none (a plugin
 /// reads an absent body as it chooses).
-fn request_body(method: &str, declared: Option<&Value>, media: Option<&str>) -> Option<Value> {
+fn request_body(
+    method: &str,
+    declared: Option<&Value>,
+    media: Option<&str>,
+    optional: bool,
+) -> Option<Value> {
     if let Some(schema) = declared {
         let media = media.unwrap_or("application/json");
         return Some(json!({
-            "required": true,
+            "required": !optional,
             "content": { media: { "schema": schema } }
         }));
     }
@@ -190,7 +195,8 @@ pub fn paths(active: &[(String, Arc<PluginVersion>, i64)]) -> Value {
                 op["description"] = json!(text);
             }
             let media = declared.and_then(|d| d.request_type.as_deref());
-            if let Some(body) = request_body(&route.method, request.as_ref(), media) {
+            let optional = declared.is_some_and(|d| d.request_optional);
+            if let Some(body) = request_body(&route.method, request.as_ref(), media, optional) {
                 op["requestBody"] = ofrep::request_body(&route.path)
                     .or_else(|| otlp::request_body(&route.path))
                     .unwrap_or(body);

@@ -3,8 +3,8 @@
 
 use plateau_sdk::serde_json::{Map, Value, json};
 use plateau_sdk::{
-    ApiError, Bucket, NewEvent, PROBLEM_CONTENT_TYPE, Params, Problem, Request, Response, clock,
-    jobs, paginate_kv, paginate_kv_with,
+    ApiError, Bucket, NewEvent, Params, Problem, Request, Response, clock, jobs, paginate_kv,
+    paginate_kv_with,
 };
 
 use crate::input::{Checked, JobInput};
@@ -68,7 +68,7 @@ fn plan_limit_reached(limit: u64, plan: &str) -> Response {
         "plan_limit_reached",
         format!("the {plan} plan allows {limit} cron jobs: delete one or upgrade the plan"),
     );
-    Response::json(409, &problem).with_header("content-type", PROBLEM_CONTENT_TYPE)
+    Response::from_problem(&problem)
 }
 
 /// `POST /cron-jobs`: 201 with the job and its `nextRunAt`.

@@ -7,8 +7,8 @@
 
 use plateau_sdk::serde_json::json;
 use plateau_sdk::{
-    ApiError, Bucket, FieldError, NewEvent, PROBLEM_CONTENT_TYPE, Params, Problem, Request,
-    Response, clock, config, paginate_kv_with,
+    ApiError, Bucket, FieldError, NewEvent, Params, Problem, Request, Response, clock, config,
+    paginate_kv_with,
 };
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -124,7 +124,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
                 "the {plan} plan allows {limit} error tracking projects: delete one or upgrade the plan"
             ),
         );
-        return Ok(Response::json(409, &problem).with_header("content-type", PROBLEM_CONTENT_TYPE));
+        return Ok(Response::from_problem(&problem));
     }
     let now = clock::now_millis();
     let public_key = record::new_public_key();

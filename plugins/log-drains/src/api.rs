@@ -5,8 +5,8 @@ use plateau_sdk::jobs::{self, NewJob};
 use plateau_sdk::platform_logs::{self, Owner, Source};
 use plateau_sdk::serde_json::{Map, Value, json};
 use plateau_sdk::{
-    ApiError, Bucket, Namespace, NewEvent, PROBLEM_CONTENT_TYPE, Params, Problem, Request,
-    Response, clock, paginate_kv_with,
+    ApiError, Bucket, Namespace, NewEvent, Params, Problem, Request, Response, clock,
+    paginate_kv_with,
 };
 
 use crate::input::{Checked, Destination, DrainInput};
@@ -100,7 +100,7 @@ pub fn create(req: &Request, _params: &Params) -> Result<Response, ApiError> {
             "plan_limit_reached",
             format!("the {plan} plan allows {limit} log drains: delete one or upgrade the plan"),
         );
-        return Ok(Response::json(409, &problem).with_header("content-type", PROBLEM_CONTENT_TYPE));
+        return Ok(Response::from_problem(&problem));
     }
     let now = clock::now_millis();
     let (sealed, shown) = match checked.destination {

@@ -94,7 +94,7 @@ impl Plugin for OtelPlugin {
                 "For the token's project (a project-limited API token names it); at most 20 per \
                  organisation (409). The body may be left out.",
             )
-            .request::<TokenInput>()
+            .optional_request::<TokenInput>()
             .response::<TokenView>(201)
             .delete("/otel/tokens/{id}", tokens::delete)
             .scope("otel:write")

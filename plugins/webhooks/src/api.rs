@@ -4,8 +4,7 @@
 
 use plateau_sdk::serde_json::{Map, Value, json};
 use plateau_sdk::{
-    ApiError, Bucket, NewEvent, PROBLEM_CONTENT_TYPE, Params, Problem, Request, Response, clock,
-    paginate_kv_with,
+    ApiError, Bucket, NewEvent, Params, Problem, Request, Response, clock, paginate_kv_with,
 };
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -55,7 +54,7 @@ fn plan_limit_reached(limit: u64, plan: &str) -> Response {
         "plan_limit_reached",
         format!("the {plan} plan allows {limit} webhook endpoints: delete one or upgrade the plan"),
     );
-    Response::json(409, &problem).with_header("content-type", PROBLEM_CONTENT_TYPE)
+    Response::from_problem(&problem)
 }
 
 /// `POST /webhooks`: 201 with the endpoint and its `secret`, shown once.

@@ -91,7 +91,7 @@ impl Plugin for WebhooksPlugin {
                 "Answers the new secret once; the previous one keeps signing for \
                  `graceSeconds` (default a day, at most a week). The body may be left out.",
             )
-            .request::<RotateInput>()
+            .optional_request::<RotateInput>()
             .response::<EndpointView>(200)
             .get("/webhooks/{id}/deliveries", replay::deliveries)
             .scope("webhooks:read")

@@ -83,7 +83,7 @@ impl Plugin for WorkflowsPlugin {
                  `leaseSeconds` (1 to 3600); the answer's `leaseToken` completes, fails or \
                  sleeps it. The body may be left out.",
             )
-            .request::<NextRequest>()
+            .optional_request::<NextRequest>()
             .response::<Claim>(200)
             .empty_response(204)
             .post("/workflows/runs/{id}/complete", worker::complete)

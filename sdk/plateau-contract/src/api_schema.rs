@@ -51,6 +51,10 @@ pub struct RouteSchema {
     /// (a binary body, or a foreign protocol's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_type: Option<String>,
+    /// The body may be left out: the route then reads every field's
+    /// default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub request_optional: bool,
     /// The success answers, by status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub responses: Vec<ResponseSchema>,

@@ -217,6 +217,16 @@ impl Response {
         }
     }
 
+    /// `problem` as the answer: its status, its JSON, and
+    /// `application/problem+json` as the one content type.
+    pub fn from_problem(problem: &Problem) -> Self {
+        Response {
+            body: problem.to_json(),
+            ..Response::new(problem.status)
+        }
+        .with_header("content-type", crate::error::PROBLEM_CONTENT_TYPE)
+    }
+
     /// 200 with a JSON body.
     pub fn ok<T: Serialize + ?Sized>(value: &T) -> Self {
         Self::json(200, value)

@@ -115,17 +115,27 @@ impl Bucket {
         self.set_raw(key, &to_json(key, value)?)
     }
 
+    /// The bytes at `key`, if any. A key no key can be (control
+    /// characters, too long) holds nothing: a name taken from a request's
+    /// path reads as absent (a 404), not as a bad request. Writing one is
+    /// still refused.
     pub fn get_raw(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        self.raw.get(key)
+        match self.raw.get(key) {
+            Err(KvError::InvalidKey(_)) => Ok(None),
+            found => found,
+        }
     }
 
     pub fn set_raw(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
         self.raw.set(key, value)
     }
 
-    /// Removes `key`; true if it existed.
+    /// Removes `key`; true if it existed (never, for a key no key can be).
     pub fn delete(&self, key: &str) -> Result<bool, KvError> {
-        self.raw.delete(key)
+        match self.raw.delete(key) {
+            Err(KvError::InvalidKey(_)) => Ok(false),
+            done => done,
+        }
     }
 
     /// Keys starting with `prefix` in byte order, `limit` at most, after

@@ -85,6 +85,8 @@ struct Entry {
     request: Option<SchemaFn>,
     /// Its media type when not JSON ([`Router::request_bytes`]).
     request_type: Option<String>,
+    /// The body may be left out ([`Router::optional_request`]).
+    request_optional: bool,
     /// The success statuses, their bodies' schemas and media types when
     /// not JSON ([`Router::response`]).
     responses: Vec<(u16, Option<SchemaFn>, Option<String>)>,
@@ -183,6 +185,7 @@ impl Router {
             handler,
             request: None,
             request_type: None,
+            request_optional: false,
             responses: Vec::new(),
         });
         if cfg!(not(target_arch = "wasm32")) {
@@ -269,6 +272,15 @@ impl Router {
         self
     }
 
+    /// The last route takes an optional JSON body of type `T`: without
+    /// one it reads every field's default.
+    pub fn optional_request<T: ToSchema>(mut self) -> Self {
+        let route = self.last("optional_request");
+        route.request = Some(schema_of::<T>);
+        route.request_optional = true;
+        self
+    }
+
     /// The last route takes a body of raw bytes of media type
     /// `content_type` (`format: binary` in the document): a file, or a
     /// foreign protocol's body the route decodes itself.
@@ -325,6 +337,7 @@ impl Router {
                 description: (!e.description.is_empty()).then(|| e.description.clone()),
                 request: e.request.map(|f| f(&mut components)),
                 request_type: e.request_type.clone(),
+                request_optional: e.request_optional,
                 responses: e
                     .responses
                     .iter()
