@@ -313,13 +313,21 @@ async fn until_gone(path: &Path) {
     .await;
 }
 
-/// The app has one volume: `vol_id`, running.
+/// The app has one volume, `vol_id`, and it comes to run (the target
+/// may still be mounting it when the app already serves).
 async fn one_volume(c: &Client, app: &str, vol_id: &str) {
-    let list = c.get(&format!("/apps/{app}/volumes")).await.json();
-    let items = list["items"].as_array().unwrap();
-    assert_eq!(items.len(), 1, "{list}");
-    assert_eq!(items[0]["id"], vol_id, "{list}");
-    assert_eq!(items[0]["status"], "running", "{list}");
+    eventually(
+        "the one volume running",
+        Duration::from_secs(60),
+        || async {
+            let list = c.get(&format!("/apps/{app}/volumes")).await.json();
+            let items = list["items"].as_array().unwrap();
+            assert_eq!(items.len(), 1, "{list}");
+            assert_eq!(items[0]["id"], vol_id, "{list}");
+            (items[0]["status"] == "running").then_some(())
+        },
+    )
+    .await;
 }
 
 /// SIGKILLs the agent of `s` as soon as `began` says its step began
