@@ -149,7 +149,7 @@ pub fn classify(user_agent: &str) -> Option<&'static Bot> {
 fn contains_name(ua: &str, name: &str) -> bool {
     let bytes = ua.as_bytes();
     let mut from = 0;
-    while let Some(at) = ua[from..].find(&name) {
+    while let Some(at) = ua[from..].find(name) {
         let start = from + at;
         let end = start + name.len();
         let before = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();

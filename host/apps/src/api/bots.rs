@@ -11,19 +11,18 @@ use plateau_api::AppState;
 use plateau_api::auth::Caller;
 use plateau_api::error::ApiError;
 use plateau_api::json::Body;
-use plateau_api::pagination::{Page, Pager};
-use plateau_api::routes::{Pairs, page_and_filters, param};
+use plateau_api::pagination::Page;
+use plateau_api::routes::{Pairs, param};
 use plateau_core::time;
 use plateau_store::bots::{self as db, PolicyRow};
 use plateau_store::events::{self, NewEvent};
-use plateau_store::waf::{self as waf_db, EventFilter};
 use plateau_waf_expr::bots::{AI_LIST_DATE, AI_LIST_SOURCE};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
 use super::load;
-use super::waf::{WafEventView, event_view, follow_apps};
+use super::waf::{WafEventView, follow_apps};
 use crate::Apps;
 use crate::bots::{BotAction, BotPolicy};
 
@@ -263,22 +262,7 @@ pub async fn events(
     caller: Caller,
     pairs: Pairs,
 ) -> Result<Json<Page<WafEventView>>, ApiError> {
-    let (page, filters) = page_and_filters(&pairs);
-    let pager = Pager::new(
-        state.cursors(),
-        &page,
-        "bot_events",
-        &caller.org_id,
-        filters,
-    )?;
-    let filter = EventFilter {
-        app_id: param(&pairs, "appId").map(str::to_owned),
-        rule_id: param(&pairs, "ruleId").map(str::to_owned),
-        action: param(&pairs, "action").map(str::to_owned),
-        rule_prefix: Some("bots.".to_owned()),
-    };
-    let listed = waf_db::events(apps.db(), &caller.org_id, &filter, pager.keyset()).await?;
-    Ok(Json(pager.finish(listed, |e| e.id.clone(), event_view)))
+    super::waf::list_events(&state, &apps, &caller, &pairs, "bot_events", Some("bots.")).await
 }
 
 async fn record(

@@ -295,19 +295,27 @@ pub async fn events(
     caller: Caller,
     pairs: Pairs,
 ) -> Result<Json<Page<WafEventView>>, ApiError> {
-    let (page, filters) = page_and_filters(&pairs);
-    let pager = Pager::new(
-        state.cursors(),
-        &page,
-        "waf_events",
-        &caller.org_id,
-        filters,
-    )?;
+    list_events(&state, &apps, &caller, &pairs, "waf_events", None).await
+}
+
+/// A page of the organisation's firewall events (`rule_prefix`: only the
+/// rules under it, as the bot policy's `bots.`), filtered by the query's
+/// `appId`, `ruleId` and `action`; `kind` names the cursor's list.
+pub(crate) async fn list_events(
+    state: &AppState,
+    apps: &Apps,
+    caller: &Caller,
+    pairs: &Pairs,
+    kind: &'static str,
+    rule_prefix: Option<&str>,
+) -> Result<Json<Page<WafEventView>>, ApiError> {
+    let (page, filters) = page_and_filters(pairs);
+    let pager = Pager::new(state.cursors(), &page, kind, &caller.org_id, filters)?;
     let filter = EventFilter {
-        app_id: param(&pairs, "appId").map(str::to_owned),
-        rule_id: param(&pairs, "ruleId").map(str::to_owned),
-        action: param(&pairs, "action").map(str::to_owned),
-        rule_prefix: None,
+        app_id: param(pairs, "appId").map(str::to_owned),
+        rule_id: param(pairs, "ruleId").map(str::to_owned),
+        action: param(pairs, "action").map(str::to_owned),
+        rule_prefix: rule_prefix.map(str::to_owned),
     };
     let listed = db::events(apps.db(), &caller.org_id, &filter, pager.keyset()).await?;
     Ok(Json(pager.finish(listed, |e| e.id.clone(), event_view)))

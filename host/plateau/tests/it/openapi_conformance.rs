@@ -66,8 +66,7 @@ fn config(skipped: &[(String, String)]) -> String {
             )
         })
         .collect();
-    let config = format!(
-        r#"
+    let config = r#"
 hooks = "plateau_hooks"
 
 # Every check (`--checks all`, which on the command line would also
@@ -86,7 +85,7 @@ include-method = "GET"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]
-include-path = "/apps/{{id}}/github"
+include-path = "/apps/{id}/github"
 include-method = "PUT"
 checks.positive_data_acceptance.enabled = false
 
@@ -106,7 +105,7 @@ include-method = "POST"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]
-include-path = "/waf/rules/{{id}}"
+include-path = "/waf/rules/{id}"
 include-method = "PATCH"
 checks.positive_data_acceptance.enabled = false
 
@@ -118,11 +117,11 @@ checks.allow_header_conformance.enabled = false
 # that schemathesis has no serializer for; `tests/it/error_tracking.rs`
 # drives it with the Sentry SDKs.
 [[operations]]
-include-path = "/errors/ingest/api/{{project}}/envelope/"
+include-path = "/errors/ingest/api/{project}/envelope/"
 include-method = "POST"
 enabled = false
 "#
-    );
+    .to_owned();
     config + &plugin_blocks
 }
 
