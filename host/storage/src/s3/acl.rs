@@ -281,12 +281,7 @@ pub(super) async fn put_bucket(
     let json = acl
         .stored(&org)
         .map(|a| serde_json::to_string(&a).unwrap_or_default());
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, json.as_deref())
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, json.as_deref()).await?;
     Ok(S3Response::new(PutBucketAclOutput::default()))
 }
 

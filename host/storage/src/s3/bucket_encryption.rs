@@ -80,12 +80,7 @@ pub(super) async fn put(
         }
     }
     let body = serde_json::Value::from(ServerSideEncryption::AES256).to_string();
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, SETTING, Some(&body))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, SETTING, Some(&body)).await?;
     Ok(S3Response::new(PutBucketEncryptionOutput::default()))
 }
 
@@ -126,12 +121,7 @@ pub(super) async fn delete(
     req: S3Request<DeleteBucketEncryptionInput>,
 ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, SETTING, None)
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, SETTING, None).await?;
     let mut out = S3Response::new(DeleteBucketEncryptionOutput::default());
     out.status = Some(http::StatusCode::NO_CONTENT);
     Ok(out)

@@ -12,7 +12,7 @@ use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::{Front, internal, s3_error};
+use super::{Front, internal};
 use crate::Storage;
 
 /// The bucket setting the rules are kept under.
@@ -29,12 +29,7 @@ pub(super) async fn put(
     check(config)?;
     let json = serde_json::to_string(config)
         .map_err(|e| internal(crate::error::Error::Internal(e.to_string())))?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, Some(&json))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, Some(&json)).await?;
     Ok(S3Response::new(PutBucketCorsOutput::default()))
 }
 
@@ -59,12 +54,7 @@ pub(super) async fn delete(
     req: S3Request<DeleteBucketCorsInput>,
 ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, None)
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, None).await?;
     Ok(S3Response::new(DeleteBucketCorsOutput::default()))
 }
 

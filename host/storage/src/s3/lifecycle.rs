@@ -185,12 +185,7 @@ pub(super) async fn put(
     }
     let body = serde_json::to_string(&rules)
         .map_err(|e| err(S3ErrorCode::InternalError, &e.to_string()))?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, SETTING, Some(&body))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, SETTING, Some(&body)).await?;
     Ok(S3Response::new(
         PutBucketLifecycleConfigurationOutput::default(),
     ))
@@ -295,12 +290,7 @@ pub(super) async fn delete(
     req: S3Request<DeleteBucketLifecycleInput>,
 ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, SETTING, None)
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, SETTING, None).await?;
     let mut out = S3Response::new(DeleteBucketLifecycleOutput::default());
     out.status = Some(http::StatusCode::NO_CONTENT);
     Ok(out)

@@ -105,11 +105,8 @@ pub(super) async fn enable(front: &Front, bucket: &Bucket, config: &Config) -> S
     let body = serde_json::to_string(config)
         .map_err(|e| super::internal(crate::Error::Internal(format!("object lock config: {e}"))))?;
     front
-        .storage
-        .provider()
-        .set_bucket_setting(bucket, lock::SETTING, Some(&body))
-        .await
-        .map_err(s3_error)?;
+        .put_setting(bucket, lock::SETTING, Some(&body))
+        .await?;
     Ok(())
 }
 

@@ -53,6 +53,21 @@ pub struct Front {
 }
 
 impl Front {
+    /// Stores the bucket's setting `kind` (`None` removes it), in S3's
+    /// error; true if it changed.
+    pub(super) async fn put_setting(
+        &self,
+        bucket: &Bucket,
+        kind: &str,
+        value: Option<&str>,
+    ) -> S3Result<bool> {
+        self.storage
+            .provider()
+            .set_bucket_setting(bucket, kind, value)
+            .await
+            .map_err(s3_error)
+    }
+
     /// The version `version_id` of `key` (the current one for None), as
     /// the operations on one version's extras (ACL, tags, retention,
     /// attributes) read it: NoSuchKey, NoSuchVersion or a delete

@@ -12,7 +12,7 @@
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 
-use super::{Front, acl, internal, s3_error};
+use super::{Front, acl, internal};
 use crate::provider::Bucket;
 
 pub(super) const KIND: &str = "ownership";
@@ -84,12 +84,7 @@ pub(super) async fn put(
         ));
     }
     let json = serde_json::Value::from(rule).to_string();
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, Some(&json))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, Some(&json)).await?;
     Ok(S3Response::new(PutBucketOwnershipControlsOutput::default()))
 }
 
@@ -118,12 +113,7 @@ pub(super) async fn delete(
     req: S3Request<DeleteBucketOwnershipControlsInput>,
 ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, None)
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, None).await?;
     Ok(S3Response::new(
         DeleteBucketOwnershipControlsOutput::default(),
     ))

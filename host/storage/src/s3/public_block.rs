@@ -9,7 +9,7 @@ use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Front, internal, s3_error};
+use super::{Front, internal};
 use crate::acl::Grants;
 use crate::provider::Bucket;
 
@@ -64,12 +64,7 @@ pub(super) async fn put(
     };
     let json = serde_json::to_string(&block)
         .map_err(|e| internal(crate::error::Error::Internal(e.to_string())))?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, Some(&json))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, Some(&json)).await?;
     Ok(S3Response::new(PutPublicAccessBlockOutput::default()))
 }
 
@@ -101,11 +96,6 @@ pub(super) async fn delete(
     req: S3Request<DeletePublicAccessBlockInput>,
 ) -> S3Result<S3Response<DeletePublicAccessBlockOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, KIND, None)
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, KIND, None).await?;
     Ok(S3Response::new(DeletePublicAccessBlockOutput::default()))
 }

@@ -174,12 +174,7 @@ pub(super) async fn put_bucket(
     let tags = from_set(&req.input.tagging, MAX_BUCKET_TAGS)?;
     let json =
         serde_json::to_string(&tags).map_err(|e| internal(Error::Internal(e.to_string())))?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, BUCKET_KIND, Some(&json))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, BUCKET_KIND, Some(&json)).await?;
     let mut out = S3Response::new(PutBucketTaggingOutput::default());
     out.status = Some(http::StatusCode::NO_CONTENT);
     Ok(out)
@@ -211,12 +206,7 @@ pub(super) async fn delete_bucket(
     req: S3Request<DeleteBucketTaggingInput>,
 ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
     let (_, bucket) = front.bucket(&req, &req.input.bucket, true).await?;
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, BUCKET_KIND, None)
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, BUCKET_KIND, None).await?;
     let mut out = S3Response::new(DeleteBucketTaggingOutput::default());
     out.status = Some(http::StatusCode::NO_CONTENT);
     Ok(out)

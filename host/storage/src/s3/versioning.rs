@@ -71,12 +71,7 @@ pub(super) async fn put(
     // Suspended is kept even on a bucket never versioned, as S3 does: its
     // writes are null versions, and a delete leaves a null delete marker.
     let body = serde_json::Value::from(status).to_string();
-    front
-        .storage
-        .provider()
-        .set_bucket_setting(&bucket, SETTING, Some(&body))
-        .await
-        .map_err(s3_error)?;
+    front.put_setting(&bucket, SETTING, Some(&body)).await?;
     Ok(S3Response::new(PutBucketVersioningOutput::default()))
 }
 
