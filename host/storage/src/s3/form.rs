@@ -110,6 +110,16 @@ pub async fn prepare(req: Request<Body>) -> Result<Request<FormBody>, Response<s
                 &problem,
             ));
         }
+        if let Some(field) = unsupported(fields, &boundary) {
+            return Err(xml_error(
+                StatusCode::NOT_IMPLEMENTED,
+                "NotImplemented",
+                &format!(
+                    "the form field {field} is not supported: send the tags as x-amz-tagging \
+                     (key=value&...) or with PutObjectTagging"
+                ),
+            ));
+        }
         let name = file_name(fields, &boundary).unwrap_or_default();
         let needle = b"${filename}";
         if fields.windows(needle.len()).any(|w| w == needle) {
@@ -170,6 +180,16 @@ fn fields(head: &[u8], boundary: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A field the form may carry that the upload would not act on: the
+/// XML `tagging` document (s3s reads only `x-amz-tagging`), refused rather
+/// than ignored.
+fn unsupported(head: &[u8], boundary: &str) -> Option<&'static str> {
+    fields(head, boundary)
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("tagging"))
+        .then_some("tagging")
+}
+
 /// The file part's `filename`.
 fn file_name(head: &[u8], _boundary: &str) -> Option<String> {
     let text = String::from_utf8_lossy(head);
@@ -228,5 +248,14 @@ mod tests {
         assert_eq!(f[0], ("key".to_owned(), "up/${filename}".to_owned()));
         assert_eq!(super::file_name(head, "XX").as_deref(), Some("a b.txt"));
         assert_eq!(super::file_fields_end(head, "XX"), Some(head.len()));
+        assert_eq!(super::unsupported(head, "XX"), None);
+    }
+
+    #[test]
+    fn an_xml_tagging_field_is_refused_not_ignored() {
+        let head = b"--XX\r\nContent-Disposition: form-data; name=\"Tagging\"\r\n\r\n\
+<Tagging><TagSet></TagSet></Tagging>\r\n\
+--XX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n";
+        assert_eq!(super::unsupported(head, "XX"), Some("tagging"));
     }
 }
