@@ -28,6 +28,7 @@ pub mod signals;
 pub mod store;
 pub mod tokens;
 pub mod traces;
+pub mod views;
 pub mod wire;
 
 pub use plugin::OtelPlugin;

@@ -15,6 +15,7 @@ use plateau_sdk::jobs::Job;
 use plateau_sdk::{Bucket, Capability, Description, Event, Plugin, Router, log};
 
 use crate::tokens::{TokenInput, TokenView};
+use crate::views::{LogView, SeriesView, TraceSummary, TraceView};
 use crate::{ingest, retention, signals, tokens, traces};
 
 /// The OTLP/HTTP routes in the OpenAPI document: a foreign protocol,
@@ -67,6 +68,7 @@ impl Plugin for OtelPlugin {
                 "Each trace's root span, services, start, duration and span and error counts, \
                  over the plan's retention.",
             )
+            .response_page::<TraceSummary>()
             .get("/otel/traces/{trace_id}", traces::get)
             .scope("otel:read")
             .summary("Get a trace's spans as a tree")
@@ -74,14 +76,17 @@ impl Plugin for OtelPlugin {
                 "The trace's summary and `spans`, each with its `children` sorted by start time; \
                  404 when no span of it is kept.",
             )
+            .response::<TraceView>(200)
             .get("/otel/metrics", signals::metrics)
             .scope("otel:read")
             .summary("List metric series by name, service and attr.{key} filters, with their newest points")
             .description("Each series' kind, unit, attributes and newest points.")
+            .response_page::<SeriesView>()
             .get("/otel/logs", signals::logs)
             .scope("otel:read")
             .summary("List log records by traceId, service, minSeverity and attr.{key} filters, newest first")
             .description("Each record's time, severity, body, attributes and trace context.")
+            .response_page::<LogView>()
             .get("/otel/tokens", tokens::list)
             .scope("otel:read")
             .summary("List the organisation's OTLP ingest tokens")

@@ -1,10 +1,10 @@
 //! What the queries share: the project and its kept days, filters read
-//! from the query string, and record views.
+//! from the query string, and times.
 
-use plateau_sdk::serde_json::{Value, json};
+use plateau_sdk::serde_json::Value;
 use plateau_sdk::{ApiError, Bucket, Request, clock};
 
-use crate::record::{self, Attributes, LogRec, SpanRec};
+use crate::record::{self, Attributes};
 use crate::retention;
 
 /// The most chunks one query reads before it answers with what it found.
@@ -124,50 +124,10 @@ pub fn time(ns: u64) -> String {
     clock::rfc3339(ns / 1_000_000)
 }
 
-pub fn span_view(s: &SpanRec) -> Value {
-    json!({
-        "traceId": s.trace_id,
-        "spanId": s.span_id,
-        "parentSpanId": (!s.parent_span_id.is_empty()).then_some(&s.parent_span_id),
-        "name": s.name,
-        "kind": s.kind,
-        "service": s.service,
-        "startTime": time(s.start),
-        "startTimeUnixNano": s.start.to_string(),
-        "endTimeUnixNano": s.end.to_string(),
-        "durationMs": duration_ms(s),
-        "status": { "code": s.status_code, "message": s.status_message },
-        "attributes": s.attributes,
-        "resource": s.resource,
-        "scope": s.scope,
-        "events": s.events,
-        "links": s.links,
-    })
-}
-
-pub fn duration_ms(s: &SpanRec) -> f64 {
-    (s.end - s.start) as f64 / 1e6
-}
-
-pub fn log_view(l: &LogRec) -> Value {
-    json!({
-        "time": time(l.time),
-        "timeUnixNano": l.time.to_string(),
-        "severityNumber": l.severity_number,
-        "severityText": l.severity_text,
-        "body": l.body,
-        "service": l.service,
-        "traceId": (!l.trace_id.is_empty()).then_some(&l.trace_id),
-        "spanId": (!l.span_id.is_empty()).then_some(&l.span_id),
-        "attributes": l.attributes,
-        "resource": l.resource,
-        "scope": l.scope,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plateau_sdk::serde_json::json;
 
     #[test]
     fn filters_compare_text_against_own_then_resource_attributes() {

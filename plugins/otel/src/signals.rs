@@ -1,11 +1,11 @@
 //! `GET /otel/metrics` (metric series with their newest points) and
 //! `GET /otel/logs` (log records, newest first, or those of one trace).
 
-use plateau_sdk::serde_json::{Value, json};
-use plateau_sdk::{ApiError, Page, Params, Request, Response, clock};
+use plateau_sdk::{ApiError, Page, Params, Request, Response};
 
 use crate::query::{self, MAX_CHUNKS, Scope};
 use crate::record::{self, LogRec, PointRec, SeriesRec};
+use crate::views::{LogView, PointView, SeriesView};
 
 /// The most series one query looks at.
 const MAX_SERIES_SCANNED: usize = 5_000;
@@ -49,24 +49,13 @@ pub fn metrics(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     let mut items = Vec::new();
     for s in series {
         let points = points(&scope, &s, per_series)?;
-        items.push(json!({
-            "id": s.id,
-            "name": s.name,
-            "kind": s.kind,
-            "unit": s.unit,
-            "description": s.description,
-            "service": s.service,
-            "attributes": s.attributes,
-            "resource": s.resource,
-            "lastSeen": clock::rfc3339(s.last_seen),
-            "points": points,
-        }));
+        items.push(SeriesView::new(s, points));
     }
     Ok(Page::all(items).into_response())
 }
 
 /// The newest `limit` points of series `s`, newest first.
-fn points(scope: &Scope, s: &SeriesRec, limit: usize) -> Result<Vec<Value>, ApiError> {
+fn points(scope: &Scope, s: &SeriesRec, limit: usize) -> Result<Vec<PointView>, ApiError> {
     let last_day = record::day(s.last_seen);
     let mut out = Vec::new();
     for day in scope.days.iter().filter(|d| **d <= last_day) {
@@ -76,12 +65,7 @@ fn points(scope: &Scope, s: &SeriesRec, limit: usize) -> Result<Vec<Value>, ApiE
             .list(&prefix, None, (limit - out.len()) as u32)?;
         for entry in &page.entries {
             let p: PointRec = entry.json()?;
-            out.push(json!({
-                "time": query::time(p.time),
-                "timeUnixNano": p.time.to_string(),
-                "startTimeUnixNano": p.start.to_string(),
-                "value": p.value,
-            }));
+            out.push(PointView::from(&p));
         }
         if out.len() >= limit {
             break;
@@ -151,5 +135,5 @@ pub fn logs(req: &Request, _params: &Params) -> Result<Response, ApiError> {
     }
     found.sort_by_key(|f| std::cmp::Reverse(f.time));
     found.truncate(limit);
-    Ok(Page::all(found.iter().map(query::log_view).collect::<Vec<_>>()).into_response())
+    Ok(Page::all(found.iter().map(LogView::from).collect::<Vec<_>>()).into_response())
 }

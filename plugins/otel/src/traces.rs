@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use plateau_sdk::serde_json::{Value, json};
 use plateau_sdk::{ApiError, Page, Params, Request, Response};
 
 use crate::query::{self, MAX_CHUNKS, Scope};
 use crate::record::SpanRec;
+use crate::views::{SpanNode, SpanView, TraceSummary, TraceView, duration_ms};
 
 /// What a span must be to match `GET /otel/traces`.
 struct Filter {
@@ -125,7 +125,7 @@ fn is_top(s: &SpanRec, ids: &BTreeSet<&str>) -> bool {
     s.parent_span_id.is_empty() || !ids.contains(s.parent_span_id.as_str())
 }
 
-fn summary(trace: &str, spans: &[SpanRec]) -> Value {
+fn summary(trace: &str, spans: &[SpanRec]) -> TraceSummary {
     let ids: BTreeSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
     let root = spans
         .iter()
@@ -134,16 +134,16 @@ fn summary(trace: &str, spans: &[SpanRec]) -> Value {
     let start = spans.iter().map(|s| s.start).min().unwrap_or(0);
     let end = spans.iter().map(|s| s.end).max().unwrap_or(0);
     let services: BTreeSet<&str> = spans.iter().map(|s| s.service.as_str()).collect();
-    json!({
-        "traceId": trace,
-        "rootName": root.map(|s| &s.name),
-        "rootService": root.map(|s| &s.service),
-        "services": services,
-        "startTime": query::time(start),
-        "durationMs": end.saturating_sub(start) as f64 / 1e6,
-        "spanCount": spans.len(),
-        "errorCount": spans.iter().filter(|s| s.status_code == "error").count(),
-    })
+    TraceSummary {
+        trace_id: trace.to_owned(),
+        root_name: root.map(|s| s.name.clone()),
+        root_service: root.map(|s| s.service.clone()),
+        services: services.into_iter().map(str::to_owned).collect(),
+        start_time: query::time(start),
+        duration_ms: duration_ms(start, end),
+        span_count: spans.len(),
+        error_count: spans.iter().filter(|s| s.status_code == "error").count(),
+    }
 }
 
 /// `GET /otel/traces/{trace_id}`: the trace's spans as a tree, each with
@@ -157,14 +157,16 @@ pub fn get(req: &Request, params: &Params) -> Result<Response, ApiError> {
             "trace {trace} has no kept spans: find traces with GET /otel/traces"
         )));
     }
-    let mut body = summary(&trace, &spans);
-    body["spans"] = Value::Array(tree(spans));
+    let body = TraceView {
+        summary: summary(&trace, &spans),
+        spans: tree(spans),
+    };
     Ok(Response::ok(&body))
 }
 
 /// The spans nested under their parents, built without recursion (a
 /// trace may be deep).
-fn tree(mut spans: Vec<SpanRec>) -> Vec<Value> {
+fn tree(mut spans: Vec<SpanRec>) -> Vec<SpanNode> {
     spans.sort_by_key(|s| s.start);
     let ids: BTreeSet<String> = spans.iter().map(|s| s.span_id.clone()).collect();
     let mut children: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -188,15 +190,16 @@ fn tree(mut spans: Vec<SpanRec>) -> Vec<Value> {
             stack.extend(kids.iter().rev());
         }
     }
-    let mut built: Vec<Option<Value>> = vec![None; spans.len()];
+    let mut built: Vec<Option<SpanNode>> = (0..spans.len()).map(|_| None).collect();
     for &i in order.iter().rev() {
-        let mut view = query::span_view(&spans[i]);
-        let kids: Vec<Value> = children
+        let kids: Vec<SpanNode> = children
             .get(&spans[i].span_id)
             .map(|k| k.iter().filter_map(|&c| built[c].take()).collect())
             .unwrap_or_default();
-        view["children"] = Value::Array(kids);
-        built[i] = Some(view);
+        built[i] = Some(SpanNode {
+            span: SpanView::from(&spans[i]),
+            children: kids,
+        });
     }
     tops.iter().filter_map(|&i| built[i].take()).collect()
 }
@@ -234,16 +237,15 @@ mod tests {
             span("c1", "root", 20),
             span("orphan", "lost", 5),
         ]);
-        let names: Vec<&str> = roots.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = roots.iter().map(|r| r.span.name.as_str()).collect();
         assert_eq!(names, ["root", "orphan"]);
-        let kids: Vec<&str> = roots[0]["children"]
-            .as_array()
-            .unwrap()
+        let kids: Vec<&str> = roots[0]
+            .children
             .iter()
-            .map(|c| c["name"].as_str().unwrap())
+            .map(|c| c.span.name.as_str())
             .collect();
         assert_eq!(kids, ["c1", "c2"]);
-        assert_eq!(roots[0]["children"][0]["children"][0]["name"], "g");
+        assert_eq!(roots[0].children[0].children[0].span.name, "g");
     }
 
     #[test]
