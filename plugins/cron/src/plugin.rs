@@ -56,6 +56,7 @@ impl Plugin for CronPlugin {
                  the plan caps the number of jobs (409 `plan_limit_reached`).",
             )
             .request::<JobInput>()
+            .requires(&["name", "schedule"])
             .response::<JobView>(201)
             .get("/cron-jobs/{id}", api::get)
             .scope("cron:read")

@@ -67,6 +67,7 @@ impl Plugin for HeartbeatsPlugin {
                  `down`, and alerts `alertEmails` and `webhookUrl` on each change of state.",
             )
             .request::<NewHeartbeat>()
+            .requires(&["name"])
             .response::<View>(201)
             .get("/heartbeats/{id}", api::get)
             .scope("heartbeats:read")

@@ -55,6 +55,7 @@ impl Plugin for LogDrainsPlugin {
                  number of drains (409 `plan_limit_reached`).",
             )
             .request::<DrainInput>()
+            .requires(&["name", "url"])
             .response::<DrainView>(201)
             .get("/log-drains/{id}", api::get)
             .scope("logs:read")

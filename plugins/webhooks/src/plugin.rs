@@ -64,6 +64,7 @@ impl Plugin for WebhooksPlugin {
                  plan caps the number of endpoints (409 `plan_limit_reached`).",
             )
             .request::<EndpointInput>()
+            .requires(&["url", "eventTypes"])
             .response::<EndpointView>(201)
             .get("/webhooks/{id}", api::get)
             .scope("webhooks:read")

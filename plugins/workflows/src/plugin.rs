@@ -61,6 +61,7 @@ impl Plugin for WorkflowsPlugin {
                  the first run with 200.",
             )
             .request::<StartRequest>()
+            .requires(&["workflow"])
             .response::<RunView>(201)
             .response::<RunView>(200)
             .get("/workflows/runs/{id}", api::get)
@@ -94,6 +95,7 @@ impl Plugin for WorkflowsPlugin {
                  `nextStep` is named; 409 when the lease is no longer the caller's.",
             )
             .request::<CompleteRequest>()
+            .requires(&["leaseToken"])
             .response::<RunView>(200)
             .post("/workflows/runs/{id}/fail", worker::fail)
             .scope("workflows:write")
@@ -103,6 +105,7 @@ impl Plugin for WorkflowsPlugin {
                  after a backoff until the run's `maxAttempts` are spent.",
             )
             .request::<FailRequest>()
+            .requires(&["leaseToken"])
             .response::<RunView>(200)
             .post("/workflows/runs/{id}/sleep", worker::sleep)
             .scope("workflows:write")
@@ -112,6 +115,7 @@ impl Plugin for WorkflowsPlugin {
                  `seconds`.",
             )
             .request::<SleepRequest>()
+            .requires(&["leaseToken", "seconds"])
             .response::<RunView>(200)
     }
 

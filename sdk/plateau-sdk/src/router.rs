@@ -87,6 +87,9 @@ struct Entry {
     request_type: Option<String>,
     /// The body may be left out ([`Router::optional_request`]).
     request_optional: bool,
+    /// The body's fields this route needs although its type makes them
+    /// optional ([`Router::requires`]).
+    required: Vec<&'static str>,
     /// The success statuses, their bodies' schemas and media types when
     /// not JSON ([`Router::response`]).
     responses: Vec<(u16, Option<SchemaFn>, Option<String>)>,
@@ -107,6 +110,14 @@ fn schema_of<T: ToSchema>(components: &mut BTreeMap<String, Value>) -> Value {
     let name = T::name().into_owned();
     components.insert(name.clone(), to_value(&T::schema()));
     json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// `schema` with `fields` required on top of what it requires itself.
+fn with_required(schema: Value, fields: &[&str]) -> Value {
+    if fields.is_empty() {
+        return schema;
+    }
+    json!({ "allOf": [schema, { "required": fields }] })
 }
 
 /// The schema of raw bytes.
@@ -186,6 +197,7 @@ impl Router {
             request: None,
             request_type: None,
             request_optional: false,
+            required: Vec::new(),
             responses: Vec::new(),
         });
         if cfg!(not(target_arch = "wasm32")) {
@@ -281,6 +293,20 @@ impl Router {
         self
     }
 
+    /// The last route needs these fields of its JSON body although its
+    /// type leaves them optional (one type shared by a create and a
+    /// `PATCH`, checked by the handler's own rules): the document marks
+    /// them required for this route only. Panics without a request type.
+    pub fn requires(mut self, fields: &[&'static str]) -> Self {
+        let route = self.last("requires");
+        assert!(
+            route.request.is_some() && route.request_type.is_none(),
+            "Router::requires needs a JSON request type before it"
+        );
+        route.required.extend_from_slice(fields);
+        self
+    }
+
     /// The last route takes a body of raw bytes of media type
     /// `content_type` (`format: binary` in the document): a file, or a
     /// foreign protocol's body the route decodes itself.
@@ -335,7 +361,9 @@ impl Router {
                 method: e.method.as_str().to_owned(),
                 path: e.pattern.clone(),
                 description: (!e.description.is_empty()).then(|| e.description.clone()),
-                request: e.request.map(|f| f(&mut components)),
+                request: e
+                    .request
+                    .map(|f| with_required(f(&mut components), &e.required)),
                 request_type: e.request_type.clone(),
                 request_optional: e.request_optional,
                 responses: e

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::process::Stdio;
 
 use plateau_testkit::Backend;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::process::Command;
 
 use super::start;
@@ -132,13 +132,15 @@ async fn clients_can_generate_from_the_document() {
     let upload = &doc["paths"]["/apps/{id}/source-upload/{uploadId}"]["put"]["requestBody"]["content"]
         ["application/octet-stream"]["schema"];
     assert_eq!(upload["format"], "binary", "{upload}");
-    // A plugin's bodies come from the types its handlers use.
+    // A plugin's bodies come from the types its handlers use, with the
+    // fields a create needs marked required for that operation only.
     let create = &doc["paths"]["/queues"]["post"];
+    let body = &create["requestBody"]["content"]["application/json"]["schema"];
     assert_eq!(
-        create["requestBody"]["content"]["application/json"]["schema"]["$ref"],
-        "#/components/schemas/queues.NewQueue",
+        body["allOf"][0]["$ref"], "#/components/schemas/queues.NewQueue",
         "{create}"
     );
+    assert_eq!(body["allOf"][1]["required"], json!(["name"]), "{create}");
     assert_eq!(
         create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"],
         "#/components/schemas/queues.QueueView",

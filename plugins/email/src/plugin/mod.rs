@@ -110,6 +110,7 @@ impl Plugin for EmailPlugin {
                  none is left); attachments are base64. Rate limits per plan answer 429.",
             )
             .request::<SendRequest<'static>>()
+            .requires(&["from", "to", "subject"])
             .response::<Entry>(202)
             .get("/email/messages", ledger::list)
             .scope("email:read")

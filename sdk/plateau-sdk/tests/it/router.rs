@@ -214,3 +214,37 @@ fn malformed_tables_panic() {
         .is_ok()
     );
 }
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct Thing {
+    name: Option<String>,
+}
+
+#[test]
+fn required_fields_are_marked_for_their_route_only() {
+    let router = Router::new()
+        .post("/things", echo)
+        .request::<Thing>()
+        .requires(&["name"])
+        .patch("/things/{id}", echo)
+        .request::<Thing>();
+    let schema = router.api_schema();
+    let create = schema.routes[0].request.as_ref().unwrap();
+    assert_eq!(
+        create["allOf"][0]["$ref"], "#/components/schemas/Thing",
+        "{create}"
+    );
+    assert_eq!(create["allOf"][1]["required"][0], "name");
+    let update = schema.routes[1].request.as_ref().unwrap();
+    assert_eq!(update["$ref"], "#/components/schemas/Thing");
+    assert!(
+        schema.components["Thing"].get("required").is_none(),
+        "the shared type stays optional"
+    );
+}
+
+#[test]
+fn requires_needs_a_json_request() {
+    assert!(catch_unwind(|| Router::new().post("/things", echo).requires(&["name"])).is_err());
+}
