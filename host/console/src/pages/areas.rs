@@ -1,5 +1,6 @@
 //! The plugin areas (queues, cron jobs, workflows, email, checks,
-//! heartbeats, flags), which share one shape: a list, an item with its
+//! heartbeats, flags, webhooks, log drains, error tracking, traces, config)
+//! and the alarms, anomaly monitors and firewall rules, which share one shape: a list, an item with its
 //! sub-lists (runs, results, pings), and a create form taking the API's
 //! JSON body; and the event timeline and audit log, with the CSV export.
 
@@ -85,6 +86,70 @@ const AREAS: &[Area] = &[
         list: "/flags",
         create: None,
         key: "key",
+        subs: &[],
+    },
+    Area {
+        slug: "webhooks",
+        title: "Webhooks",
+        list: "/webhooks",
+        create: Some("/webhooks"),
+        key: "id",
+        subs: &["deliveries"],
+    },
+    Area {
+        slug: "log-drains",
+        title: "Log drains",
+        list: "/log-drains",
+        create: Some("/log-drains"),
+        key: "id",
+        subs: &[],
+    },
+    Area {
+        slug: "errors",
+        title: "Error tracking",
+        list: "/errors/projects",
+        create: Some("/errors/projects"),
+        key: "id",
+        subs: &["issues"],
+    },
+    Area {
+        slug: "traces",
+        title: "Traces",
+        list: "/otel/traces",
+        create: None,
+        key: "traceId",
+        subs: &[],
+    },
+    Area {
+        slug: "config",
+        title: "Config and secrets",
+        list: "/config/projects",
+        create: Some("/config/projects"),
+        key: "name",
+        subs: &["environments"],
+    },
+    Area {
+        slug: "alarms",
+        title: "Alarms",
+        list: "/alarms",
+        create: Some("/alarms"),
+        key: "id",
+        subs: &[],
+    },
+    Area {
+        slug: "anomaly-monitors",
+        title: "Anomaly monitors",
+        list: "/anomalies/monitors",
+        create: Some("/anomalies"),
+        key: "id",
+        subs: &[],
+    },
+    Area {
+        slug: "waf-rules",
+        title: "Firewall rules",
+        list: "/waf/rules",
+        create: Some("/waf/rules"),
+        key: "id",
         subs: &[],
     },
 ];

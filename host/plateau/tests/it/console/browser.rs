@@ -375,10 +375,25 @@ async fn a_person_in_chromium() {
         ("/console/areas/checks", "checks"),
         ("/console/areas/heartbeats", "heartbeats"),
         ("/console/areas/flags", "flags"),
+        ("/console/areas/webhooks", "webhooks"),
+        ("/console/areas/log-drains", "log-drains"),
+        ("/console/areas/errors", "errors"),
+        ("/console/areas/traces", "traces"),
+        ("/console/areas/config", "config"),
+        ("/console/areas/alarms", "alarms"),
+        ("/console/areas/anomaly-monitors", "anomaly-monitors"),
+        ("/console/areas/waf-rules", "waf-rules"),
         ("/console/events", "events"),
         ("/console/audit", "audit"),
     ] {
         b.visit(&format!("{base}{path}"), name).await;
+        // Each page reads its list: an API refusal would show as an alert.
+        let alerts = b.client.find_all(Locator::Css("p.problem")).await.unwrap();
+        assert!(
+            alerts.is_empty(),
+            "{path} shows a problem: {}",
+            b.text().await
+        );
     }
     // A phone's width.
     b.client.set_window_size(390, 844).await.unwrap();
