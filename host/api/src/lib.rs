@@ -36,8 +36,8 @@ pub use state::{ApiConfig, AppState};
 use crate::auth::{Requirement, RouteTable};
 use crate::routes::{
     account, admin, admin_plans, alarms as alarm_routes, anomalies as anomaly_routes, changelog,
-    connect, events, invites, members, metrics, notifications, projects, spend as spend_routes,
-    tokens,
+    connect, events, invites, members, metrics, notifications, projects, registry,
+    spend as spend_routes, tokens,
 };
 
 /// Where the API is served.
@@ -118,6 +118,9 @@ pub fn core_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(events::audit))
         .routes(routes!(events::export))
         .routes(routes!(changelog::list))
+        .routes(routes!(registry::list))
+        .routes(routes!(registry::get))
+        .routes(routes!(registry::tags))
         .routes(routes!(members::list))
         .routes(routes!(members::update, members::remove))
         .routes(routes!(invites::list_invites, invites::invite))

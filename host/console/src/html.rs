@@ -25,6 +25,7 @@ const AREAS: &[(&str, &str)] = &[
     ("/console/areas/checks", "Checks"),
     ("/console/areas/heartbeats", "Heartbeats"),
     ("/console/areas/flags", "Flags"),
+    ("/console/areas/registry", "Registry"),
     ("/console/areas/webhooks", "Webhooks"),
     ("/console/areas/log-drains", "Log drains"),
     ("/console/areas/errors", "Error tracking"),

@@ -1,8 +1,9 @@
 //! The plugin areas (queues, cron jobs, workflows, email, checks,
-//! heartbeats, flags, webhooks, log drains, error tracking, traces, config)
-//! and the alarms, anomaly monitors and firewall rules, which share one shape: a list, an item with its
-//! sub-lists (runs, results, pings), and a create form taking the API's
-//! JSON body; and the event timeline and audit log, with the CSV export.
+//! heartbeats, flags, webhooks, log drains, error tracking, traces,
+//! config), registry repositories, alarms, anomaly monitors and firewall
+//! rules, which share one shape: a list, an item with its sub-lists (runs,
+//! results, pings, tags), and a create form taking the API's JSON body;
+//! and the event timeline and audit log, with the CSV export.
 
 use axum::Router;
 use axum::body::Body;
@@ -87,6 +88,14 @@ const AREAS: &[Area] = &[
         create: None,
         key: "key",
         subs: &[],
+    },
+    Area {
+        slug: "registry",
+        title: "Registry repositories",
+        list: "/registry/repositories",
+        create: None,
+        key: "path",
+        subs: &["tags"],
     },
     Area {
         slug: "webhooks",

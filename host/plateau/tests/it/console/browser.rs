@@ -375,6 +375,7 @@ async fn a_person_in_chromium() {
         ("/console/areas/checks", "checks"),
         ("/console/areas/heartbeats", "heartbeats"),
         ("/console/areas/flags", "flags"),
+        ("/console/areas/registry", "registry"),
         ("/console/areas/webhooks", "webhooks"),
         ("/console/areas/log-drains", "log-drains"),
         ("/console/areas/errors", "errors"),

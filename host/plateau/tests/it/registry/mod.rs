@@ -6,6 +6,7 @@ mod auth;
 mod blobs;
 mod clients;
 mod gc;
+mod listing;
 mod manifests;
 
 use plateau_testkit::oci::ImagePusher;
