@@ -195,13 +195,12 @@ impl Replica {
                 _ => format!("%{b:02X}"),
             })
             .collect();
-        let r = reqwest::Client::new()
-            .get(format!("{}/cgi-bin/run?{query}", self.edge))
+        let r = Client::new(&self.edge)
+            .request(hyper::Method::GET, &format!("//cgi-bin/run?{query}"))
             .header("host", &self.host)
-            .timeout(Duration::from_secs(600))
             .send()
-            .await?;
-        Ok(r.text().await?)
+            .await;
+        Ok(r.text())
     }
 
     /// Runs `command` until its output contains `want` (a replica

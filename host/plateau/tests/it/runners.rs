@@ -268,7 +268,8 @@ async fn linux_app_fetched_by_its_runner(env: &Apps, b: &Server, admin: &Client,
     }
 }
 
-/// The file under `dir` whose name contains `part`.
+/// The file under `dir` whose path contains `part` (the registry keeps a
+/// blob at `blobs/<org>/sha256/<hex>/<generation>`).
 fn find_file(dir: &std::path::Path, part: &str) -> Option<std::path::PathBuf> {
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let path = entry.path();
@@ -276,7 +277,7 @@ fn find_file(dir: &std::path::Path, part: &str) -> Option<std::path::PathBuf> {
             if let Some(found) = find_file(&path, part) {
                 return Some(found);
             }
-        } else if entry.file_name().to_string_lossy().contains(part) {
+        } else if path.to_string_lossy().contains(part) {
             return Some(path);
         }
     }
