@@ -48,6 +48,9 @@
 //! - `cargo xtask bench workflows [--runs N] [--steps N] [--workers N]`:
 //!   completed steps per second through the workflows plugin with 32
 //!   workers, with p50/p99 and 409 counts of claim and complete (issue 19).
+//! - `cargo xtask bench volumes`: write and fsync inside a Linux replica on
+//!   its volume against the host's disk, and backup and restore of a 1 GB
+//!   volume against a plain copy (issue 31).
 //! - `cargo xtask bench edge [--seconds N] [--connections N] [--rounds N]`:
 //!   HTTPS through the apps edge against nginx terminating TLS in front of
 //!   the same replicas (kept-alive and new connections apart), an app with
@@ -76,6 +79,7 @@ mod queues_bench;
 mod server;
 mod setup;
 mod tls_load;
+mod volumes_bench;
 mod workflows_bench;
 
 use anyhow::{Context, bail};
@@ -168,6 +172,11 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(apps_bench::run(opts))
         }
+        ["bench", "volumes"] => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting tokio")?
+            .block_on(volumes_bench::run()),
         ["bench", "edge", rest @ ..] => {
             let mut opts = load::Options::parse(rest)?;
             if !rest.contains(&"--seconds") {
@@ -219,7 +228,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench volumes | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
         ),
     }
 }

@@ -117,7 +117,24 @@ async fn own(
     images: Option<&Path>,
 ) -> Result<Resolved, String> {
     let (client, auth, target) = own_client(reference, who, registry);
-    let local = registry.local_address();
+    from_registry(&client, &auth, target, reference, images, &who.org_id).await
+}
+
+/// Resolves `target` (`reference` as `client` reaches it) with `auth`:
+/// a pinned digest is checked against the manifest's bytes, an index
+/// picks its linux/amd64 image, a Linux image is unpacked under `images`
+/// for `org_id` (each layer checked against its digest), a Wasm
+/// component is read whole and checked.
+pub(crate) async fn from_registry(
+    client: &Client,
+    auth: &RegistryAuth,
+    target: Reference,
+    reference: &Reference,
+    images: Option<&Path>,
+    org_id: &str,
+) -> Result<Resolved, String> {
+    let local = target.registry().to_owned();
+    let auth = auth.clone();
     let absent = |e: oci_client::errors::OciDistributionError| {
         format!(
             "the registry has no {} for this organisation ({e})",
@@ -164,7 +181,7 @@ async fn own(
             "this host runs no Linux images: install runc (apt-get install runc) and restart plateau",
         )?;
         let (config_digest, config) =
-            linux_image::pull(&client, &target, &doc, images, &who.org_id).await?;
+            linux_image::pull(client, &target, &doc, images, org_id).await?;
         return Ok(Resolved {
             manifest_digest,
             component_digest: config_digest,

@@ -45,8 +45,11 @@ impl Plane {
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("the component {digest} is no longer stored"))?;
         let (runner, mut artifact) = self.artifact(&app.org_id, digest, stored)?;
-        if let Artifact::Container { config, .. } = &mut artifact {
+        if let Artifact::Container { config, rootfs, .. } = &mut artifact {
             config.port = app.port.and_then(|p| u16::try_from(p).ok());
+            if !rootfs.is_dir() {
+                self.fetch_image(app, d, digest).await?;
+            }
         }
         let opened = crate::previews::environment(self.db(), self.sealer(), app).await?;
         let (volumes, mounts) = crate::volumes::mounted(self.db(), &app.id)
@@ -98,6 +101,40 @@ impl Plane {
             config,
         };
         Ok((containers.runner.clone(), artifact))
+    }
+
+    /// Fetches the Linux image of `d` (config `digest`), which this host
+    /// lacks, from the registry ([`crate::fetch`]).
+    async fn fetch_image(&self, app: &App, d: &Deployment, digest: &str) -> Result<(), String> {
+        let containers = self.containers().ok_or("this host runs no Linux images")?;
+        let Some(pull) = &containers.fetch else {
+            return Err(format!(
+                "the image of deployment {} is not unpacked on this host, which fetches none",
+                d.id
+            ));
+        };
+        crate::fetch::fetch(&**pull, &containers.images, &app.org_id, d, digest).await
+    }
+
+    /// Records once per failure that the live deployment of `app` does not
+    /// start on this host, and why (`app.start_failed`): the plane tries
+    /// again after a pause, never in a loop.
+    pub(crate) async fn record_start_failure(
+        &self,
+        app: &App,
+        deployment_id: &str,
+        reason: &str,
+    ) -> plateau_store::Result<()> {
+        let runner = self.placement().runner.as_ref().map(|r| r.id.clone());
+        let now = time::now_ms();
+        let mut tx = self.db().begin().await?;
+        let e = event(app, "app.start_failed", "update", &Actor::system()).data(json!({
+            "deploymentId": deployment_id,
+            "serverId": runner,
+            "reason": reason,
+        }));
+        events::record(&mut tx, &e, now).await?;
+        tx.commit().await
     }
 
     /// Launches the new deployment `d` the API handed over (its component

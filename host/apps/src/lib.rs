@@ -33,6 +33,8 @@ pub mod config;
 pub mod control;
 pub mod domains;
 pub mod env;
+pub mod failures;
+pub mod fetch;
 pub mod filter_stats;
 pub mod filters;
 pub mod image;
@@ -73,6 +75,9 @@ pub struct Containers {
     pub runner: Arc<dyn Runner>,
     /// `<images>/<org>/<config hex>/rootfs`.
     pub images: std::path::PathBuf,
+    /// How this host fetches an image it lacks from the registry (in the
+    /// agent); without it, only images unpacked here run.
+    pub fetch: Option<Arc<dyn fetch::HostPull>>,
 }
 
 /// The apps service of this host; cheap to clone. In the API process it

@@ -4,7 +4,9 @@
 //! `<images dir>/<org>/<config hex>/rootfs`, once per organisation.
 //!
 //! **Invariant:** a rootfs directory exists only complete: layers are
-//! unpacked into a `.partial` directory renamed into place at the end.
+//! unpacked into a `.partial` directory renamed into place at the end,
+//! under the image's lock (`<images dir>/<org>/<config hex>.lock`).
+//! A runner that lacks an image fetches it the same way ([`crate::fetch`]).
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +92,18 @@ pub async fn pull(
     if root.is_dir() {
         return Ok((config.digest, bytes));
     }
+    // One unpacking of an image at a time on this host, whichever process
+    // (the API deploying it, the agent fetching it) asks.
+    let hex = config.digest.trim_start_matches("sha256:");
+    let locks = plateau_kernel::ResourceLocks::new(images.join(org_id))
+        .map_err(|e| format!("cannot lock the image: {e}"))?;
+    let _held = locks
+        .lock(hex)
+        .await
+        .map_err(|e| format!("cannot lock the image: {e}"))?;
+    if root.is_dir() {
+        return Ok((config.digest, bytes));
+    }
     let layers: Vec<OciDescriptor> = manifest["layers"]
         .as_array()
         .ok_or("the image manifest has no layers")?
@@ -104,11 +118,33 @@ pub async fn pull(
     }
     let parent = root.parent().ok_or("no image directory")?.to_path_buf();
     let partial = parent.join("rootfs.partial");
+    let unpacked = unpack_layers(client, target, &layers, &parent, &partial).await;
+    if unpacked.is_err() {
+        // Nothing unchecked stays: the next try starts afresh anyway.
+        let _ = tokio::fs::remove_dir_all(&partial).await;
+        let _ = tokio::fs::remove_file(parent.join("layer.partial")).await;
+    }
+    unpacked?;
+    tokio::fs::rename(&partial, &root)
+        .await
+        .map_err(|e| format!("cannot keep the rootfs: {e}"))?;
+    Ok((config.digest, bytes))
+}
+
+/// Pulls `layers` one by one, each checked against its digest, and
+/// applies them in order to `partial`.
+async fn unpack_layers(
+    client: &Client,
+    target: &Reference,
+    layers: &[OciDescriptor],
+    parent: &Path,
+    partial: &Path,
+) -> Result<(), String> {
     let _ = tokio::fs::remove_dir_all(&partial).await;
     tokio::fs::create_dir_all(&partial)
         .await
         .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
-    for layer in &layers {
+    for layer in layers {
         let file = parent.join("layer.partial");
         let mut out = tokio::fs::File::create(&file)
             .await
@@ -121,7 +157,7 @@ pub async fn pull(
             .await
             .map_err(|e| format!("cannot write the layer: {e}"))?;
         drop(out);
-        let (into, digest) = (partial.clone(), layer.digest.clone());
+        let (into, digest) = (partial.to_path_buf(), layer.digest.clone());
         tokio::task::spawn_blocking(move || -> Result<(), String> {
             let open = || std::fs::File::open(&file).map_err(|e| e.to_string());
             let mut hasher = Sha256::new();
@@ -136,11 +172,7 @@ pub async fn pull(
         .await
         .map_err(|e| e.to_string())??;
     }
-    unpack::finish(&partial).map_err(|e| e.to_string())?;
-    tokio::fs::rename(&partial, &root)
-        .await
-        .map_err(|e| format!("cannot keep the rootfs: {e}"))?;
-    Ok((config.digest, bytes))
+    unpack::finish(partial).map_err(|e| e.to_string())
 }
 
 fn descriptor(v: &Value) -> Result<OciDescriptor, String> {

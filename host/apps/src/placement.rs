@@ -264,12 +264,17 @@ impl Plane {
         } else {
             "app.migrated"
         };
-        let e = event(app, kind, "update", &Actor::system()).data(json!({
+        let mut data = json!({
             "from": placed.runner_id,
             "to": me.id,
             "afterMs": now - started,
             "volumesMoved": if failed { 0 } else { moves.len() },
-        }));
+        });
+        if failed {
+            data["cause"] = json!("start_failed");
+            data["reason"] = json!(self.failure_reason(&app.id));
+        }
+        let e = event(app, kind, "update", &Actor::system()).data(data);
         events::record(&mut tx, &e, now).await?;
         tx.commit().await?;
         if let Some(vols) = self.volumes() {

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use plateau_core::time;
 use plateau_edge::{Edge, Target};
@@ -37,8 +37,6 @@ pub struct Local {
 }
 
 const SUPERVISE_EVERY: Duration = Duration::from_secs(1);
-/// How long a deployment that failed to start on this host is left alone.
-const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// The apps data plane of this host; cheap to clone.
 #[derive(Clone)]
@@ -60,8 +58,8 @@ struct Inner {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Apps a task is bringing in step now.
     busy: Mutex<HashSet<String>>,
-    /// Live deployments that failed to start here, and when.
-    failures: Mutex<HashMap<String, (String, Instant)>>,
+    /// Live deployments that failed to start here: when and why.
+    failures: crate::failures::Failures,
     /// The edge's custom domains.
     domains: DomainSync,
     /// The purges of the apps' CDN this plane applied.
@@ -98,7 +96,7 @@ impl Plane {
                 edge,
                 local: Mutex::new(HashMap::new()),
                 busy: Mutex::new(HashSet::new()),
-                failures: Mutex::new(HashMap::new()),
+                failures: Default::default(),
                 domains,
                 cdn: crate::cdn::CdnFollow::default(),
                 filters: None,
@@ -280,6 +278,12 @@ impl Plane {
             crate::placement::Role::Run { arriving } => arriving,
         };
         if arriving {
+            // A migration asked after a failure here tries again at once.
+            if let Some(p) = plateau_store::runners::placement(db, app_id).await?
+                && let Some(started) = p.migration_started_at
+            {
+                self.inner.failures.forget_before(app_id, started);
+            }
             match self.arrival(&app).await? {
                 crate::volumes::moving::Arrival::Here => {}
                 crate::volumes::moving::Arrival::Waiting => return Ok(()),
@@ -391,7 +395,9 @@ impl Plane {
             }
             Err(reason) => {
                 tracing::warn!(app = %app.id, deployment = %live, %reason, "apps: the live deployment does not start on this host");
-                self.note_failure(&app.id, live);
+                if self.inner.failures.note(&app.id, live, &reason) && !arriving {
+                    self.record_start_failure(app, live, &reason).await?;
+                }
             }
         }
         Ok(())
@@ -489,34 +495,15 @@ impl Plane {
     }
 
     pub(crate) fn recently_failed(&self, app_id: &str, deployment_id: &str) -> bool {
-        let failures = self
-            .inner
-            .failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        failures
-            .get(app_id)
-            .is_some_and(|(d, at)| d == deployment_id && at.elapsed() < RETRY_AFTER)
+        self.inner.failures.recent(app_id, deployment_id)
     }
 
-    fn note_failure(&self, app_id: &str, deployment_id: &str) {
-        let mut failures = self
-            .inner
-            .failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        failures.insert(
-            app_id.to_owned(),
-            (deployment_id.to_owned(), Instant::now()),
-        );
+    /// Why the app's live deployment last failed to start here.
+    pub(crate) fn failure_reason(&self, app_id: &str) -> Option<String> {
+        self.inner.failures.reason(app_id)
     }
 
     fn forget_failure(&self, app_id: &str) {
-        let mut failures = self
-            .inner
-            .failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        failures.remove(app_id);
+        self.inner.failures.forget(app_id);
     }
 }

@@ -58,8 +58,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let allow = plateau_egress::parse_allow_list(&args.egress_allow)
         .map_err(|e| anyhow::anyhow!("PLATEAU_EGRESS_ALLOW: {e}"))?;
     let egress = plateau_runner::container::Egress::from_host(allow);
+    let fetch = crate::apps::HostFetch::new(&db, args.registry_url.as_deref()).await?;
     let apps = crate::apps::plane(
-        &args.apps, egress, &db, secret_key, &data_dir, &host_id, timeouts,
+        &args.apps,
+        egress,
+        Arc::new(fetch),
+        &db,
+        secret_key,
+        &data_dir,
+        &host_id,
+        timeouts,
     )
     .await?;
     let meter = plateau_apps::metering::AppMeter::new(apps.plane().clone());

@@ -296,6 +296,39 @@ impl RegistryAccess for OwnRegistry {
     }
 }
 
+/// How this host's agent fetches a Linux image it lacks: with the host's
+/// own pull-only bearer (signed with the registry's key from the shared
+/// database), over HTTPS to the registry of `PLATEAU_REGISTRY_URL` when
+/// it is an `https://` address, over plain HTTP to a host's API address.
+pub struct HostFetch {
+    signer: plateau_registry::auth::HostPullSigner,
+    https: Option<String>,
+}
+
+impl HostFetch {
+    pub async fn new(db: &Db, registry_url: Option<&str>) -> anyhow::Result<HostFetch> {
+        let signer = plateau_registry::auth::HostPullSigner::load(db)
+            .await
+            .context("reading the registry's signing key")?;
+        let https = registry_url
+            .and_then(|u| u.strip_prefix("https://"))
+            .map(|h| h.trim_end_matches('/').to_ascii_lowercase());
+        Ok(HostFetch { signer, https })
+    }
+}
+
+impl plateau_apps::fetch::HostPull for HostFetch {
+    fn bearer(&self, org_id: &str) -> String {
+        self.signer.bearer(org_id)
+    }
+
+    fn https(&self, registry: &str) -> bool {
+        self.https
+            .as_deref()
+            .is_some_and(|h| h.eq_ignore_ascii_case(registry))
+    }
+}
+
 /// Builds the apps service of the API process, reaching the data plane
 /// whose edge listens at `edge_addr`; [`Running::serve`] starts it once
 /// the API serves.
@@ -386,12 +419,14 @@ pub struct PlaneRunning {
 /// Starts the data plane: binds the edge (`PLATEAU_EDGE_LISTEN`), routes
 /// every app of the database (loading until its replicas serve), then
 /// serves the edge, follows the database and answers the API process.
-/// Linux replicas reach beyond the host what `egress` allows. The host
-/// registers as runner `host_id` before it follows any app.
+/// Linux replicas reach beyond the host what `egress` allows; a Linux
+/// image this host lacks is fetched through `fetch`. The host registers
+/// as runner `host_id` before it follows any app.
 #[allow(clippy::too_many_arguments)]
 pub async fn plane(
     args: &AppsArgs,
     egress: Egress,
+    fetch: Arc<dyn plateau_apps::fetch::HostPull>,
     db: &Db,
     secret_key: [u8; plateau_seal::KEY_LEN],
     data_dir: &Path,
@@ -413,7 +448,7 @@ pub async fn plane(
             .with_forwarding_token(forwarding_token(&secret_key)),
     );
     let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
-    let containers = containers(data_dir, egress);
+    let containers = containers(data_dir, egress, fetch);
     let log_retention = AppsConfig::new(&args.apps_domain, edge_addr.port()).log_retention;
     let sealer = Arc::new(Sealer::new(&secret_key));
     let resolver = args.domains()?.resolver;
@@ -551,12 +586,17 @@ impl PlaneRunning {
 /// The Linux container runtime under `<data dir>/apps`, when runc runs
 /// here; without it apps run Wasm components only, and a Linux image's
 /// deployment fails saying what to install.
-fn containers(data_dir: &Path, egress: Egress) -> Option<Containers> {
+fn containers(
+    data_dir: &Path,
+    egress: Egress,
+    fetch: Arc<dyn plateau_apps::fetch::HostPull>,
+) -> Option<Containers> {
     let root = data_dir.join("apps");
     match ContainerRunner::new(root.join("containers"), egress) {
         Ok(runner) => Some(Containers {
             runner: Arc::new(runner),
             images: root.join("images"),
+            fetch: Some(fetch),
         }),
         Err(e) => {
             tracing::warn!(error = %e, "apps: Linux images will not run on this host");

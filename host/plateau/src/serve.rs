@@ -105,7 +105,7 @@ pub struct ServeArgs {
     /// The registry's public address (`https://registry.example.com`) for the bearer challenge;
     /// by default each request's Host.
     #[arg(long, env = "PLATEAU_REGISTRY_URL")]
-    registry_url: Option<String>,
+    pub(crate) registry_url: Option<String>,
     /// Seconds between registry garbage collections; 0 turns the periodic collection off.
     #[arg(
         long,

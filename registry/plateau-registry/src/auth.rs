@@ -275,6 +275,41 @@ fn verify_bearer(reg: &Registry, token: &str) -> Option<Claims> {
 /// Issues a registry bearer for `access`; returns it with its lifetime in
 /// seconds, never beyond the API token's expiry.
 pub fn issue_bearer(reg: &Registry, access: &Access) -> (String, i64) {
+    issue_with_key(reg.token_key(), access)
+}
+
+/// Signs the host's own pull-only bearers of an organisation (no API
+/// token stands behind them) where no [`Registry`] runs: a runner
+/// (`plateau agent`) pulling the Linux image of a deployment it lacks.
+/// The key is the registry's, kept in the database every host shares.
+#[derive(Clone)]
+pub struct HostPullSigner {
+    key: Vec<u8>,
+}
+
+impl HostPullSigner {
+    /// Reads (or makes, on a new database) the registry's signing key.
+    pub async fn load(db: &plateau_store::Db) -> Result<HostPullSigner> {
+        let key = crate::token_key_of(db).await?;
+        Ok(HostPullSigner { key })
+    }
+
+    /// A pull-only bearer of `org_id`, valid for [`BEARER_TTL_SECS`].
+    pub fn bearer(&self, org_id: &str) -> String {
+        let access = Access {
+            org_id: org_id.to_owned(),
+            token_id: String::new(),
+            user_id: None,
+            ip: None,
+            pull: true,
+            push: false,
+            token_expires_at: None,
+        };
+        issue_with_key(&self.key, &access).0
+    }
+}
+
+fn issue_with_key(key: &[u8], access: &Access) -> (String, i64) {
     let now = time::now_ms();
     let mut exp = now + BEARER_TTL_SECS * 1000;
     if let Some(at) = access.token_expires_at {
@@ -289,7 +324,7 @@ pub fn issue_bearer(reg: &Registry, access: &Access) -> (String, i64) {
         exp,
     };
     let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap_or_default());
-    let signature = sign(reg.token_key(), &payload);
+    let signature = sign(key, &payload);
     (
         format!("{BEARER_PREFIX}{payload}.{signature}"),
         ((exp - now) / 1000).max(1),

@@ -75,14 +75,13 @@ impl Registry {
     /// The registry over the API's state; the bearer signing key is kept
     /// in the database so that every host shares it.
     pub async fn new(app: AppState, store: BlobStore, config: RegistryConfig) -> Result<Registry> {
-        let key =
-            settings::get_or_init(app.db(), "registry_token_key", || secret::generate("")).await?;
+        let key = token_key_of(app.db()).await?;
         Ok(Registry {
             inner: Arc::new(Inner {
                 app,
                 store,
                 config,
-                token_key: key.into_bytes(),
+                token_key: key,
                 hashers: Mutex::new(HashMap::new()),
             }),
         })
@@ -145,4 +144,11 @@ pub fn mount(router: Router, registry: Registry) -> Router {
         .route("/v2", root.clone())
         .route("/v2/", root)
         .route("/v2/{*path}", all)
+}
+
+/// The key registry bearers are signed with, kept in the database so that
+/// every host shares it (made on first use).
+pub(crate) async fn token_key_of(db: &Db) -> Result<Vec<u8>> {
+    let key = settings::get_or_init(db, "registry_token_key", || secret::generate("")).await?;
+    Ok(key.into_bytes())
 }

@@ -13,6 +13,7 @@ use plateau_api::error::ApiError;
 use plateau_api::json::Body;
 use plateau_core::time;
 use plateau_store::apps::git_links::{self, GitLink};
+use plateau_store::apps::previews::{self, Preview};
 use plateau_store::apps::{self as db};
 use plateau_store::events::{self, Actor};
 use serde::{Deserialize, Serialize};
@@ -119,7 +120,8 @@ pub async fn put(
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushOutcome {
-    /// `deploying`, `ignored`, `duplicate` or `pong`.
+    /// `deploying`, `closed` (the push deleted the branch of an open
+    /// preview, which is deleted), `ignored`, `duplicate` or `pong`.
     pub status: String,
     /// The app deploying: the linked app, or a preview's app.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,8 +135,10 @@ pub struct PushOutcome {
 
 /// GitHub's push webhook for a linked app. The signature is the
 /// credential (no token): a push to the linked branch deploys it, a push
-/// to a branch with an open preview deploys the preview; a delivery seen
-/// before, another branch or another event is acknowledged and ignored.
+/// to a branch with an open preview deploys the preview, and one that
+/// deletes that branch deletes the preview (as `DELETE
+/// .../previews/{previewId}` does); a delivery seen before, another branch
+/// or another event is acknowledged and ignored.
 #[utoipa::path(post, path = "/apps/{id}/github/push", tag = "apps",
     security(()),
     params(("id" = String, Path, description = "app id"),
@@ -143,7 +147,7 @@ pub struct PushOutcome {
            ("X-GitHub-Event" = String, Header, description = "push or ping")),
     request_body(content = Vec<u8>, content_type = "application/json", description = "GitHub's push payload"),
     responses((status = 200, description = "acknowledged without a deployment", body = PushOutcome),
-              (status = 202, description = "a deployment of the pushed branch started", body = PushOutcome),
+              (status = 202, description = "a deployment of the pushed branch started, or the preview of a deleted branch is being deleted", body = PushOutcome),
               (status = 400, description = "a payload that is not a push event's JSON", body = plateau_api::error::Problem),
               (status = 401, description = "no signature, or a wrong one", body = plateau_api::error::Problem),
               (status = 404, description = "no linked app", body = plateau_api::error::Problem)))]
@@ -202,9 +206,35 @@ pub async fn push(
         None
     };
     let target = preview.as_ref().unwrap_or(&app);
+    let actor = Actor {
+        kind: "github".to_owned(),
+        id: Some(delivery),
+        user_id: link.user_id.clone(),
+        ip: None,
+    };
+    if payload.deletes_branch() && preview.is_some() {
+        // The branch of an open preview is gone: the preview goes with it.
+        let closed = close_for_deleted_branch(&apps, &mut tx, &app, pushed, &actor, now).await?;
+        tx.commit_last().await?;
+        if let Some(p) = closed {
+            let preview_app = p.app_id.clone();
+            super::previews::finish_close(&apps, p).await?;
+            tracing::info!(app = %app.id, preview = %preview_app, branch = pushed, "apps: a deleted branch closed its preview");
+            return Ok((
+                StatusCode::ACCEPTED,
+                Json(PushOutcome {
+                    status: "closed".to_owned(),
+                    app_id: Some(preview_app),
+                    reason: Some(format!("branch {pushed} was deleted")),
+                    deployment_id: None,
+                }),
+            ));
+        }
+        return Ok((StatusCode::OK, Json(outcome("ignored", None))));
+    }
     let ignored = if app.deleted_at.is_some() {
         Some("the app is in the trash".to_owned())
-    } else if payload.deleted {
+    } else if payload.deletes_branch() {
         Some(format!("branch {pushed} was deleted"))
     } else if pushed != branch && preview.is_none() {
         Some(format!(
@@ -221,12 +251,6 @@ pub async fn push(
     }
     let repo = app.repo.clone().unwrap_or_default();
     let d = pipeline::pending_git(target, &repo, pushed);
-    let actor = Actor {
-        kind: "github".to_owned(),
-        id: Some(delivery),
-        user_id: link.user_id.clone(),
-        ip: None,
-    };
     pipeline::create(&mut tx, target, &d, &actor).await?;
     tx.commit_last().await?;
     let who = PullAs {
@@ -247,6 +271,27 @@ pub async fn push(
     ))
 }
 
+/// A push deleted `branch` of `app`'s repository: its open preview, if
+/// any, is closed in `tx` as `DELETE .../previews/{id}` closes it; the
+/// caller commits, then finishes the close.
+async fn close_for_deleted_branch(
+    apps: &Apps,
+    tx: &mut plateau_store::Tx,
+    app: &db::App,
+    branch: &str,
+    actor: &Actor,
+    now: i64,
+) -> Result<Option<Preview>, ApiError> {
+    let Some(p) = previews::for_branch(tx, &app.id, branch).await? else {
+        return Ok(None);
+    };
+    if p.status != "open" {
+        return Ok(None);
+    }
+    super::previews::close(apps.db(), tx, app, &p, actor, now).await?;
+    Ok(Some(p))
+}
+
 /// The fields of GitHub's push payload this reads.
 #[derive(Deserialize)]
 struct PushPayload {
@@ -255,6 +300,14 @@ struct PushPayload {
     after: String,
     #[serde(default)]
     deleted: bool,
+}
+
+impl PushPayload {
+    /// Whether the push deleted its branch: `deleted`, or GitHub's `after`
+    /// of all zeros.
+    fn deletes_branch(&self) -> bool {
+        self.deleted || (!self.after.is_empty() && self.after.bytes().all(|b| b == b'0'))
+    }
 }
 
 /// Checks `X-Hub-Signature-256` against the body, in constant time.

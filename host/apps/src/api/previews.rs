@@ -259,19 +259,28 @@ pub async fn delete(
         .ok_or_else(|| not_found(&id, &preview_id))?;
     close(apps.db(), &mut tx, &app, &p, &caller.actor(), now).await?;
     tx.commit_last().await?;
+    let (p, child) = finish_close(&apps, p).await?;
+    Ok((StatusCode::ACCEPTED, Json(view(&apps, p, child.as_ref()))))
+}
+
+/// Once the close of `p` committed: waits until this host's edge no
+/// longer serves it, then removes what it made in the background.
+pub(super) async fn finish_close(
+    apps: &Apps,
+    mut p: Preview,
+) -> Result<(Preview, Option<App>), ApiError> {
     apps.follow_on_agent(&p.app_id).await;
     let child = apps_db::get_any(apps.db(), &p.app_id).await?;
-    let mut p = p;
     p.status = "deleting".to_owned();
     apps.spawn_purge(p.clone());
-    Ok((StatusCode::ACCEPTED, Json(view(&apps, p, child.as_ref()))))
+    Ok((p, child))
 }
 
 /// Starts deleting preview `p` of `app` in `tx`: the preview app goes to
 /// the trash (the data plane takes it down), the row is `deleting` until
 /// [`Apps::purge_preview`] removes it, and its database branch is asked
 /// to be deleted unless protected. Nothing when it already was.
-async fn close(
+pub(super) async fn close(
     db: &plateau_store::Db,
     tx: &mut plateau_store::Tx,
     app: &App,

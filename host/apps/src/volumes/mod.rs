@@ -18,6 +18,7 @@
 
 pub mod backup;
 pub mod disk;
+pub mod leftovers;
 pub mod moving;
 
 use std::path::{Path, PathBuf};
@@ -60,6 +61,9 @@ struct Inner {
     root: PathBuf,
     store: Arc<dyn ObjectStore>,
     part_size: usize,
+    /// The directory of a local backup store (its staged uploads are
+    /// swept, [`leftovers`]).
+    local_root: Option<PathBuf>,
     locks: ResourceLocks,
     host_id: String,
     /// The apps plane, in the agent: whose replicas use which volume.
@@ -86,6 +90,7 @@ impl Volumes {
                 db,
                 root,
                 part_size: store.part_size(),
+                local_root: store.local_root,
                 store: store.store,
                 locks,
                 host_id: host_id.to_owned(),

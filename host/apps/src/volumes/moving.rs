@@ -220,6 +220,7 @@ impl Volumes {
     /// deleted volume left. Each under the volume's lock.
     pub async fn sweep(&self) {
         self.sweep_scratch().await;
+        self.sweep_staged().await;
         let Ok(entries) = std::fs::read_dir(&self.inner.root) else {
             return;
         };

@@ -37,15 +37,9 @@ async fn an_app_moves_with_its_volume_and_crashes_leave_nothing_half_done() {
         .env("PLATEAU_BOOTSTRAP_TOKEN", &env.server.token)
         .env("PLATEAU_RUNNER_LEASE_MS", LEASE_MS)
         .env("PLATEAU_APPS_VOLUME_BACKUP_STORE", &store_dir);
+    // The hosts share no images directory: a runner fetches the Linux
+    // image it lacks from the registry.
     let b = crate::start_with(joining).await;
-    // A Linux image's rootfs is unpacked only by the host whose API
-    // deployed it (not moved between hosts yet): the hosts share the
-    // images directory, as they would a network filesystem.
-    let images = env.server.data_dir.path().join("apps/images");
-    std::fs::create_dir_all(&images).unwrap();
-    let b_images = b.data_dir.path().join("apps/images");
-    let _ = std::fs::remove_dir_all(&b_images);
-    std::os::unix::fs::symlink(&images, &b_images).unwrap();
     let c = env.client();
     let admin = admin_of(&env.server).await;
 

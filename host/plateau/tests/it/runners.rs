@@ -127,6 +127,9 @@ async fn apps_move_between_runners_without_failed_requests() {
         assert_eq!(item["data"]["from"], from.as_str(), "{events}");
     }
 
+    // A Linux app on hosts that share no images directory.
+    linux_app_fetched_by_its_runner(&env, &b, &admin, &ids).await;
+
     // The runner of the app is killed, serve and agent: the app is placed
     // on the other runner and serves again from its edge.
     let (mut dead, survivor) = if is_host(&env.server, &to) {
@@ -158,6 +161,127 @@ async fn apps_move_between_runners_without_failed_requests() {
     let item = &events["items"][0];
     assert_eq!(item["data"]["cause"], "runner_gone", "{events}");
     assert_eq!(item["data"]["from"], to.as_str(), "{events}");
+}
+
+/// A Linux image is unpacked by the API process that resolves it, on its
+/// own host; the hosts share no images directory, so a runner that lacks
+/// it fetches it from the registry, checking its digests. A layer whose
+/// bytes no longer match its digest fails the migration with the reason,
+/// the app serving on where it was; once whole again, the migration
+/// fetches it and switches.
+async fn linux_app_fetched_by_its_runner(env: &Apps, b: &Server, admin: &Client, ids: &[String]) {
+    let c = env.client();
+    let image = crate::apps::volumes::push(env, "fetched", "v1", &[]).await;
+    let app = env.deployed("fetched", &image).await;
+    let (app_id, app_slug) = (id(&app), slug(&app));
+    let edges = [Edge::new(&env.server, &app_slug), Edge::new(b, &app_slug)];
+    for edge in &edges {
+        edge.until_body("ok\n").await;
+    }
+    let (runs_on, _) = serving(admin, &app_id).await.expect("the app is placed");
+    let to = ids.iter().find(|i| **i != runs_on).unwrap().clone();
+    let target = if is_host(&env.server, &to) {
+        &env.server
+    } else {
+        b
+    };
+    // The target has nothing of it unpacked, as a host that never saw it.
+    let unpacked = target.data_dir.path().join("apps/images").join(&env.org);
+    let _ = std::fs::remove_dir_all(&unpacked);
+
+    // A layer damaged in the registry's store: the fetch refuses it.
+    let manifest: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/v2/{}/fetched/manifests/v1",
+            env.server.url, env.org
+        ))
+        .basic_auth("plateau", Some(&env.token))
+        .header("accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let layer = manifest["layers"][0]["digest"].as_str().unwrap();
+    let blob = find_file(
+        &env.server.data_dir.path().join("registry"),
+        layer.trim_start_matches("sha256:"),
+    )
+    .expect("the layer is in the registry's store");
+    let whole = std::fs::read(&blob).unwrap();
+    let mut damaged = whole.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    std::fs::write(&blob, &damaged).unwrap();
+    let migrate = format!("/apps/{app_id}/migrate");
+    let r = c.post(&migrate, json!({ "targetServerId": to })).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    let failed = crate::eventually(
+        "the migration to fail",
+        Duration::from_secs(120),
+        || async {
+            let events = c
+                .get("/events?type=app.migration_failed&limit=1")
+                .await
+                .json();
+            let item = events["items"][0].clone();
+            (item["resourceId"] == app_id.as_str()).then_some(item)
+        },
+    )
+    .await;
+    let reason = failed["data"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    eprintln!("image fetch of a damaged layer: the migration failed: {reason}");
+    assert!(reason.contains("cannot fetch"), "{failed}");
+    assert_eq!(failed["data"]["cause"], "start_failed", "{failed}");
+    let config = manifest["config"]["digest"].as_str().unwrap();
+    let rootfs = unpacked
+        .join(config.trim_start_matches("sha256:"))
+        .join("rootfs");
+    assert!(!rootfs.exists(), "nothing unchecked is kept");
+    let (still, _) = serving(admin, &app_id).await.expect("placed");
+    assert_eq!(still, runs_on);
+    for edge in &edges {
+        assert_eq!(edge.get("/").await, Ok((200, "ok\n".to_owned())));
+    }
+
+    // Whole again: the target fetches it, checks it, and the app moves.
+    std::fs::write(&blob, &whole).unwrap();
+    let started = Instant::now();
+    let r = c.post(&migrate, json!({ "targetServerId": to })).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    crate::eventually("the app to switch", Duration::from_secs(120), || async {
+        let (now, p) = serving(admin, &app_id).await?;
+        (now == to && p["targetServerId"].is_null()).then_some(())
+    })
+    .await;
+    eprintln!(
+        "image fetch: the target fetched the Linux image and serves the app {:.2} s after the migration was asked",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(rootfs.is_dir(), "{}", rootfs.display());
+    for edge in &edges {
+        edge.until_body("ok\n").await;
+    }
+}
+
+/// The file under `dir` whose path contains `part` (the registry keeps a
+/// blob at `blobs/<org>/sha256/<hex>/<generation>`).
+fn find_file(dir: &std::path::Path, part: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, part) {
+                return Some(found);
+            }
+        } else if path.to_string_lossy().contains(part) {
+            return Some(path);
+        }
+    }
+    None
 }
 
 /// Whether `runner` is the host `s` (its agent's identity).

@@ -245,10 +245,21 @@ pub(super) async fn push_hook(
     event: &str,
     branch: &str,
 ) -> (u16, Value) {
-    use hmac::{Hmac, Mac};
     let body =
-        json!({ "ref": format!("refs/heads/{branch}"), "after": "0123abc", "deleted": false })
-            .to_string();
+        json!({ "ref": format!("refs/heads/{branch}"), "after": "0123abc", "deleted": false });
+    push_hook_body(hook, secret, delivery, event, &body).await
+}
+
+/// Sends `body` to the push webhook `hook`, signed with `secret`.
+pub(super) async fn push_hook_body(
+    hook: &str,
+    secret: &str,
+    delivery: &str,
+    event: &str,
+    body: &Value,
+) -> (u16, Value) {
+    use hmac::{Hmac, Mac};
+    let body = body.to_string();
     let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(body.as_bytes());
     let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));

@@ -4,14 +4,15 @@
 //! redeploys the preview; variables of target `production` reach only the
 //! app and those of target `preview` only previews; a delete takes the
 //! host name (404 at the edge), the rows and the builds' registry
-//! repository away. Needs root, buildah, git and runc.
+//! repository away, and so does a push deleting a previewed branch.
+//! Needs root, buildah, git and runc.
 
 use std::path::Path;
 
 use plateau_testkit::{Backend, ServerOptions};
 use serde_json::{Value, json};
 
-use super::builds::{BUSYBOX, finished, git, push_hook};
+use super::builds::{BUSYBOX, finished, git, push_hook, push_hook_body};
 use super::{Apps, Edge, id, slug};
 
 /// A Dockerfile serving `page` at `/` and, at `/env.txt`, the variables
@@ -270,4 +271,54 @@ async fn a_preview_deploys_a_branch_under_its_own_name() {
         "{types:?}"
     );
     eprintln!("previews: created, pushed and deleted preview {preview_id} ({preview_slug})");
+
+    // A push deleting a previewed branch (GitHub's `deleted`, `after` all
+    // zeros) deletes its preview as DELETE does.
+    git(&repo, &["checkout", "--quiet", "-b", "gone"]);
+    let r = c.post(&previews, json!({ "branch": "gone" })).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let gone = r.json();
+    let gone_app = gone["appId"].as_str().unwrap().to_owned();
+    let gone_slug = gone["slug"].as_str().unwrap().to_owned();
+    newest_live(&env, &gone_app).await;
+    let gone_edge = Edge::new(&env.server, &gone_slug);
+    gone_edge.until_body("preview-two\n").await;
+    git(&repo, &["checkout", "--quiet", "main"]);
+    git(&repo, &["branch", "--quiet", "-D", "gone"]);
+    let deleted = json!({
+        "ref": "refs/heads/gone",
+        "before": "1111111111111111111111111111111111111111",
+        "after": "0000000000000000000000000000000000000000",
+        "deleted": true,
+    });
+    let (status, closed) = push_hook_body(&hook, &secret, "p-3", "push", &deleted).await;
+    assert_eq!(
+        (status, closed["status"].as_str(), closed["appId"].as_str()),
+        (202, Some("closed"), Some(gone_app.as_str())),
+        "{closed}"
+    );
+    let (status, _) = gone_edge.get("/").await.unwrap();
+    assert_eq!(status, 404, "the name is gone once the push is answered");
+    crate::until(&c, &previews, "the deleted branch's preview removed", |v| {
+        v["items"] == json!([])
+    })
+    .await;
+    assert_eq!(c.get(&format!("/apps/{gone_app}")).await.status, 404);
+    assert_eq!(tags(format!("{}/{gone_slug}", env.org)).await, 404);
+    let events = c
+        .get("/events?type=app.preview.deleted&limit=1")
+        .await
+        .json();
+    assert_eq!(events["items"][0]["data"]["branch"], "gone", "{events}");
+    let (status, again) = push_hook_body(&hook, &secret, "p-4", "push", &deleted).await;
+    assert_eq!(
+        (status, again["status"].as_str()),
+        (200, Some("ignored")),
+        "{again}"
+    );
+    assert_eq!(
+        production.get("/").await,
+        Ok((200, "production\n".to_owned()))
+    );
+    eprintln!("previews: a push deleting branch gone deleted its preview ({gone_slug})");
 }
