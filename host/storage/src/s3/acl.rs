@@ -285,6 +285,25 @@ pub(super) async fn put_bucket(
     Ok(S3Response::new(PutBucketAclOutput::default()))
 }
 
+/// The stored ACL (None: private) a CreateBucket of a new bucket of
+/// organisation `org` asks for with its canned ACL and grant headers (in
+/// [`Perm::ALL`] order), under ownership rule `rule`; checked before the
+/// bucket is made.
+pub(super) async fn for_new_bucket(
+    front: &Front,
+    org: &str,
+    canned: Option<&str>,
+    sent: [&Option<String>; 5],
+    rule: Option<&str>,
+) -> S3Result<Option<String>> {
+    let grants = sent.iter().any(|h| h.is_some());
+    ownership::check_acl(rule, canned, grants)?;
+    let acl = requested(front, canned, sent, None, org, org).await?;
+    Ok(acl
+        .stored(org)
+        .map(|a| serde_json::to_string(&a).unwrap_or_default()))
+}
+
 pub(super) async fn get_bucket(
     front: &Front,
     req: S3Request<GetBucketAclInput>,
