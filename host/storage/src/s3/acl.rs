@@ -101,7 +101,7 @@ fn grantee(kind: &str, value: &str) -> S3Result<Who> {
 /// read, write, read-acp, write-acp, full-control) or policy ask for, on
 /// a resource of `owner` in a bucket of `bucket_owner`; grantees are
 /// checked to be organisations that exist.
-async fn requested(
+pub(super) async fn requested(
     front: &Front,
     canned: Option<&str>,
     headers: [&Option<String>; 5],
@@ -283,25 +283,6 @@ pub(super) async fn put_bucket(
         .map(|a| serde_json::to_string(&a).unwrap_or_default());
     front.put_setting(&bucket, KIND, json.as_deref()).await?;
     Ok(S3Response::new(PutBucketAclOutput::default()))
-}
-
-/// The stored ACL (None: private) a CreateBucket of a new bucket of
-/// organisation `org` asks for with its canned ACL and grant headers (in
-/// [`Perm::ALL`] order), under ownership rule `rule`; checked before the
-/// bucket is made.
-pub(super) async fn for_new_bucket(
-    front: &Front,
-    org: &str,
-    canned: Option<&str>,
-    sent: [&Option<String>; 5],
-    rule: Option<&str>,
-) -> S3Result<Option<String>> {
-    let grants = sent.iter().any(|h| h.is_some());
-    ownership::check_acl(rule, canned, grants)?;
-    let acl = requested(front, canned, sent, None, org, org).await?;
-    Ok(acl
-        .stored(org)
-        .map(|a| serde_json::to_string(&a).unwrap_or_default()))
 }
 
 pub(super) async fn get_bucket(

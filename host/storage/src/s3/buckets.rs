@@ -165,7 +165,7 @@ pub(super) async fn create_bucket(
     ];
     let canned = input.acl.as_ref().map(BucketCannedACL::as_str);
     let org = principal.org_id.clone();
-    let acl_json = acl::for_new_bucket(front, &org, canned, sent, rule).await?;
+    let acl_json = acl_of_new(front, &org, canned, sent, rule).await?;
     let bucket = provider
         .create_bucket(
             &org,
@@ -193,6 +193,25 @@ pub(super) async fn create_bucket(
     Ok(S3Response::new(CreateBucketOutput {
         location: Some(format!("/{}", input.bucket)),
     }))
+}
+
+/// The stored ACL (None: private) a CreateBucket of a new bucket of
+/// organisation `org` asks for with its canned ACL and grant headers (in
+/// read, write, read-acp, write-acp, full-control order), under ownership rule `rule`; checked before the
+/// bucket is made.
+async fn acl_of_new(
+    front: &Front,
+    org: &str,
+    canned: Option<&str>,
+    sent: [&Option<String>; 5],
+    rule: Option<&str>,
+) -> S3Result<Option<String>> {
+    let grants = sent.iter().any(|h| h.is_some());
+    ownership::check_acl(rule, canned, grants)?;
+    let acl = acl::requested(front, canned, sent, None, org, org).await?;
+    Ok(acl
+        .stored(org)
+        .map(|a| serde_json::to_string(&a).unwrap_or_default()))
 }
 
 /// An empty bucket may be deleted by a key that may write it, as the
