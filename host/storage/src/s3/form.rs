@@ -144,10 +144,16 @@ pub async fn prepare(req: Request<Body>) -> Result<Request<FormBody>, Response<s
     ))
 }
 
-/// Where the file's bytes start: after the headers of the part that has
-/// a `filename` (S3 wants the file last).
+/// Where the headers of the part named `file` start (S3 wants the file
+/// last). Not the first part with a `filename`: clients (Python's
+/// requests with `files=`) send every field as a file.
+fn file_part(buf: &[u8]) -> Option<usize> {
+    find(buf, b"; name=\"file\"")
+}
+
+/// Where the file's bytes start: after the headers of the `file` part.
 fn file_fields_end(buf: &[u8], _boundary: &str) -> Option<usize> {
-    let at = find(buf, b"filename=")?;
+    let at = file_part(buf)?;
     let end = find(&buf[at..], b"\r\n\r\n")?;
     Some(at + end + 4)
 }
@@ -190,7 +196,7 @@ fn tagging(head: &[u8], boundary: &str) -> Option<String> {
 
 /// The file part's `filename`.
 fn file_name(head: &[u8], _boundary: &str) -> Option<String> {
-    let text = String::from_utf8_lossy(head);
+    let text = String::from_utf8_lossy(&head[file_part(head)?..]);
     let at = text.find("filename=\"")? + "filename=\"".len();
     let end = text[at..].find('"')?;
     Some(text[at..at + end].to_owned())
@@ -251,12 +257,14 @@ mod tests {
 
     #[test]
     fn an_xml_tagging_field_is_found() {
-        let head = b"--XX\r\nContent-Disposition: form-data; name=\"Tagging\"\r\n\r\n\
+        let head = b"--XX\r\nContent-Disposition: form-data; name=\"Tagging\"; filename=\"Tagging\"\r\n\r\n\
 <Tagging><TagSet></TagSet></Tagging>\r\n\
 --XX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n";
         assert_eq!(
             super::tagging(head, "XX").as_deref(),
             Some("<Tagging><TagSet></TagSet></Tagging>")
         );
+        assert_eq!(super::file_fields_end(head, "XX"), Some(head.len()));
+        assert_eq!(super::file_name(head, "XX").as_deref(), Some("a"));
     }
 }
