@@ -106,8 +106,12 @@ mod tests {
         let k = KmsKey::resolve("org_a", Some("reports"), false).unwrap();
         assert_eq!((k.name.as_str(), k.id.as_str()), ("reports", "reports"));
         let alias = KmsKey::resolve("org_a", Some("alias/reports"), false).unwrap();
-        let arn = KmsKey::resolve("org_a", Some("arn:aws:kms:us-east-1:org_a:key/reports"), true)
-            .unwrap();
+        let arn = KmsKey::resolve(
+            "org_a",
+            Some("arn:aws:kms:us-east-1:org_a:key/reports"),
+            true,
+        )
+        .unwrap();
         assert_eq!(alias.context("n"), k.context("n"));
         assert_eq!(arn.context("n"), k.context("n"));
         assert!(arn.bucket_key);
@@ -116,10 +120,20 @@ mod tests {
         let default = KmsKey::resolve("org_a", None, false).unwrap();
         assert_eq!(default.name, "aws/s3");
         assert_eq!(
-            KmsKey::resolve("org_a", Some("arn:aws:kms:us-east-1:org_b:key/reports"), false),
+            KmsKey::resolve(
+                "org_a",
+                Some("arn:aws:kms:us-east-1:org_b:key/reports"),
+                false
+            ),
             Err(KeyError::OtherOrganisation)
         );
-        for bad in ["", "a b", "arn:aws:s3:::bucket", "alias/", "arn:aws:kms:r:org_a:other/x"] {
+        for bad in [
+            "",
+            "a b",
+            "arn:aws:s3:::bucket",
+            "alias/",
+            "arn:aws:kms:r:org_a:other/x",
+        ] {
             assert_eq!(
                 KmsKey::resolve("org_a", Some(bad), false),
                 Err(KeyError::Invalid),

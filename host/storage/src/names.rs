@@ -123,8 +123,14 @@ mod tests {
         let ours = format!("{}aaa.111", org_prefix(org));
         assert_eq!(check_s3_name(org, &ours), Ok(()));
         assert_eq!(check_s3_name(org, &name), Ok(()));
-        assert_eq!(check_s3_name(org, &org_prefix(org)), Err(S3NameError::Invalid));
-        assert_eq!(check_s3_name(org, "plt-aaaaaaaaaa-x"), Err(S3NameError::NotOurs));
+        assert_eq!(
+            check_s3_name(org, &org_prefix(org)),
+            Err(S3NameError::Invalid)
+        );
+        assert_eq!(
+            check_s3_name(org, "plt-aaaaaaaaaa-x"),
+            Err(S3NameError::NotOurs)
+        );
         assert_eq!(check_s3_name(org, "foo"), Err(S3NameError::NotOurs));
         for bad in ["foo.-bar", "foo-.bar", "a..b", "ab", "Abc", &"a".repeat(64)] {
             assert_eq!(check_s3_name(org, bad), Err(S3NameError::Invalid), "{bad}");

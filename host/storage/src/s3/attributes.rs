@@ -105,10 +105,10 @@ pub(super) async fn get(
 /// Whether a request is a GetObjectAttributes (`GET ?attributes`).
 pub(super) fn asked<B>(req: &http::Request<B>) -> bool {
     req.method() == http::Method::GET
-        && req
-            .uri()
-            .query()
-            .is_some_and(|q| q.split('&').any(|p| p.split('=').next() == Some("attributes")))
+        && req.uri().query().is_some_and(|q| {
+            q.split('&')
+                .any(|p| p.split('=').next() == Some("attributes"))
+        })
 }
 
 /// GetObjectAttributes names the entity tag bare in its XML (S3 does, and

@@ -178,7 +178,9 @@ pub(super) async fn create_bucket(
         .map_err(s3_error)?;
     if let Some(rule) = rule {
         let json = serde_json::Value::from(rule).to_string();
-        front.put_setting(&bucket, ownership::KIND, Some(&json)).await?;
+        front
+            .put_setting(&bucket, ownership::KIND, Some(&json))
+            .await?;
     }
     if acl_json.is_some() {
         front

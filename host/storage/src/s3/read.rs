@@ -269,7 +269,8 @@ pub(super) async fn head(
     set_encryption!(out.output, described);
     // HeadObject's s3s output has no tag count; S3 sends it as GetObject's.
     if let Some(n) = super::tagging::count(&h.tags) {
-        out.headers.insert("x-amz-tagging-count", http::HeaderValue::from(n));
+        out.headers
+            .insert("x-amz-tagging-count", http::HeaderValue::from(n));
     }
     if input.part_number.is_some() {
         out.status = Some(http::StatusCode::PARTIAL_CONTENT);
