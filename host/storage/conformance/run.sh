@@ -72,6 +72,9 @@ email = main@example.com
 api_name = default
 access_key = $main_id
 secret_key = $main_secret
+# Keys of the built-in KMS: a name is the organisation's key from its first use.
+kms_keyid = s3tests-key-1
+kms_keyid2 = s3tests-key-2
 
 [s3 alt]
 display_name = $alt_org

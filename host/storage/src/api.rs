@@ -167,7 +167,13 @@ pub async fn create_bucket(
     };
     let bucket = storage
         .provider()
-        .create_bucket(&caller.org_id, project_id, &input.name, &caller.actor())
+        .create_bucket(
+            &caller.org_id,
+            project_id,
+            &input.name,
+            None,
+            &caller.actor(),
+        )
         .await
         .map_err(api_error)?;
     if input.object_lock {

@@ -21,6 +21,7 @@ pub mod checksum;
 pub mod condition;
 pub mod error;
 pub mod keys;
+pub mod kms;
 pub mod lifecycle;
 pub mod local;
 pub mod lock;

@@ -47,6 +47,38 @@ pub fn check_name(name: &str) -> Option<String> {
     }
 }
 
+/// Why a bucket name a client chose (CreateBucket over S3) is not one the
+/// organisation may create.
+#[derive(Debug, PartialEq, Eq)]
+pub enum S3NameError {
+    /// Not a valid S3 bucket name.
+    Invalid,
+    /// Valid, but outside the organisation's `plt-<org>-` names.
+    NotOurs,
+}
+
+/// Checks `bucket`, an S3 name organisation `org_id` asks to create:
+/// 3 to 63 lowercase letters, digits, hyphens and dots, starting and
+/// ending with a letter or digit, no `..`, `.-` or `-.` (S3's rules), and
+/// under the organisation's prefix (spec section 4.9) with at least one
+/// character of its own.
+pub fn check_s3_name(org_id: &str, bucket: &str) -> Result<(), S3NameError> {
+    let b = bucket.as_bytes();
+    let valid = (3..=63).contains(&b.len())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && !["..", ".-", "-."].iter().any(|p| bucket.contains(p));
+    if !valid {
+        return Err(S3NameError::Invalid);
+    }
+    match bucket.strip_prefix(&org_prefix(org_id)) {
+        Some(rest) if !rest.is_empty() => Ok(()),
+        _ => Err(S3NameError::NotOurs),
+    }
+}
+
 /// A full bucket name for `name`, with a random suffix.
 pub fn bucket_name(org_id: &str, name: &str) -> String {
     format!("{}{name}-{}", org_prefix(org_id), random(6, LOWER))
@@ -87,6 +119,21 @@ mod tests {
         assert!(check_name("my-photos").is_none());
         for bad in ["", "My", "a_b", "-a", "a-", "a--b", &"x".repeat(31)] {
             assert!(check_name(bad).is_some(), "{bad}");
+        }
+        let ours = format!("{}aaa.111", org_prefix(org));
+        assert_eq!(check_s3_name(org, &ours), Ok(()));
+        assert_eq!(check_s3_name(org, &name), Ok(()));
+        assert_eq!(
+            check_s3_name(org, &org_prefix(org)),
+            Err(S3NameError::Invalid)
+        );
+        assert_eq!(
+            check_s3_name(org, "plt-aaaaaaaaaa-x"),
+            Err(S3NameError::NotOurs)
+        );
+        assert_eq!(check_s3_name(org, "foo"), Err(S3NameError::NotOurs));
+        for bad in ["foo.-bar", "foo-.bar", "a..b", "ab", "Abc", &"a".repeat(64)] {
+            assert_eq!(check_s3_name(org, bad), Err(S3NameError::Invalid), "{bad}");
         }
         assert_eq!(access_key_id().len(), 20);
         assert_eq!(secret().len(), 40);

@@ -233,12 +233,16 @@ pub struct Upload {
 /// that the caller may.
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
-    /// Creates a bucket named `<prefix>-<org>-<name>-<suffix>`.
+    /// Creates a bucket named `<prefix>-<org>-<name>-<suffix>`; with
+    /// `s3_name` (CreateBucket over S3, checked by
+    /// [`crate::names::check_s3_name`]), a bucket whose `name` and S3 name
+    /// are both that one.
     async fn create_bucket(
         &self,
         org_id: &str,
         project_id: Option<String>,
         name: &str,
+        s3_name: Option<&str>,
         actor: &Actor,
     ) -> Result<Bucket>;
     /// Deletes an empty bucket.

@@ -1,7 +1,8 @@
 //! Encryption at rest. SSE-C: the customer's AES-256 key comes with every
 //! request and is never stored; only an HMAC of it under the object's
 //! nonce is, to tell a later key that is not the same. SSE-S3: a random
-//! key per object, sealed under the host's key ([`Sealing`]).
+//! key per object, sealed under the host's key ([`Sealing`]). SSE-KMS:
+//! the same, sealed as an organisation's named key ([`crate::kms`]).
 //!
 //! Bytes are AES-256-CTR, each segment (the one blob of a PutObject, or
 //! one per multipart part) under a counter block derived from the
@@ -21,6 +22,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::keys::Sealing;
+use crate::kms::KmsKey;
 use crate::provider::ByteStream;
 
 /// Whose key encrypts an object.
@@ -31,6 +33,9 @@ pub enum Kind {
     Customer,
     /// SSE-S3: a key of the object's, sealed under the host's.
     Host,
+    /// SSE-KMS: a key of the object's, sealed as a named key of an
+    /// organisation ([`crate::kms`]).
+    Kms,
 }
 
 /// What is stored of an encrypted object's key.
@@ -43,9 +48,13 @@ pub struct Sealed {
     /// SSE-C: HMAC-SHA256 of the customer's key under the nonce, hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
-    /// SSE-S3: the object's key sealed under the host's key, base64.
+    /// SSE-S3 and SSE-KMS: the object's key sealed under the host's key,
+    /// base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed: Option<String>,
+    /// SSE-KMS: the named key the object's key is sealed as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms: Option<KmsKey>,
 }
 
 /// An AES-256 key.
@@ -77,24 +86,33 @@ impl Sealed {
             check: Some(check(&nonce, key)),
             nonce,
             sealed: None,
+            kms: None,
         }
     }
 
-    /// A new object under a fresh key sealed with the host's key.
-    pub fn host(sealer: &dyn Sealing) -> Option<(Sealed, Key)> {
+    /// A new object under a fresh key sealed with the host's key: as
+    /// SSE-S3 without `kms`, as that named key with it.
+    pub fn host(sealer: &dyn Sealing, kms: Option<KmsKey>) -> Option<(Sealed, Key)> {
         let nonce = nonce();
         let mut key = [0u8; 32];
         rand::rng().fill_bytes(&mut key);
-        let sealed = sealer.seal(&context(&nonce), &key)?;
-        Some((
-            Sealed {
-                kind: Kind::Host,
-                nonce,
-                check: None,
-                sealed: Some(BASE64.encode(sealed)),
-            },
-            Key(key),
-        ))
+        let mut sealed = Sealed {
+            kind: if kms.is_some() { Kind::Kms } else { Kind::Host },
+            nonce,
+            check: None,
+            sealed: None,
+            kms,
+        };
+        sealed.sealed = Some(BASE64.encode(sealer.seal(&sealed.context(), &key)?));
+        Some((sealed, Key(key)))
+    }
+
+    /// What the object's key is sealed with.
+    fn context(&self) -> String {
+        match &self.kms {
+            Some(k) => k.context(&self.nonce),
+            None => context(&self.nonce),
+        }
     }
 
     /// Whether `key` is the customer key the object was written with.
@@ -104,10 +122,10 @@ impl Sealed {
             .is_some_and(|c| bool::from(c.as_bytes().ct_eq(check(&self.nonce, key).as_bytes())))
     }
 
-    /// The object's key of an SSE-S3 object.
+    /// The object's key of an SSE-S3 or SSE-KMS object.
     pub fn open(&self, sealer: &dyn Sealing) -> Option<Key> {
         let sealed = BASE64.decode(self.sealed.as_ref()?).ok()?;
-        let key = sealer.open(&context(&self.nonce), &sealed)?;
+        let key = sealer.open(&self.context(), &sealed)?;
         Some(Key(key.try_into().ok()?))
     }
 

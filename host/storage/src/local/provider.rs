@@ -21,18 +21,32 @@ impl Provider for LocalProvider {
         org_id: &str,
         project_id: Option<String>,
         name: &str,
+        s3_name: Option<&str>,
         actor: &Actor,
     ) -> Result<Bucket> {
-        if let Some(problem) = names::check_name(name) {
-            return Err(Error::InvalidArgument(problem));
-        }
+        let (name, full) = match s3_name {
+            Some(full) => {
+                if names::check_s3_name(org_id, full).is_err() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{full} is not a bucket name of this organisation"
+                    )));
+                }
+                (full, full.to_owned())
+            }
+            None => {
+                if let Some(problem) = names::check_name(name) {
+                    return Err(Error::InvalidArgument(problem));
+                }
+                (name, names::bucket_name(org_id, name))
+            }
+        };
         let now = time::now_ms();
         let bucket = Bucket {
             id: new_id("bkt"),
             org_id: org_id.to_owned(),
             project_id,
             name: name.to_owned(),
-            bucket: names::bucket_name(org_id, name),
+            bucket: full,
             bytes: 0,
             objects: 0,
             created_at: now,

@@ -101,7 +101,7 @@ fn grantee(kind: &str, value: &str) -> S3Result<Who> {
 /// read, write, read-acp, write-acp, full-control) or policy ask for, on
 /// a resource of `owner` in a bucket of `bucket_owner`; grantees are
 /// checked to be organisations that exist.
-async fn requested(
+pub(super) async fn requested(
     front: &Front,
     canned: Option<&str>,
     headers: [&Option<String>; 5],

@@ -128,9 +128,9 @@ pub(super) async fn copy(
     )?;
     let plan = encryption::plan(
         &front.storage,
-        defaults.encrypt,
-        input.server_side_encryption.as_ref(),
-        customer.as_ref(),
+        &principal.org_id,
+        defaults.encryption.as_ref(),
+        encryption::asked!(input, customer.as_ref()),
     )?;
     let info = if source_key.is_none() && plan.is_none() {
         // The same bytes: the blobs are copied, what describes them kept.

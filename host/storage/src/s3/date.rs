@@ -111,15 +111,28 @@ pub fn check_v2<B>(req: &Request<B>) -> Option<Response<s3s::Body>> {
     }
 }
 
+/// An HTTP date: `GMT` as HTTP writes it, or a numeric zone as RFC 2822
+/// does (`-0000`, which Python's `formatdate` and so botocore's SigV4
+/// signer write).
 fn http_date(http: &str) -> Option<time::OffsetDateTime> {
+    let http = http.trim();
     time::PrimitiveDateTime::parse(
-        http.trim(),
+        http,
         format_description!(
             "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
         ),
     )
-    .ok()
     .map(time::PrimitiveDateTime::assume_utc)
+    .or_else(|_| {
+        time::OffsetDateTime::parse(
+            http,
+            format_description!(
+                "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] [offset_hour sign:mandatory][offset_minute]"
+            ),
+        )
+    })
+    .ok()
+    .map(|d| d.to_offset(time::UtcOffset::UTC))
 }
 
 /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`) as SigV4 writes it
@@ -179,6 +192,14 @@ mod tests {
     fn an_http_date_becomes_an_amz_date() {
         assert_eq!(
             super::amz_date("Sun, 06 Nov 1994 08:49:37 GMT").as_deref(),
+            Some("19941106T084937Z")
+        );
+        assert_eq!(
+            super::amz_date("Sun, 06 Nov 1994 08:49:37 -0000").as_deref(),
+            Some("19941106T084937Z")
+        );
+        assert_eq!(
+            super::amz_date("Sun, 06 Nov 1994 10:49:37 +0200").as_deref(),
             Some("19941106T084937Z")
         );
         assert_eq!(super::amz_date("yesterday"), None);

@@ -1,7 +1,7 @@
 //! Server-side encryption as S3 asks for it: SSE-C headers (the key, its
 //! algorithm and MD5, all checked), `x-amz-server-side-encryption:
-//! AES256` (SSE-S3), and the refusal of SSE-KMS, which Plateau does not
-//! offer. The cipher itself is [`crate::sse`].
+//! AES256` (SSE-S3) and `aws:kms` with its key id (SSE-KMS, under the
+//! built-in KMS, [`crate::kms`]). The cipher itself is [`crate::sse`].
 
 use std::sync::{Arc, Mutex};
 
@@ -13,9 +13,11 @@ use md5::{Digest as _, Md5};
 use s3s::dto::{SSECustomerAlgorithm, ServerSideEncryption};
 use s3s::{S3Error, S3ErrorCode, S3Result};
 
+use super::bucket_encryption::ByDefault;
 use super::internal;
 use crate::Storage;
 use crate::error::Error;
+use crate::kms::{KeyError, KmsKey};
 use crate::provider::{ByteStream, ETAG_DIGEST, ObjectInfo, Upload};
 use crate::sse::{self, Kind, Sealed};
 
@@ -86,38 +88,106 @@ pub(super) struct Plan {
     key: sse::Key,
 }
 
-/// The encryption a write asks for: SSE-C, SSE-S3, or none; SSE-S3 when
-/// it asks for none in a bucket that encrypts by default.
+/// The encryption a write asks for, from its headers.
+pub(super) struct Asked<'a> {
+    /// `x-amz-server-side-encryption`.
+    pub method: Option<&'a ServerSideEncryption>,
+    /// `x-amz-server-side-encryption-aws-kms-key-id`.
+    pub kms_key_id: Option<&'a str>,
+    /// `x-amz-server-side-encryption-bucket-key-enabled`.
+    pub bucket_key: Option<bool>,
+    /// `x-amz-server-side-encryption-context`.
+    pub kms_context: Option<&'a str>,
+    pub customer: Option<&'a Customer>,
+}
+
+/// The [`Asked`] of an s3s write input (PutObject, CopyObject,
+/// CreateMultipartUpload: the same field names).
+macro_rules! asked {
+    ($input:expr, $customer:expr) => {
+        super::encryption::Asked {
+            method: $input.server_side_encryption.as_ref(),
+            kms_key_id: $input.ssekms_key_id.as_deref(),
+            bucket_key: $input.bucket_key_enabled,
+            kms_context: $input.ssekms_encryption_context.as_deref(),
+            customer: $customer,
+        }
+    };
+}
+pub(super) use asked;
+
+fn kms_error(e: KeyError) -> S3Error {
+    match e {
+        KeyError::Invalid => S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()),
+        KeyError::OtherOrganisation => {
+            S3Error::with_message(S3ErrorCode::AccessDenied, e.to_string())
+        }
+    }
+}
+
+/// The named key of organisation `org` a key id names (None: the
+/// default key), as an S3 error.
+pub(super) fn kms_key(org: &str, id: Option<&str>, bucket_key: bool) -> S3Result<KmsKey> {
+    KmsKey::resolve(org, id, bucket_key).map_err(kms_error)
+}
+
+/// The encryption of a write by organisation `org`: SSE-C, SSE-S3,
+/// SSE-KMS or none; the bucket's default (`by_default`) when it asks for
+/// none.
 pub(super) fn plan(
     storage: &Storage,
-    by_default: bool,
-    asked: Option<&ServerSideEncryption>,
-    customer: Option<&Customer>,
+    org: &str,
+    by_default: Option<&ByDefault>,
+    asked: Asked<'_>,
 ) -> S3Result<Option<Plan>> {
-    let asked = asked
-        .map(ServerSideEncryption::as_str)
-        .or((by_default && customer.is_none()).then_some("AES256"));
-    match (asked, customer) {
-        (Some(_), Some(_)) => Err(invalid(
-            "server side encryption with customer provided keys cannot be combined with \
-             x-amz-server-side-encryption",
-        )),
-        (None, Some(c)) => Ok(Some(Plan {
-            sealed: Sealed::customer(&c.key),
-            key: c.key.clone(),
-        })),
-        (Some("AES256"), None) => {
-            let (sealed, key) = Sealed::host(storage.keys().sealer())
-                .ok_or_else(|| internal(Error::Internal("sealing an object key failed".into())))?;
-            Ok(Some(Plan { sealed, key }))
-        }
-        (Some("aws:kms" | "aws:kms:dsse"), None) => Err(S3Error::with_message(
+    if asked.kms_context.is_some() {
+        return Err(S3Error::with_message(
             S3ErrorCode::NotImplemented,
-            "SSE-KMS is not offered; use SSE-S3 (AES256) or a customer provided key (SSE-C)",
-        )),
-        (Some(_), None) => Err(invalid("the encryption method specified is not supported")),
-        (None, None) => Ok(None),
+            "x-amz-server-side-encryption-context is not supported by the built-in KMS",
+        ));
     }
+    let method = asked.method.map(ServerSideEncryption::as_str);
+    let kms = match (method, asked.customer) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "server side encryption with customer provided keys cannot be combined with \
+                 x-amz-server-side-encryption",
+            ));
+        }
+        (None, Some(c)) if asked.kms_key_id.is_none() => {
+            return Ok(Some(Plan {
+                sealed: Sealed::customer(&c.key),
+                key: c.key.clone(),
+            }));
+        }
+        (Some("aws:kms"), None) => Some(kms_key(
+            org,
+            asked.kms_key_id,
+            asked.bucket_key.unwrap_or(false),
+        )?),
+        (_, _) if asked.kms_key_id.is_some() => {
+            return Err(invalid(
+                "x-amz-server-side-encryption-aws-kms-key-id is only allowed with \
+                 x-amz-server-side-encryption: aws:kms",
+            ));
+        }
+        (Some("AES256"), None) => None,
+        (Some("aws:kms:dsse"), None) => {
+            return Err(S3Error::with_message(
+                S3ErrorCode::NotImplemented,
+                "dual-layer SSE-KMS is not offered; use aws:kms",
+            ));
+        }
+        (Some(_), None) => return Err(invalid("the encryption method specified is not supported")),
+        (None, _) => match by_default {
+            None => return Ok(None),
+            Some(ByDefault::S3) => None,
+            Some(ByDefault::Kms(key)) => Some(key.clone()),
+        },
+    };
+    let (sealed, key) = Sealed::host(storage.keys().sealer(), kms)
+        .ok_or_else(|| internal(Error::Internal("sealing an object key failed".into())))?;
+    Ok(Some(Plan { sealed, key }))
 }
 
 /// The key of an existing object (or upload) encrypted as `sealed`,
@@ -169,10 +239,11 @@ impl Plan {
 }
 
 /// Encrypts `upload` as segment `part` of an object of `sealed`. An
-/// SSE-S3 object's entity tag stays the MD5 of its plaintext, as S3's.
+/// SSE-S3 or SSE-KMS object's entity tag stays the MD5 of its plaintext,
+/// as S3's SSE-S3 one.
 pub(super) fn encrypt(upload: &mut Upload, sealed: &Sealed, key: sse::Key, part: i64) {
     let body = std::mem::replace(&mut upload.body, futures::stream::empty().boxed());
-    let body = if sealed.kind == Kind::Host {
+    let body = if sealed.kind != Kind::Customer {
         let md5 = Arc::new(Mutex::new(Some(Md5::new())));
         let end = md5.clone();
         let digests = upload.digests.clone();
@@ -222,32 +293,43 @@ pub(super) fn decrypt(
     sse::apply(stream, key, segments, start)
 }
 
-/// What responses say of an object's encryption: the method, and for
-/// SSE-C the algorithm and the key's MD5.
+/// What responses say of an object's encryption: the method, for SSE-C
+/// the algorithm and the key's MD5, for SSE-KMS the key id and whether a
+/// bucket key was asked for.
 pub(super) struct Described {
     pub method: Option<ServerSideEncryption>,
     pub algorithm: Option<SSECustomerAlgorithm>,
     pub key_md5: Option<String>,
+    pub kms_key_id: Option<String>,
+    pub bucket_key: Option<bool>,
 }
 
 pub(super) fn describe(sealed: Option<&Sealed>, customer: Option<&Customer>) -> Described {
-    match sealed.map(|s| s.kind) {
-        Some(Kind::Host) => Described {
-            method: Some(ServerSideEncryption::from_static(
+    let mut d = Described {
+        method: None,
+        algorithm: None,
+        key_md5: None,
+        kms_key_id: None,
+        bucket_key: None,
+    };
+    match sealed.map(|s| (s.kind, s.kms.as_ref())) {
+        Some((Kind::Host, _)) => {
+            d.method = Some(ServerSideEncryption::from_static(
                 ServerSideEncryption::AES256,
-            )),
-            algorithm: None,
-            key_md5: None,
-        },
-        Some(Kind::Customer) => Described {
-            method: None,
-            algorithm: Some("AES256".to_owned()),
-            key_md5: customer.map(|c| c.md5.clone()),
-        },
-        None => Described {
-            method: None,
-            algorithm: None,
-            key_md5: None,
-        },
+            ));
+        }
+        Some((Kind::Kms, key)) => {
+            d.method = Some(ServerSideEncryption::from_static(
+                ServerSideEncryption::AWS_KMS,
+            ));
+            d.kms_key_id = key.map(|k| k.id.clone());
+            d.bucket_key = key.and_then(|k| k.bucket_key.then_some(true));
+        }
+        Some((Kind::Customer, _)) => {
+            d.algorithm = Some("AES256".to_owned());
+            d.key_md5 = customer.map(|c| c.md5.clone());
+        }
+        None => {}
     }
+    d
 }

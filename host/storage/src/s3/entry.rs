@@ -90,6 +90,7 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
             )
             .await;
             let has_body = sends_body(req.headers());
+            let attributes = super::attributes::asked(&req);
             let mut response = if let Some(refused) = date::check_v2(&req) {
                 refused
             } else {
@@ -99,6 +100,9 @@ impl tower::Service<http::Request<plateau_listen::Body>> for Entry {
                     Err(refused) => refused,
                 }
             };
+            if attributes && response.status().is_success() {
+                super::attributes::bare_etag(&mut response);
+            }
             if let Some(cors) = cors {
                 cors.apply(&mut response);
             }

@@ -46,6 +46,8 @@ macro_rules! set_encryption {
         $out.server_side_encryption = described.method;
         $out.sse_customer_algorithm = described.algorithm;
         $out.sse_customer_key_md5 = described.key_md5;
+        $out.ssekms_key_id = described.kms_key_id;
+        $out.bucket_key_enabled = described.bucket_key;
     }};
 }
 

@@ -1,8 +1,10 @@
 //! Browser POST uploads (HTML forms) before `s3s` parses them: the
 //! fields ahead of the file are read (at most [`MAX_HEAD`] bytes), a
-//! `key` holding `${filename}` gets the file's name, and a policy whose
+//! `key` holding `${filename}` gets the file's name, a policy whose
 //! `expiration` is not an ISO 8601 UTC time is refused (400
-//! InvalidPolicyDocument), as S3 does. The file itself streams on.
+//! InvalidPolicyDocument), as S3 does, and the XML `tagging` field (which
+//! s3s does not read) reaches PutObject as a [`FormTagging`] extension.
+//! The file itself streams on.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -110,15 +112,8 @@ pub async fn prepare(req: Request<Body>) -> Result<Request<FormBody>, Response<s
                 &problem,
             ));
         }
-        if let Some(field) = unsupported(fields, &boundary) {
-            return Err(xml_error(
-                StatusCode::NOT_IMPLEMENTED,
-                "NotImplemented",
-                &format!(
-                    "the form field {field} is not supported: send the tags as x-amz-tagging \
-                     (key=value&...) or with PutObjectTagging"
-                ),
-            ));
+        if let Some(xml) = tagging(fields, &boundary) {
+            parts.extensions.insert(FormTagging(xml));
         }
         let name = file_name(fields, &boundary).unwrap_or_default();
         let needle = b"${filename}";
@@ -149,10 +144,16 @@ pub async fn prepare(req: Request<Body>) -> Result<Request<FormBody>, Response<s
     ))
 }
 
-/// Where the file's bytes start: after the headers of the part that has
-/// a `filename` (S3 wants the file last).
+/// Where the headers of the part named `file` start (S3 wants the file
+/// last). Not the first part with a `filename`: clients (Python's
+/// requests with `files=`) send every field as a file.
+fn file_part(buf: &[u8]) -> Option<usize> {
+    find(buf, b"; name=\"file\"")
+}
+
+/// Where the file's bytes start: after the headers of the `file` part.
 fn file_fields_end(buf: &[u8], _boundary: &str) -> Option<usize> {
-    let at = find(buf, b"filename=")?;
+    let at = file_part(buf)?;
     let end = find(&buf[at..], b"\r\n\r\n")?;
     Some(at + end + 4)
 }
@@ -180,19 +181,22 @@ fn fields(head: &[u8], boundary: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A field the form may carry that the upload would not act on: the
-/// XML `tagging` document (s3s reads only `x-amz-tagging`), refused rather
-/// than ignored.
-fn unsupported(head: &[u8], boundary: &str) -> Option<&'static str> {
+/// A form's XML `tagging` field (`<Tagging><TagSet>...`), which s3s
+/// does not read (only `x-amz-tagging`): PutObject applies it.
+#[derive(Clone, Debug)]
+pub(super) struct FormTagging(pub String);
+
+/// The form's `tagging` field.
+fn tagging(head: &[u8], boundary: &str) -> Option<String> {
     fields(head, boundary)
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case("tagging"))
-        .then_some("tagging")
+        .into_iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("tagging"))
+        .map(|(_, v)| v)
 }
 
 /// The file part's `filename`.
 fn file_name(head: &[u8], _boundary: &str) -> Option<String> {
-    let text = String::from_utf8_lossy(head);
+    let text = String::from_utf8_lossy(&head[file_part(head)?..]);
     let at = text.find("filename=\"")? + "filename=\"".len();
     let end = text[at..].find('"')?;
     Some(text[at..at + end].to_owned())
@@ -248,14 +252,19 @@ mod tests {
         assert_eq!(f[0], ("key".to_owned(), "up/${filename}".to_owned()));
         assert_eq!(super::file_name(head, "XX").as_deref(), Some("a b.txt"));
         assert_eq!(super::file_fields_end(head, "XX"), Some(head.len()));
-        assert_eq!(super::unsupported(head, "XX"), None);
+        assert_eq!(super::tagging(head, "XX"), None);
     }
 
     #[test]
-    fn an_xml_tagging_field_is_refused_not_ignored() {
-        let head = b"--XX\r\nContent-Disposition: form-data; name=\"Tagging\"\r\n\r\n\
+    fn an_xml_tagging_field_is_found() {
+        let head = b"--XX\r\nContent-Disposition: form-data; name=\"Tagging\"; filename=\"Tagging\"\r\n\r\n\
 <Tagging><TagSet></TagSet></Tagging>\r\n\
 --XX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n";
-        assert_eq!(super::unsupported(head, "XX"), Some("tagging"));
+        assert_eq!(
+            super::tagging(head, "XX").as_deref(),
+            Some("<Tagging><TagSet></TagSet></Tagging>")
+        );
+        assert_eq!(super::file_fields_end(head, "XX"), Some(head.len()));
+        assert_eq!(super::file_name(head, "XX").as_deref(), Some("a"));
     }
 }

@@ -99,14 +99,19 @@ pub(super) fn headers_of(
     expires: Option<Timestamp>,
     metadata: Option<Metadata>,
 ) -> ObjectHeaders {
-    // aws-chunked names the framing of the request body, not the content.
+    // aws-chunked names the framing of the request body, not the content;
+    // the rest is kept as it was sent.
+    let chunked = |t: &str| t.trim().eq_ignore_ascii_case("aws-chunked");
     let content_encoding = content_encoding
         .map(|e| {
+            if !e.split(',').any(chunked) {
+                return e;
+            }
             e.split(',')
+                .filter(|t| !t.trim().is_empty() && !chunked(t))
                 .map(str::trim)
-                .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("aws-chunked"))
                 .collect::<Vec<_>>()
-                .join(",")
+                .join(", ")
         })
         .filter(|e| !e.is_empty());
     ObjectHeaders {

@@ -25,9 +25,9 @@ pub(super) async fn create(
     let defaults = super::bucket_encryption::defaults(front, &bucket).await?;
     let plan = encryption::plan(
         &front.storage,
-        defaults.encrypt,
-        input.server_side_encryption.as_ref(),
-        customer.as_ref(),
+        &principal.org_id,
+        defaults.encryption.as_ref(),
+        encryption::asked!(input, customer.as_ref()),
     )?;
     let algorithm = match &input.checksum_algorithm {
         Some(a) => {
@@ -356,6 +356,8 @@ fn completed(
         e_tag: Some(ETag::Strong(info.etag.clone())),
         checksum_type: (!c.is_empty()).then(|| ChecksumType::from_static(ChecksumType::COMPOSITE)),
         server_side_encryption: described.method,
+        ssekms_key_id: described.kms_key_id,
+        bucket_key_enabled: described.bucket_key,
         version_id: info.version_id.clone(),
         ..Default::default()
     };

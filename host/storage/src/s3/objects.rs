@@ -56,6 +56,13 @@ pub(super) fn body<T>(
                 .collect()
         })
         .unwrap_or_default();
+    // s3s reads an empty Content-MD5 as none sent; S3 refuses it
+    // (InvalidDigest), as any Content-MD5 that is not an MD5.
+    let content_md5 = content_md5.or_else(|| {
+        req.headers
+            .get("content-md5")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    });
     let body = body
         .unwrap_or_else(|| StreamingBlob::wrap(futures::stream::empty::<std::io::Result<Bytes>>()));
     let digests = Digests::default();
@@ -102,16 +109,21 @@ pub(super) async fn put_object(
     let defaults = super::bucket_encryption::defaults(front, &bucket).await?;
     let plan = encryption::plan(
         &front.storage,
-        defaults.encrypt,
-        req.input.server_side_encryption.as_ref(),
-        customer.as_ref(),
+        &principal.org_id,
+        defaults.encryption.as_ref(),
+        encryption::asked!(req.input, customer.as_ref()),
     )?;
     let checksums = sent_checksums!(input);
     let condition = condition(
         req.input.if_match.as_ref(),
         req.input.if_none_match.as_ref(),
     )?;
-    let tags = super::tagging::from_header(req.input.tagging.as_deref())?;
+    let mut tags = super::tagging::from_header(req.input.tagging.as_deref())?;
+    if let Some(form) = req.extensions.get::<super::form::FormTagging>()
+        && tags.is_empty()
+    {
+        tags = super::tagging::from_xml(&form.0)?;
+    }
     let acl = super::acl::for_object(
         front,
         &principal,

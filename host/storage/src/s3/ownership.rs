@@ -58,6 +58,14 @@ pub(super) fn owner<'a>(
     }
 }
 
+/// `rule` if it is one of the three rules.
+pub(super) fn checked(rule: &str) -> S3Result<&str> {
+    if ![ENFORCED, PREFERRED, WRITER].contains(&rule) {
+        return Err(invalid(&format!("ObjectOwnership: {rule} is not a rule")));
+    }
+    Ok(rule)
+}
+
 fn invalid(message: &str) -> S3Error {
     S3Error::with_message(S3ErrorCode::InvalidRequest, message.to_owned())
 }
@@ -73,10 +81,7 @@ pub(super) async fn put(
             "OwnershipControls needs exactly one Rule",
         ));
     };
-    let rule = rule.object_ownership.as_str();
-    if ![ENFORCED, PREFERRED, WRITER].contains(&rule) {
-        return Err(invalid(&format!("ObjectOwnership: {rule} is not a rule")));
-    }
+    let rule = checked(rule.object_ownership.as_str())?;
     if rule == ENFORCED && acl::of_bucket(front, &bucket).await?.grants.len() > 1 {
         return Err(S3Error::with_message(
             S3ErrorCode::InvalidBucketAclWithObjectOwnership,

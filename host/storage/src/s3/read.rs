@@ -1,7 +1,7 @@
 //! GetObject and HeadObject: conditions (a 304 carries the entity tag),
 //! ranges and `partNumber` (one part of a multipart object, or the whole
 //! of another as its part 1), stored checksums with `ChecksumMode`, and
-//! decryption of SSE-C and SSE-S3 objects.
+//! decryption of SSE-C, SSE-S3 and SSE-KMS objects.
 
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
@@ -45,6 +45,16 @@ fn no_sse_header<T>(req: &S3Request<T>) -> S3Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The object's content type; S3's `binary/octet-stream` for one written
+/// without.
+fn content_type(h: &crate::provider::ObjectHeaders) -> Option<String> {
+    Some(
+        h.content_type
+            .clone()
+            .unwrap_or_else(|| "binary/octet-stream".to_owned()),
+    )
 }
 
 /// The stored checksums, when asked for and the whole object is read.
@@ -150,7 +160,7 @@ pub(super) async fn get(
         content_type: input
             .response_content_type
             .clone()
-            .or_else(|| h.content_type.clone()),
+            .or_else(|| content_type(h)),
         content_encoding: input
             .response_content_encoding
             .clone()
@@ -242,7 +252,7 @@ pub(super) async fn head(
         e_tag: Some(etag(&info)),
         last_modified: Some(last_modified(&info)),
         parts_count: input.part_number.and_then(|_| parts_count(&info)),
-        content_type: h.content_type.clone(),
+        content_type: content_type(h),
         content_encoding: h.content_encoding.clone(),
         content_disposition: h.content_disposition.clone(),
         content_language: h.content_language.clone(),
@@ -257,6 +267,11 @@ pub(super) async fn head(
     });
     set_checksums!(out.output, from sums);
     set_encryption!(out.output, described);
+    // HeadObject's s3s output has no tag count; S3 sends it as GetObject's.
+    if let Some(n) = super::tagging::count(&h.tags) {
+        out.headers
+            .insert("x-amz-tagging-count", http::HeaderValue::from(n));
+    }
     if input.part_number.is_some() {
         out.status = Some(http::StatusCode::PARTIAL_CONTENT);
     }

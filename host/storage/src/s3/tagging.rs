@@ -72,6 +72,18 @@ fn to_set(tags: &Tags) -> TagSet {
         .collect()
 }
 
+/// The tags of a POST form's XML `tagging` field.
+pub(super) fn from_xml(xml: &str) -> S3Result<Tags> {
+    let mut d = s3s::xml::Deserializer::new(xml.as_bytes());
+    let tagging = <Tagging as s3s::xml::Deserialize>::deserialize(&mut d).map_err(|_| {
+        S3Error::with_message(
+            S3ErrorCode::MalformedXML,
+            "the form's tagging field is not a Tagging document",
+        )
+    })?;
+    from_set(&tagging, MAX_OBJECT_TAGS)
+}
+
 /// The tags of an `x-amz-tagging` header (URL query encoded).
 pub(super) fn from_header(header: Option<&str>) -> S3Result<Tags> {
     let Some(header) = header.filter(|h| !h.is_empty()) else {

@@ -113,7 +113,7 @@ async fn grants_ownership_and_public_access_blocks() {
 }
 
 /// The organisation of `token`: its S3 canonical user id.
-async fn org_of(s3: &S3, token: &str) -> String {
+pub(super) async fn org_of(s3: &S3, token: &str) -> String {
     let me = s3
         .server
         .anonymous()

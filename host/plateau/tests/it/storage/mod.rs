@@ -9,6 +9,7 @@ mod boto;
 mod conditions;
 mod features;
 mod isolation;
+mod kms;
 mod lifecycle;
 mod object_lock;
 mod semantics;

@@ -49,7 +49,7 @@ def send(method, key, headers, body=b"", payload=None, use_date=False):
 "#;
 
 /// Every file under `dir` whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+pub(super) fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -133,7 +133,7 @@ out["s3_etag"] = g["ETag"] == '"' + hashlib.md5(body).hexdigest() + '"'
 s3.copy_object(Bucket=B, Key="copied", CopySource={"Bucket": B, "Key": "c"},
                CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=key)
 out["copy_plain"] = s3.get_object(Bucket=B, Key="copied")["Body"].read() == body
-out["kms"] = code(lambda: s3.put_object(Bucket=B, Key="k", Body=b"x", ServerSideEncryption="aws:kms"))
+out["unknown"] = code(lambda: s3.put_object(Bucket=B, Key="k", Body=b"x", ServerSideEncryption="aes:kms"))
 print(json.dumps(out))
 "#
         .replace("out = {}", "import hashlib\nout = {}")
@@ -144,7 +144,7 @@ print(json.dumps(out))
         json!({ "put_algo": "AES256", "get": true, "range": true, "no_key": "InvalidRequest",
                 "head_no_key": "400", "wrong_key": "InvalidRequest", "bad_md5": "InvalidArgument",
                 "part_wrong_key": "InvalidRequest", "mp": true, "mp_span": true, "s3_put": "AES256",
-                "s3_get": ["AES256", true], "s3_etag": true, "copy_plain": true, "kms": "NotImplemented" })
+                "s3_get": ["AES256", true], "s3_etag": true, "copy_plain": true, "unknown": "InvalidArgument" })
     );
     // The only plaintext at rest is the copy made without encryption.
     let store = s3.server.data_dir.path().join("storage");
@@ -299,7 +299,7 @@ print(json.dumps(out))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn browser_post_forms_name_the_file_and_check_the_policy() {
+async fn browser_post_forms_name_the_file_check_the_policy_and_tag() {
     let s3 = S3::start(Backend::Sqlite).await;
     let out = s3.boto(
         &s3.key,
@@ -318,18 +318,23 @@ doc["expiration"] = "2100-01-01 00:00:00.000000+00:00"
 fields["policy"] = base64.b64encode(json.dumps(doc).encode()).decode()
 r = requests.post(post["url"], data=fields, files={"file": ("x.txt", b"x")})
 out["bad_expiration"] = [r.status_code, "InvalidPolicyDocument" in r.text]
+tagging = "<Tagging><TagSet><Tag><Key>team</Key><Value>a&amp;b</Value></Tag></TagSet></Tagging>"
+post = s3.generate_presigned_post(B, "tagged", Fields={"tagging": tagging}, Conditions=[{"tagging": tagging}])
+r = requests.post(post["url"], data=post["fields"], files={"file": ("t.txt", b"t")})
+out["tagged"] = [r.status_code, s3.get_object_tagging(Bucket=B, Key="tagged")["TagSet"]]
 print(json.dumps(out))
 "#,
     );
     assert_eq!(
         out,
         json!({ "post": 204, "stored": ["uploads/report one.txt"], "body": "form body",
-                "bad_expiration": [400, true] })
+                "bad_expiration": [400, true],
+                "tagged": [204, [{ "Key": "team", "Value": "a&b" }]] })
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_bucket_over_s3_answers_for_the_organisations_own() {
+async fn create_bucket_over_s3_never_takes_another_organisations_name() {
     let s3 = S3::start(Backend::Sqlite).await;
     let other = crate::create_org(&s3.server, "Other", "free").await;
     let theirs = super::create_bucket(&s3.server, &other, "theirs").await;
@@ -347,6 +352,7 @@ print(json.dumps(out))
     let out = s3.boto(&s3.key, &script);
     assert_eq!(
         out,
-        json!({ "own": "BucketAlreadyOwnedByYou", "theirs": "AccessDenied", "new": "AccessDenied" })
+        json!({ "own": "BucketAlreadyOwnedByYou", "theirs": "BucketAlreadyExists",
+                "new": "BucketAlreadyExists" })
     );
 }
