@@ -32,6 +32,10 @@ pub trait HostPull: Send + Sync {
     /// Whether `registry` (`host[:port]` of a reference) is reached over
     /// HTTPS rather than plain HTTP.
     fn https(&self, registry: &str) -> bool;
+    /// Whether `registry` is this platform's: the only one the host's
+    /// bearer is ever sent to. An image from a registry the operator
+    /// allows is fetched anonymously, as it was resolved.
+    fn is_own(&self, registry: &str) -> bool;
 }
 
 /// Fetches and unpacks under `images` the Linux image deployment `d` of
@@ -70,7 +74,11 @@ pub async fn fetch(
         read_timeout: Some(Duration::from_secs(60)),
         ..ClientConfig::default()
     });
-    let auth = RegistryAuth::Bearer(pull.bearer(org_id));
+    let auth = if pull.is_own(&registry) {
+        RegistryAuth::Bearer(pull.bearer(org_id))
+    } else {
+        RegistryAuth::Anonymous
+    };
     let started = Instant::now();
     let why = |e: String| {
         format!("this host lacks image {image} and cannot fetch it from {registry}: {e}")

@@ -298,11 +298,14 @@ impl RegistryAccess for OwnRegistry {
 
 /// How this host's agent fetches a Linux image it lacks: with the host's
 /// own pull-only bearer (signed with the registry's key from the shared
-/// database), over HTTPS to the registry of `PLATEAU_REGISTRY_URL` when
-/// it is an `https://` address, over plain HTTP to a host's API address.
+/// database), sent only to this platform's registry: the host of
+/// `PLATEAU_REGISTRY_URL` (over HTTPS when it is an `https://` address)
+/// or a host's API address on this machine's loopback (plain HTTP).
 pub struct HostFetch {
     signer: plateau_registry::auth::HostPullSigner,
-    https: Option<String>,
+    /// `PLATEAU_REGISTRY_URL`'s `host[:port]`, lowercase, and whether it
+    /// is served over HTTPS.
+    public: Option<(String, bool)>,
 }
 
 impl HostFetch {
@@ -310,10 +313,21 @@ impl HostFetch {
         let signer = plateau_registry::auth::HostPullSigner::load(db)
             .await
             .context("reading the registry's signing key")?;
-        let https = registry_url
-            .and_then(|u| u.strip_prefix("https://"))
-            .map(|h| h.trim_end_matches('/').to_ascii_lowercase());
-        Ok(HostFetch { signer, https })
+        let public = registry_url.and_then(|u| {
+            let (rest, https) = match u.strip_prefix("https://") {
+                Some(rest) => (rest, true),
+                None => (u.strip_prefix("http://")?, false),
+            };
+            let host = rest.split('/').next().unwrap_or_default();
+            Some((host.to_ascii_lowercase(), https))
+        });
+        Ok(HostFetch { signer, public })
+    }
+
+    fn is_public(&self, registry: &str) -> bool {
+        self.public
+            .as_ref()
+            .is_some_and(|(h, _)| h.eq_ignore_ascii_case(registry))
     }
 }
 
@@ -323,10 +337,25 @@ impl plateau_apps::fetch::HostPull for HostFetch {
     }
 
     fn https(&self, registry: &str) -> bool {
-        self.https
-            .as_deref()
-            .is_some_and(|h| h.eq_ignore_ascii_case(registry))
+        self.is_public(registry) && self.public.as_ref().is_some_and(|(_, https)| *https)
     }
+
+    fn is_own(&self, registry: &str) -> bool {
+        self.is_public(registry) || is_loopback_host(registry)
+    }
+}
+
+/// Whether `host[:port]` names this machine's loopback.
+fn is_loopback_host(registry: &str) -> bool {
+    let host = match registry.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => registry,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Builds the apps service of the API process, reaching the data plane
@@ -628,4 +657,19 @@ fn forwarding_token(secret_key: &[u8]) -> String {
     h.update(b"plateau edge forwarding\0");
     h.update(secret_key);
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    #[test]
+    fn the_bearer_goes_to_loopback_registries_only() {
+        for own in ["127.0.0.1:8080", "localhost:5000", "[::1]:8080", "127.0.0.2"] {
+            assert!(is_loopback_host(own), "{own}");
+        }
+        for other in ["docker.io", "ghcr.io:443", "10.0.0.1:5000", "127.0.0.1.example.com"] {
+            assert!(!is_loopback_host(other), "{other}");
+        }
+    }
 }
