@@ -35,6 +35,7 @@ pub mod provision;
 pub mod query;
 pub mod registry;
 pub mod runners;
+pub mod series;
 pub mod sessions;
 pub mod settings;
 pub mod spend;

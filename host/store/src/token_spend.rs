@@ -122,8 +122,8 @@ pub async fn spent(db: &Db, token_id: &str) -> Result<i64> {
 /// caller holds the token row's lock.
 async fn settle(tx: &mut Tx, token_id: &str) -> Result<f64> {
     let totals: Vec<(String, f64)> = sqlx::query_as(
-        "SELECT metric, SUM(quantity) FROM usage_points WHERE resource_id IN (\
-           SELECT resource_id FROM token_resources WHERE token_id = $1) \
+        "SELECT metric, SUM(quantity) FROM usage_points WHERE (org_id, resource_id) IN (\
+           SELECT org_id, resource_id FROM token_resources WHERE token_id = $1) \
          GROUP BY metric ORDER BY metric",
     )
     .bind(token_id)

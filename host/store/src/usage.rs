@@ -1,7 +1,7 @@
 //! The series store: daily usage points per organisation, resource and
 //! metric (`usage_points`). Reporters add increments in batches
-//! ([`add`], one transaction per batch, an upsert that sums); `GET /metrics`
-//! and `GET /usage` read them back ([`points`], [`totals`]). Each batch
+//! ([`add`], one transaction per batch, an upsert that sums); `GET /usage`
+//! reads them back ([`totals`]), `GET /metrics` through `crate::series`. Each batch
 //! is charged to the tokens that created its resources in the same
 //! transaction (`crate::token_spend`).
 
@@ -33,7 +33,7 @@ pub struct Point {
     pub quantity: f64,
 }
 
-/// What [`points`] selects; `None` selects everything.
+/// What `crate::series::points` selects; `None` selects everything.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
     pub resource_id: Option<String>,
@@ -71,37 +71,6 @@ pub async fn add(db: &Db, batch: &[Increment]) -> Result<()> {
     crate::token_spend::charge_batch(&mut tx, batch).await?;
     tx.commit().await?;
     Ok(())
-}
-
-/// An organisation's points that match `filter`, by day, resource and metric.
-pub async fn points(db: &Db, org_id: &str, filter: &Filter) -> Result<Vec<Point>> {
-    let mut sql = String::from(
-        "SELECT day, resource_type, resource_id, project_id, metric, quantity FROM usage_points \
-         WHERE org_id = $1 AND day >= $2 AND day <= $3",
-    );
-    let optional = [
-        ("resource_id", &filter.resource_id),
-        ("project_id", &filter.project_id),
-        ("metric", &filter.metric),
-    ];
-    let mut n = 3;
-    for (column, value) in &optional {
-        if value.is_some() {
-            n += 1;
-            sql.push_str(&format!(" AND {column} = ${n}"));
-        }
-    }
-    sql.push_str(" ORDER BY day, resource_id, metric");
-    let mut query = sqlx::query_as(&sql)
-        .bind(org_id)
-        .bind(&filter.from)
-        .bind(&filter.to);
-    for (_, value) in optional {
-        if let Some(value) = value {
-            query = query.bind(value.as_str());
-        }
-    }
-    Ok(query.fetch_all(db.pool()).await?)
 }
 
 /// An organisation's total per metric from `from` to `to` (inclusive days).

@@ -2,21 +2,30 @@
 //! series from the series store, filtered by resource, project, metric
 //! and a range of days, each point with its cost at the list price of
 //! `plateau_core::prices`; and the apps' daily CDN hit ratio, derived from
-//! the day's hits and misses (`prices::CDN_HIT_RATIO`).
-
-use std::collections::BTreeMap;
+//! the day's hits and misses (`prices::CDN_HIT_RATIO`, computed by the
+//! store so that it sorts and pages with the stored points).
+//!
+//! Pagination is opt-in as on every list (spec section 1.2): without
+//! `limit` the answer holds the whole range, as it always did; with it, a
+//! page of points and the `nextCursor` that continues after its last one.
+//! `total` and `totalCostCents` are always those of the whole range: on a
+//! page they are counted when the first page is asked and carried in the
+//! signed cursor, so that later pages read only their own points.
 
 use axum::Json;
 use axum::extract::State;
 use plateau_core::{prices, time};
-use plateau_store::usage::{self, Filter, Point};
-use serde::Serialize;
+use plateau_store::query::Listed;
+use plateau_store::series::{self, Key, Page};
+use plateau_store::usage::{Filter, Point};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Pairs, param};
+use super::{Pairs, page_and_filters, param};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::json::Validator;
+use crate::pagination::Pager;
 use crate::state::AppState;
 
 /// The longest range one request may ask for, in days.
@@ -29,6 +38,12 @@ pub struct UsageSeries {
     pub from: String,
     pub to: String,
     pub items: Vec<MetricPoint>,
+    /// Pass as `cursor` to get the next page; null on the last page and
+    /// when pagination is off.
+    pub next_cursor: Option<String>,
+    /// Points in the whole range, over all pages.
+    pub total: i64,
+    /// The cost of the whole range, over all pages.
     pub total_cost_cents: f64,
     pub currency: String,
 }
@@ -103,8 +118,10 @@ fn filter_of(pairs: &[(String, String)]) -> Result<Filter, ApiError> {
            ("project" = Option<String>, Query, min_length = 1, description = "one project's id"),
            ("metric" = Option<String>, Query, pattern = "^(compute_hours|disk_gb_hours|storage_gb_hours|registry_gb_hours|app_cpu_seconds|app_memory_gb_hours|app_requests|app_bandwidth_in_gb|app_bandwidth_out_gb|app_cdn_hits|app_cdn_misses|app_cdn_bytes_served_gb|app_cdn_hit_ratio|plugin_requests|plugin_fuel)$", description = "one metric of the price table, e.g. compute_hours, or app_cdn_hit_ratio (an app's daily CDN hits over hits and misses, derived)"),
            ("from" = Option<String>, Query, format = Date, description = "first day, YYYY-MM-DD (default: the first of this month)"),
-           ("to" = Option<String>, Query, format = Date, description = "last day, YYYY-MM-DD, inclusive (default: today); at most 366 days after from")),
-    responses((status = 200, description = "daily points, oldest first", body = UsageSeries)))]
+           ("to" = Option<String>, Query, format = Date, description = "last day, YYYY-MM-DD, inclusive (default: today); at most 366 days after from"),
+           ("limit" = Option<u32>, Query, description = "page size, 1 to 200; turns pagination on"),
+           ("cursor" = Option<String>, Query, description = "nextCursor of the previous page")),
+    responses((status = 200, description = "daily points, by day, resource and metric", body = UsageSeries)))]
 pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
@@ -118,124 +135,114 @@ pub async fn list(
         }
         filter.project_id = Some(project.clone());
     }
-    let ratio_only = filter.metric.as_deref() == Some(prices::CDN_HIT_RATIO);
-    let points = if ratio_only {
-        let mut both = Vec::new();
-        for metric in ["app_cdn_hits", "app_cdn_misses"] {
-            let f = Filter {
-                metric: Some(metric.to_owned()),
-                ..filter.clone()
+    let (page, _) = page_and_filters(&pairs);
+    // The resolved filter, defaults included, is what a cursor continues.
+    let bound = format!("{filter:?}");
+    let pager = Pager::new(app.cursors(), &page, "metrics", &caller.org_id, bound)?;
+    let (items, next_cursor, total, cost) = match pager.keyset().limit {
+        None => {
+            let points =
+                series::points(app.db(), &caller.org_id, &filter, &Page::default()).await?;
+            let total = points.len() as i64;
+            let cost: f64 = points.iter().map(|p| cost_of(&p.metric, p.quantity)).sum();
+            let items = points.into_iter().map(MetricPoint::from).collect();
+            (items, None, total, cost)
+        }
+        Some(limit) => {
+            let after = match &pager.keyset().after {
+                Some(raw) => Some(serde_json::from_str::<Position>(raw).map_err(|_| {
+                    ApiError::bad_request("invalid_cursor", "cursor is not one this list issued")
+                })?),
+                None => None,
             };
-            both.extend(usage::points(app.db(), &caller.org_id, &f).await?);
+            let (total, cost) = match &after {
+                Some(p) => (p.total, p.cost),
+                None => {
+                    let summary = series::summary(app.db(), &caller.org_id, &filter).await?;
+                    let cost = summary.quantities.iter().map(|(m, q)| cost_of(m, *q)).sum();
+                    (summary.points, cost)
+                }
+            };
+            let page = Page {
+                after: after.map(Position::key),
+                limit: Some(limit + 1),
+            };
+            let rows = series::points(app.db(), &caller.org_id, &filter, &page).await?;
+            let page = pager.finish(
+                Listed { rows, total },
+                |last| Position::after(last, total, cost).encode(),
+                MetricPoint::from,
+            );
+            (page.items, page.next_cursor, total, cost)
         }
-        hit_ratios(&both)
-    } else {
-        let mut points = usage::points(app.db(), &caller.org_id, &filter).await?;
-        if filter.metric.is_none() {
-            let ratios = hit_ratios(&points);
-            points.extend(ratios);
-            points.sort_by(|a, b| a.day.cmp(&b.day));
-        }
-        points
     };
-    let mut total = 0.0;
-    let items = points
-        .into_iter()
-        .map(|p| {
-            let price = prices::of(&p.metric);
-            let cost = price.map_or(0.0, |price| price.list_cents(p.quantity));
-            total += cost;
-            let unit = match price {
-                Some(price) => price.unit,
-                None if p.metric == prices::CDN_HIT_RATIO => "ratio",
-                None => "",
-            };
-            MetricPoint {
-                unit: unit.to_owned(),
-                cost_cents: prices::round_cents(cost),
-                day: p.day,
-                resource_type: p.resource_type,
-                resource_id: p.resource_id,
-                project_id: p.project_id,
-                metric: p.metric,
-                quantity: p.quantity,
-            }
-        })
-        .collect();
     Ok(Json(UsageSeries {
         from: filter.from,
         to: filter.to,
         items,
-        total_cost_cents: prices::round_cents(total),
+        next_cursor,
+        total,
+        total_cost_cents: prices::round_cents(cost),
         currency: "USD".to_owned(),
     }))
 }
 
-/// One `app_cdn_hit_ratio` point per day and app with CDN hits or misses
-/// among `points`: hits over hits and misses.
-fn hit_ratios(points: &[Point]) -> Vec<Point> {
-    let mut by_day: BTreeMap<(&str, &str), (f64, f64, &Point)> = BTreeMap::new();
-    for p in points {
-        let (hits, misses) = match p.metric.as_str() {
-            "app_cdn_hits" => (p.quantity, 0.0),
-            "app_cdn_misses" => (0.0, p.quantity),
-            _ => continue,
-        };
-        let day = by_day
-            .entry((p.day.as_str(), p.resource_id.as_str()))
-            .or_insert((0.0, 0.0, p));
-        day.0 += hits;
-        day.1 += misses;
-    }
-    by_day
-        .into_values()
-        .filter(|(hits, misses, _)| hits + misses > 0.0)
-        .map(|(hits, misses, p)| Point {
-            metric: prices::CDN_HIT_RATIO.to_owned(),
-            quantity: hits / (hits + misses),
-            ..p.clone()
-        })
-        .collect()
+/// `quantity` of `metric` at its list price, in unrounded cents.
+fn cost_of(metric: &str, quantity: f64) -> f64 {
+    prices::of(metric).map_or(0.0, |price| price.list_cents(quantity))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl From<Point> for MetricPoint {
+    fn from(p: Point) -> MetricPoint {
+        let unit = match prices::of(&p.metric) {
+            Some(price) => price.unit,
+            None if p.metric == prices::CDN_HIT_RATIO => "ratio",
+            None => "",
+        };
+        MetricPoint {
+            unit: unit.to_owned(),
+            cost_cents: prices::round_cents(cost_of(&p.metric, p.quantity)),
+            day: p.day,
+            resource_type: p.resource_type,
+            resource_id: p.resource_id,
+            project_id: p.project_id,
+            metric: p.metric,
+            quantity: p.quantity,
+        }
+    }
+}
 
-    fn point(day: &str, app: &str, metric: &str, quantity: f64) -> Point {
-        Point {
-            day: day.to_owned(),
-            resource_type: "app".to_owned(),
-            resource_id: app.to_owned(),
-            project_id: None,
-            metric: metric.to_owned(),
-            quantity,
+/// What a cursor of `/metrics` carries: the key of the last point given,
+/// and the range's totals as the first page counted them.
+#[derive(Serialize, Deserialize)]
+struct Position {
+    d: String,
+    r: String,
+    m: String,
+    total: i64,
+    cost: f64,
+}
+
+impl Position {
+    fn after(last: &Point, total: i64, cost: f64) -> Position {
+        Position {
+            d: last.day.clone(),
+            r: last.resource_id.clone(),
+            m: last.metric.clone(),
+            total,
+            cost,
         }
     }
 
-    #[test]
-    fn the_hit_ratio_is_the_days_hits_over_hits_and_misses() {
-        let points = [
-            point("2026-11-01", "a", "app_cdn_hits", 3.0),
-            point("2026-11-01", "a", "app_cdn_misses", 1.0),
-            point("2026-11-01", "a", "app_requests", 9.0),
-            point("2026-11-01", "b", "app_cdn_misses", 2.0),
-            point("2026-11-02", "a", "app_cdn_hits", 5.0),
-        ];
-        let ratios: Vec<(String, String, f64)> = hit_ratios(&points)
-            .into_iter()
-            .map(|p| {
-                assert_eq!(p.metric, prices::CDN_HIT_RATIO);
-                (p.day, p.resource_id, p.quantity)
-            })
-            .collect();
-        assert_eq!(
-            ratios,
-            [
-                ("2026-11-01".to_owned(), "a".to_owned(), 0.75),
-                ("2026-11-01".to_owned(), "b".to_owned(), 0.0),
-                ("2026-11-02".to_owned(), "a".to_owned(), 1.0),
-            ]
-        );
+    fn encode(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    fn key(self) -> Key {
+        Key {
+            day: self.d,
+            resource_id: self.r,
+            metric: self.m,
+        }
     }
 }

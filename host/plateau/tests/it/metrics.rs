@@ -102,6 +102,58 @@ async fn series_fill_and_cost() {
         (sum - m["totalCostCents"].as_f64().unwrap()).abs() < 0.01,
         "{m}"
     );
+    assert_eq!(m["total"].as_u64(), Some(items.len() as u64), "{m}");
+    assert_eq!(m["nextCursor"], Value::Null);
+
+    // Pages of two are the same points in the same order, with the
+    // range's total and cost on each; a cursor continues only its query.
+    let mut paged = Vec::new();
+    let mut path = "/metrics?limit=2".to_owned();
+    let mut pages = 0;
+    let last_cursor = loop {
+        let p = c.get(&path).await.json();
+        pages += 1;
+        assert_eq!(
+            (&p["total"], &p["totalCostCents"]),
+            (&m["total"], &m["totalCostCents"]),
+            "page {pages}: {p}"
+        );
+        let page = p["items"].as_array().unwrap();
+        assert!(page.len() <= 2, "{p}");
+        paged.extend(page.iter().cloned());
+        match p["nextCursor"].as_str() {
+            Some(next) => path = format!("/metrics?limit=2&cursor={next}"),
+            None => break path,
+        }
+    };
+    let key = |p: &Value| {
+        (
+            p["day"].clone(),
+            p["resourceId"].clone(),
+            p["metric"].clone(),
+        )
+    };
+    assert_eq!(
+        paged.iter().map(key).collect::<Vec<_>>(),
+        items.iter().map(key).collect::<Vec<_>>()
+    );
+    eprintln!("{} points in {pages} pages of 2", paged.len());
+    if let Some((_, cursor)) = last_cursor.split_once("cursor=") {
+        let r = c
+            .get(&format!(
+                "/metrics?limit=2&metric=compute_hours&cursor={cursor}"
+            ))
+            .await;
+        assert_eq!(
+            (r.status, r.json()["code"].as_str()),
+            (400, Some("invalid_cursor")),
+            "{}",
+            r.text()
+        );
+    }
+    let r = c.get("/metrics?limit=0").await;
+    assert_eq!(r.status, 400, "{}", r.text());
+
     let other_metric = c
         .get(&format!(
             "/metrics?resource={cache_id}&metric=storage_gb_hours"
