@@ -31,8 +31,7 @@ pub struct Options {
     pub branches: usize,
 }
 
-const USAGE: &str =
-    "--size-mib N, --small-mib N, --wal-mib N, --rounds N, --branches N";
+const USAGE: &str = "--size-mib N, --small-mib N, --wal-mib N, --rounds N, --branches N";
 
 impl Options {
     pub fn parse(args: &[&str]) -> anyhow::Result<Options> {
@@ -108,7 +107,6 @@ async fn filled(c: &Client, name: &str, size_mib: u64) -> anyhow::Result<(String
         )?;
         next += rows;
     }
-    psql(&uri, "CHECKPOINT")?;
     println!(
         "{name}: filled to {:.0} MiB in {:.1} s",
         database_mib(&uri)?,
@@ -258,7 +256,9 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         if debug_profile() { "debug" } else { "release" }
     );
     let (big, uri) = filled(&c, "big", opts.size_mib).await?;
-    let data = server.data_dir().join(format!("databases/{big}/node0/data"));
+    let data = server
+        .data_dir()
+        .join(format!("databases/{big}/node0/data"));
 
     // Base backups against the plain copy, alternating.
     let (mut backup_rate, mut copy_rate, mut copy_secs) = (0.0, 0.0, Vec::new());

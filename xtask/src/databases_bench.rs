@@ -159,21 +159,27 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let relay = relay(leader).await?;
     let relayed = relayed_uri(relay.port);
     let database = database_of(&pooled)?;
-    let old = OldPooler::start(server.data_dir(), &id, &database).await?;
+    let login = credentials_of(&pooled)?;
+    let old = OldPooler::start(server.data_dir(), &id, &database, (&login.0, &login.1)).await?;
     let (_, old_uri) = split_leader(&pooled)?;
     let old_tx = old_uri(old.port);
-    let old_session = old_tx.replacen(
-        &format!("/{database}"),
-        &format!("/{database}_session"),
-        1,
-    );
+    // The database after the host: the owner role has the same name.
+    let old_session = match old_tx.rsplit_once('@') {
+        Some((head, tail)) => format!(
+            "{head}@{}",
+            tail.replacen(&format!("/{database}"), &format!("/{database}_session"), 1)
+        ),
+        None => bail!("uri has no host"),
+    };
     let (mut d, mut r, mut p, mut o) = (0.0, 0.0, 0.0, 0.0);
     let (mut dp, mut pp, mut op) = (0.0, 0.0, 0.0);
     for round in 1..=opts.rounds {
         let direct_tps = tps(&bench, &direct, "simple", &opts).await?;
         let relay_tps = tps(&bench, &relayed, "simple", &opts).await?;
         let pool_tps = tps(&bench, &pooled, "simple", &opts).await?;
-        let old_tps = tps(&bench, &old_tx, "simple", &opts).await?;
+        let old_tps = tps(&bench, &old_tx, "simple", &opts)
+            .await
+            .with_context(|| format!("pgbouncer 1.18 said:\n{}", old.log_tail()))?;
         let direct_prepared = tps(&bench, &direct, "prepared", &opts).await?;
         let pool_prepared = tps(&bench, &pooled, "prepared", &opts).await?;
         let old_prepared = tps(&bench, &old_session, "prepared", &opts).await?;
@@ -183,11 +189,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
              old pool (session mode) {old_prepared:.0} tps"
         );
         (d, r, p, o) = (d + direct_tps, r + relay_tps, p + pool_tps, o + old_tps);
-        (dp, pp, op) = (
-            dp + direct_prepared,
-            pp + pool_prepared,
-            op + old_prepared,
-        );
+        (dp, pp, op) = (dp + direct_prepared, pp + pool_prepared, op + old_prepared);
     }
     relay.abort();
     old.stop();
@@ -326,6 +328,32 @@ async fn failovers(server: &Server, opts: &Options) -> anyhow::Result<()> {
     c.delete(&format!("/databases/{id}")).await;
     c.wait_gone(&format!("/databases/{id}")).await;
     Ok(())
+}
+
+/// The user and password `uri` names (percent-decoded).
+fn credentials_of(uri: &str) -> anyhow::Result<(String, String)> {
+    let (head, _) = uri.rsplit_once('@').context("uri has no host")?;
+    let (_, userinfo) = head.split_once("://").context("uri has no scheme")?;
+    let (user, password) = userinfo.split_once(':').context("uri has no password")?;
+    let decode = |s: &str| -> String {
+        let bytes = s.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            match (bytes[i], s.get(i + 1..i + 3)) {
+                (b'%', Some(hex)) if u8::from_str_radix(hex, 16).is_ok() => {
+                    out.push(u8::from_str_radix(hex, 16).unwrap_or_default());
+                    i += 3;
+                }
+                (b, _) => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    Ok((decode(user), decode(password)))
 }
 
 /// The database `uri` names.

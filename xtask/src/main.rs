@@ -76,9 +76,9 @@ mod harness;
 mod ingest_bench;
 mod load;
 mod manifest_bench;
-mod old_pooler;
 #[cfg(feature = "store-benches")]
 mod metrics_bench;
+mod old_pooler;
 mod postgres_bins;
 mod queues_bench;
 mod server;

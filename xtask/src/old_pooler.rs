@@ -1,8 +1,10 @@
 //! The old pooler for `bench databases`: Debian 12's pgbouncer 1.18
 //! (`/usr/sbin/pgbouncer`) started beside a managed database's own
 //! pgbouncer 1.24, on the same settings (its `pgbouncer.ini` with another
-//! port, log and pid file; the same `auth_query`, users file and TLS
-//! certificate), as the cluster's OS user. 1.18 has no
+//! port, log and pid file and the same TLS certificate), as the cluster's
+//! OS user. It knows the one role the bench logs in as, with its password
+//! in its own users file (1.18 does not log in to the server with the
+//! keys of a client verified through `auth_query`). 1.18 has no
 //! `max_prepared_statements`: in transaction mode a protocol-level
 //! prepared statement fails once a server connection is shared, so it
 //! serves the owner's database in transaction mode (for `-M simple`) and
@@ -26,8 +28,14 @@ pub struct OldPooler {
 
 impl OldPooler {
     /// Starts 1.18 for cluster `id` under the server's data directory,
-    /// serving `database` (the owner's) and `<database>_session`.
-    pub async fn start(data: &Path, id: &str, database: &str) -> anyhow::Result<OldPooler> {
+    /// serving `database` (the owner's) and `<database>_session` to
+    /// `(user, password)`.
+    pub async fn start(
+        data: &Path,
+        id: &str,
+        database: &str,
+        (user, password): (&str, &str),
+    ) -> anyhow::Result<OldPooler> {
         if !Path::new(OLD_PGBOUNCER).exists() {
             bail!("{OLD_PGBOUNCER} not found: install Debian's pgbouncer");
         }
@@ -46,7 +54,11 @@ impl OldPooler {
         for line in ini.lines() {
             let key = line.split('=').next().unwrap_or_default().trim();
             match key {
-                "max_prepared_statements" => continue,
+                "max_prepared_statements" | "auth_user" | "auth_query" => continue,
+                "auth_file" => out.push_str(&format!(
+                    "auth_file = {}\n",
+                    dir.join("users.txt").display()
+                )),
                 "listen_port" => out.push_str(&format!("listen_port = {port}\n")),
                 "logfile" => out.push_str(&format!(
                     "logfile = {}\n",
@@ -67,18 +79,29 @@ impl OldPooler {
                 _ => out.push_str(&format!("{line}\n")),
             }
         }
+        let users = dir.join("users.txt");
+        std::fs::write(
+            &users,
+            format!(
+                "\"{}\" \"{}\"\n",
+                user.replace('"', "\"\""),
+                password.replace('"', "\"\"")
+            ),
+        )?;
         let conf = dir.join("pgbouncer.ini");
         std::fs::write(&conf, out)?;
-        std::os::unix::fs::chown(&conf, Some(owner.uid()), Some(owner.gid()))?;
-        let user = std::process::Command::new("id")
+        for file in [&conf, &users] {
+            std::os::unix::fs::chown(file, Some(owner.uid()), Some(owner.gid()))?;
+        }
+        let os_user = std::process::Command::new("id")
             .args(["-nu", &owner.uid().to_string()])
             .output()?;
-        let user = String::from_utf8_lossy(&user.stdout).trim().to_owned();
-        let mut cmd = if user == "root" || user.is_empty() {
+        let os_user = String::from_utf8_lossy(&os_user.stdout).trim().to_owned();
+        let mut cmd = if os_user == "root" || os_user.is_empty() {
             std::process::Command::new(OLD_PGBOUNCER)
         } else {
             let mut c = std::process::Command::new("runuser");
-            c.args(["-u", &user, "--", OLD_PGBOUNCER]);
+            c.args(["-u", &os_user, "--", OLD_PGBOUNCER]);
             c
         };
         let status = cmd.arg("-d").arg(&conf).status()?;
@@ -99,12 +122,17 @@ impl OldPooler {
         Ok(OldPooler { dir, port })
     }
 
+    /// The end of its log, for an error.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(8)..].join("\n")
+    }
+
     /// Stops it (SIGTERM to the pid it wrote).
     pub fn stop(self) {
         if let Ok(pid) = std::fs::read_to_string(self.dir.join("pgbouncer.pid")) {
-            let _ = std::process::Command::new("kill")
-                .arg(pid.trim())
-                .status();
+            let _ = std::process::Command::new("kill").arg(pid.trim()).status();
         }
     }
 }

@@ -52,8 +52,16 @@ fn pg_dump(version: &str, uri: &str, args: &[&str]) -> Vec<u8> {
 
 /// A source and a target database of `version` named after `tag`.
 async fn pair(c: &Client, version: &str, tag: &str) -> (String, String) {
-    let source = create(c, json!({ "name": format!("{tag}-source"), "version": version })).await;
-    let target = create(c, json!({ "name": format!("{tag}-target"), "version": version })).await;
+    let source = create(
+        c,
+        json!({ "name": format!("{tag}-source"), "version": version }),
+    )
+    .await;
+    let target = create(
+        c,
+        json!({ "name": format!("{tag}-target"), "version": version }),
+    )
+    .await;
     let src = connection(c, source["id"].as_str().unwrap()).await["writeUri"]
         .as_str()
         .unwrap()
