@@ -8,6 +8,9 @@
 //! A third target in the same rounds is a plain userspace TCP relay to the
 //! leader: the least any process in between costs on this machine, so the
 //! pool's figure can be read against that bound as well as against direct.
+//! A fourth is the old pooler, Debian's pgbouncer 1.18 (`old_pooler`):
+//! `-M simple` in transaction mode, and `-M prepared` in session mode, the
+//! only mode in which 1.18 carries prepared statements.
 //! Last, the failover time of a database with two replicas (pro plan): the
 //! leader's postmaster killed with SIGKILL to the pooled URI accepting a
 //! write again (p50, p99 over `--failovers` kills).
@@ -23,7 +26,8 @@ use tokio::process::Command;
 use tokio::task::JoinHandle;
 
 use crate::harness::percentile;
-use crate::server::Server;
+use crate::old_pooler::OldPooler;
+use crate::server::{Server, debug_profile};
 
 pub struct Options {
     /// Create-and-delete rounds for the creation time.
@@ -107,8 +111,12 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let server = Server::start_release().await?;
     let c = Client::new(&server.base).with_token(&server.token);
     println!(
-        "managed PostgreSQL benchmark: {} creations; pgbench select-only, {} clients, {} s x {} rounds per target; release build\n",
-        opts.creations, opts.clients, opts.seconds, opts.rounds
+        "managed PostgreSQL benchmark: {} creations; pgbench select-only, {} clients, {} s x {} rounds per target; {} build\n",
+        opts.creations,
+        opts.clients,
+        opts.seconds,
+        opts.rounds,
+        if debug_profile() { "debug" } else { "release" }
     );
     let mut created = Vec::new();
     for _ in 0..opts.creations {
@@ -150,22 +158,41 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let (leader, relayed_uri) = split_leader(&direct)?;
     let relay = relay(leader).await?;
     let relayed = relayed_uri(relay.port);
-    let (mut d, mut r, mut p) = (0.0, 0.0, 0.0);
-    let (mut dp, mut pp) = (0.0, 0.0);
+    let database = database_of(&pooled)?;
+    let login = credentials_of(&pooled)?;
+    let old = OldPooler::start(server.data_dir(), &id, &database, (&login.0, &login.1)).await?;
+    let (_, old_uri) = split_leader(&pooled)?;
+    let old_tx = old_uri(old.port);
+    // The database after the host: the owner role has the same name.
+    let old_session = match old_tx.rsplit_once('@') {
+        Some((head, tail)) => format!(
+            "{head}@{}",
+            tail.replacen(&format!("/{database}"), &format!("/{database}_session"), 1)
+        ),
+        None => bail!("uri has no host"),
+    };
+    let (mut d, mut r, mut p, mut o) = (0.0, 0.0, 0.0, 0.0);
+    let (mut dp, mut pp, mut op) = (0.0, 0.0, 0.0);
     for round in 1..=opts.rounds {
         let direct_tps = tps(&bench, &direct, "simple", &opts).await?;
         let relay_tps = tps(&bench, &relayed, "simple", &opts).await?;
         let pool_tps = tps(&bench, &pooled, "simple", &opts).await?;
+        let old_tps = tps(&bench, &old_tx, "simple", &opts)
+            .await
+            .with_context(|| format!("pgbouncer 1.18 said:\n{}", old.log_tail()))?;
         let direct_prepared = tps(&bench, &direct, "prepared", &opts).await?;
         let pool_prepared = tps(&bench, &pooled, "prepared", &opts).await?;
+        let old_prepared = tps(&bench, &old_session, "prepared", &opts).await?;
         println!(
-            "round {round}: direct {direct_tps:.0} tps, relay {relay_tps:.0} tps, pool {pool_tps:.0} tps; \
-             -M prepared: direct {direct_prepared:.0} tps, pool {pool_prepared:.0} tps"
+            "round {round}: direct {direct_tps:.0} tps, relay {relay_tps:.0} tps, pool {pool_tps:.0} tps, \
+             old pool {old_tps:.0} tps; -M prepared: direct {direct_prepared:.0} tps, pool {pool_prepared:.0} tps, \
+             old pool (session mode) {old_prepared:.0} tps"
         );
-        (d, r, p) = (d + direct_tps, r + relay_tps, p + pool_tps);
-        (dp, pp) = (dp + direct_prepared, pp + pool_prepared);
+        (d, r, p, o) = (d + direct_tps, r + relay_tps, p + pool_tps, o + old_tps);
+        (dp, pp, op) = (dp + direct_prepared, pp + pool_prepared, op + old_prepared);
     }
     relay.abort();
+    old.stop();
     println!(
         "\npool / direct: {:.0}% of direct TPS over {} rounds (target >= 90%)",
         p / d * 100.0,
@@ -182,6 +209,16 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "bound: a bare TCP relay reaches {:.0}% of direct; the pool reaches {:.0}% of the relay",
         r / d * 100.0,
         p / r * 100.0
+    );
+    println!(
+        "old pooler (pgbouncer 1.18): -M simple in transaction mode {:.0}% of direct ({:.0} tps), the new pool {:.0}% of it; \
+         -M prepared in session mode (1.18 cannot carry it in transaction mode) {:.0}% of direct ({:.0} tps), the new pool in transaction mode {:.0}% of it",
+        o / d * 100.0,
+        o / opts.rounds as f64,
+        p / o * 100.0,
+        op / dp * 100.0,
+        op / opts.rounds as f64,
+        pp / op * 100.0
     );
     c.delete(&format!("/databases/{id}")).await;
     c.wait_gone(&format!("/databases/{id}")).await;
@@ -291,6 +328,39 @@ async fn failovers(server: &Server, opts: &Options) -> anyhow::Result<()> {
     c.delete(&format!("/databases/{id}")).await;
     c.wait_gone(&format!("/databases/{id}")).await;
     Ok(())
+}
+
+/// The user and password `uri` names (percent-decoded).
+fn credentials_of(uri: &str) -> anyhow::Result<(String, String)> {
+    let (head, _) = uri.rsplit_once('@').context("uri has no host")?;
+    let (_, userinfo) = head.split_once("://").context("uri has no scheme")?;
+    let (user, password) = userinfo.split_once(':').context("uri has no password")?;
+    let decode = |s: &str| -> String {
+        let bytes = s.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            match (bytes[i], s.get(i + 1..i + 3)) {
+                (b'%', Some(hex)) if u8::from_str_radix(hex, 16).is_ok() => {
+                    out.push(u8::from_str_radix(hex, 16).unwrap_or_default());
+                    i += 3;
+                }
+                (b, _) => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    Ok((decode(user), decode(password)))
+}
+
+/// The database `uri` names.
+fn database_of(uri: &str) -> anyhow::Result<String> {
+    let (_, rest) = uri.rsplit_once('@').context("uri has no host")?;
+    let (_, tail) = rest.split_once('/').context("uri has no database")?;
+    Ok(tail.split('?').next().unwrap_or_default().to_owned())
 }
 
 /// The leader's address in `uri`, and `uri` with another port in its place.

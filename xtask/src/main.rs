@@ -14,7 +14,13 @@
 //!   usage ingest from 10,000 resources a minute, the lag per minute (issue 34).
 //! - `cargo xtask bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N]`:
 //!   managed PostgreSQL creation time (p50, p99) and pgbench select-only
-//!   through the pooler against straight to the leader (issue 16).
+//!   through the pooler (pgbouncer 1.24) against straight to the leader and
+//!   against Debian's pgbouncer 1.18 (issues 16, 32).
+//! - `cargo xtask bench database-backups [--size-mib N] [--small-mib N] [--wal-mib N]
+//!   [--rounds N] [--branches N]`: base backup and restore throughput of a
+//!   1 GiB database against a plain copy of its data directory, branch
+//!   creation (p50) of 100 MiB and 1 GiB, point-in-time restore over 100 MiB
+//!   of WAL (issue 32).
 //! - `cargo xtask install postgres`: `plateau install postgres` (PostgreSQL
 //!   16 and 17, pgbouncer 1.24.1 and pgvector for the managed databases;
 //!   also done by `run` and `test`).
@@ -61,6 +67,7 @@ mod apps_bench;
 mod cache_bench;
 mod checks_bench;
 mod cron_bench;
+mod database_backups_bench;
 mod databases_bench;
 mod edge_bench;
 mod edge_peer;
@@ -74,6 +81,7 @@ mod load;
 mod manifest_bench;
 #[cfg(feature = "store-benches")]
 mod metrics_bench;
+mod old_pooler;
 mod postgres_bins;
 mod queues_bench;
 mod server;
@@ -196,6 +204,14 @@ fn main() -> anyhow::Result<()> {
                 .context("starting tokio")?
                 .block_on(cache_bench::run(opts))
         }
+        ["bench", "database-backups", rest @ ..] => {
+            let opts = database_backups_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(database_backups_bench::run(opts))
+        }
         ["bench", "databases", rest @ ..] => {
             let opts = databases_bench::Options::parse(rest)?;
             tokio::runtime::Builder::new_multi_thread()
@@ -228,7 +244,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench volumes | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench volumes | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench database-backups [--size-mib N] [--small-mib N] [--wal-mib N] [--rounds N] [--branches N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
         ),
     }
 }

@@ -173,7 +173,14 @@ pub fn debug_profile() -> bool {
 
 /// Builds the release binaries of `packages` (each package's binary has
 /// its name) in one cargo run (the debug ones under `BENCH_PROFILE=debug`).
+/// `BENCH_PREBUILT=1` runs the binaries already built instead (on a busy
+/// machine, a build for `-p plateau` alone may redo much of one made with
+/// other packages' features).
 async fn build_release(packages: &[&str]) -> anyhow::Result<()> {
+    if std::env::var("BENCH_PREBUILT").is_ok_and(|v| v == "1") {
+        eprintln!("BENCH_PREBUILT=1: running the binaries already built, as they are");
+        return Ok(());
+    }
     let mut args = vec!["build", "--quiet"];
     if !debug_profile() {
         args.push("--release");

@@ -31,8 +31,6 @@ use utoipa::ToSchema;
 use super::{Service, find};
 use crate::spec::EXTENSIONS;
 
-/// The largest dump an upload URL takes.
-pub const MAX_DUMP_BYTES: u64 = 256 * 1024 * 1024;
 /// How long an upload URL works.
 const UPLOAD_TTL_MS: i64 = 3_600_000;
 
@@ -55,6 +53,8 @@ pub struct UploadTicket {
     /// Always `PUT`.
     pub method: String,
     pub expires_at: String,
+    /// The largest dump the URL takes: the database's disk size
+    /// (`diskGb`), at least 1 GiB.
     pub max_bytes: u64,
 }
 
@@ -118,7 +118,7 @@ pub async fn upload_url(
             url,
             method: "PUT".to_owned(),
             expires_at: time::to_rfc3339(upload.expires_at),
-            max_bytes: MAX_DUMP_BYTES,
+            max_bytes: crate::dumps::max_bytes(d.disk_gb),
         }),
     ))
 }
@@ -171,19 +171,25 @@ pub async fn put(
             "this URL already took its dump; ask for a new URL to upload another",
         ));
     }
-    let bytes = store_upload(&service, &crate::dumps::dump_key(&id, &key), body).await?;
+    // The database's size now, should it have been resized since the URL.
+    let d = plateau_store::databases::get(app.db(), &upload.org_id, &id)
+        .await?
+        .ok_or_else(denied)?;
+    let limit = crate::dumps::max_bytes(d.disk_gb);
+    let bytes = store_upload(&service, &crate::dumps::dump_key(&id, &key), body, limit).await?;
     dumps::stored(app.db(), &key, bytes as i64, time::now_ms()).await?;
     Ok(Json(StoredDump { key, bytes }))
 }
 
 /// Streams the body into the backup store as object `key`, a part at a
 /// time (what the store's parts and the frame in hand hold, whatever the
-/// dump's size): its size. A body past [`MAX_DUMP_BYTES`], or cut off,
-/// leaves no object.
+/// dump's size): its size. A body past `limit` bytes, or cut off, leaves
+/// no object.
 async fn store_upload(
     service: &Service,
     key: &object_store::path::Path,
     body: RawBody,
+    limit: u64,
 ) -> Result<u64, ApiError> {
     let store = service.provider().dump_store();
     let stored = |e: object_store::Error| ApiError::Internal(format!("storing a dump: {e}"));
@@ -198,9 +204,9 @@ async fn store_upload(
                 continue;
             };
             bytes += chunk.len() as u64;
-            if bytes > MAX_DUMP_BYTES {
+            if bytes > limit {
                 return Err(ApiError::PayloadTooLarge(format!(
-                    "the dump is larger than the {MAX_DUMP_BYTES} bytes an upload takes"
+                    "the dump is larger than the {limit} bytes an upload to this database takes (its diskGb)"
                 )));
             }
             writer.wait_for_capacity(2).await.map_err(stored)?;

@@ -33,15 +33,20 @@ use crate::service::DatabaseService;
 use crate::spec::extension_sql_name;
 use crate::{Error, Result};
 
-/// The least SQL one dump may expand to (un-gzipped, or written by
-/// pg_restore) before it is refused; past it, the database's disk quota
-/// (`diskGb`) bounds it: SQL beyond it would not fit anyway, and a gzip
-/// bomb ends there rather than filling the host's disk.
-pub const MAX_SQL_BYTES: u64 = 1024 * 1024 * 1024;
+/// The least one dump may hold, as uploaded or as the SQL it expands to
+/// (un-gzipped, or written by pg_restore), before it is refused.
+pub const MIN_DUMP_LIMIT: u64 = 1024 * 1024 * 1024;
 
-/// The most SQL a dump may expand to for a database of `disk_gb`.
-fn max_sql(disk_gb: i64) -> u64 {
-    MAX_SQL_BYTES.max(u64::try_from(disk_gb).unwrap_or(0) * 1024 * 1024 * 1024)
+/// The most one dump may hold for a database of `disk_gb`, as uploaded
+/// and as the SQL it expands to: the database's disk quota (`diskGb`,
+/// within the plan's database disk), at least [`MIN_DUMP_LIMIT`]. A dump
+/// bigger than the disk it is restored into could not fit (its rows,
+/// indexes and WAL take more room than its SQL), and a gzip bomb ends
+/// there rather than filling the host's disk. Neither the upload nor the
+/// restore holds the dump (both stream), so the host's memory does not
+/// grow with it.
+pub fn max_bytes(disk_gb: i64) -> u64 {
+    MIN_DUMP_LIMIT.max(u64::try_from(disk_gb).unwrap_or(0) * 1024 * 1024 * 1024)
 }
 
 /// Where upload `key` of database `database_id` is kept.
@@ -133,7 +138,7 @@ impl DatabaseService {
             self.provider().dump_store().store.as_ref(),
             &dump_key(&job.database_id, &job.dump_key),
             || self.provider().pg_restore(&d.version),
-            max_sql(d.disk_gb),
+            max_bytes(d.disk_gb),
         )
         .await;
         let done = match opened {

@@ -82,6 +82,25 @@ pub struct SyncedSequence {
     pub value: i64,
 }
 
+/// Why the source holds no slot `slot`, and what to do. A Plateau source
+/// of 15 or 16 loses it at a failover (its slots live on the leader
+/// only; failover slots came in 17): the subscription is not resumed on a
+/// slot made again on the new leader, which would start at that moment
+/// and silently skip what was committed in between, so it stays stopped
+/// and says so.
+fn no_slot(source: &Source, slot: &str) -> String {
+    match source {
+        Source::Plateau(d) if d.version.parse::<u32>().is_ok_and(|v| v < 17) => format!(
+            "the source has no slot {slot}: PostgreSQL {} keeps a slot on the source's leader \
+             only, so a failover of the source lost it, and no change since has reached this \
+             database; drop the subscription and make it again (copyData into emptied tables), \
+             or upgrade the source to 17, whose slots follow a failover",
+            d.version
+        ),
+        _ => format!("the source has no slot {slot}"),
+    }
+}
+
 impl DatabaseService {
     /// The source of `s` as the host reaches it: a Plateau database, or
     /// the server the subscription's own connection string names.
@@ -116,7 +135,7 @@ impl DatabaseService {
                     match lag? {
                         Some((bytes, _)) => Some(bytes),
                         None => {
-                            reasons.push(format!("the source has no slot {}", s.slot_name));
+                            reasons.push(no_slot(&source, &s.slot_name));
                             None
                         }
                     }

@@ -15,12 +15,8 @@ use serde_json::{Value, json};
 use super::{Processes, connection, create, psql_ok};
 use crate::{create_org, start};
 
-pub(super) const SOURCE: &str = "CREATE EXTENSION citext; \
-    CREATE TABLE people (id serial PRIMARY KEY, email citext UNIQUE, note text); \
-    INSERT INTO people (email, note) SELECT 'p' || g || '@x.io', E'semi;colon\\ttab ''quote''' FROM generate_series(1, 500) g; \
-    CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, person int REFERENCES people); \
-    INSERT INTO orders (person) SELECT (g % 500) + 1 FROM generate_series(1, 1200) g; \
-    CREATE FUNCTION total() RETURNS bigint LANGUAGE sql AS $body$ SELECT count(*) FROM orders; $body$;";
+/// What every dump test dumps (and what `fixtures/pg_dump14.dump` holds).
+pub(super) const SOURCE: &str = include_str!("fixtures/source.sql");
 
 /// `pg_dump` (the host's) of `uri` with `args`: the dump's bytes.
 fn pg_dump(uri: &str, args: &[&str]) -> Vec<u8> {
@@ -53,6 +49,11 @@ pub(super) async fn upload(c: &Client, id: &str, dump: Vec<u8>) -> String {
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let ticket = r.json();
+    // The limit follows the database's disk (`diskGb`, 1 by default).
+    let disk_gb = c.get(&format!("/databases/{id}")).await.json()["diskGb"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(ticket["maxBytes"], disk_gb.max(1) << 30, "{ticket}");
     let url = ticket["url"].as_str().unwrap();
     let put = |body: Vec<u8>| async move {
         reqwest::Client::new()

@@ -1,11 +1,15 @@
-//! Managed dump restore of pg_dump 16 and 17 (issue 32): a custom-format
-//! dump made by each version's own pg_dump (the client tools `plateau
-//! install postgres` unpacks) of a database of that version, restored
-//! into another database of that version (gzip-compressed for 17): every
-//! row there, owned by the owner role. And a larger dump streamed from
-//! the upload to the restore: the peak memory of `plateau serve` (the
-//! upload) and of the agent (the restore) is printed, and stays well
-//! under the dump's size (`PLATEAU_TEST_DUMP_MIB`, 64 by default).
+//! Managed dump restore of pg_dump 14, 16 and 17 (issue 32; Debian's 15
+//! is `dump_restore`'s), on one server, the versions in parallel: a
+//! custom-format dump made by 16's and 17's own pg_dump (the client tools
+//! `plateau install postgres` unpacks) of a database of that version,
+//! restored into another database of that version (gzip-compressed for
+//! 17); and the committed dump of pg_dump 14 (`fixtures/pg_dump14.dump`,
+//! made by `fixtures/make-pg14-dump.sh` from a 14.23 server: no 14 is
+//! offered or installed) restored into a 15 and a 17 database. Every row
+//! there, owned by the owner role. Then a larger dump streamed from the
+//! upload to the restore: the peak memory of `plateau serve` (the upload)
+//! and of the agent (the restore) is printed, and stays well under the
+//! dump's size (`PLATEAU_TEST_DUMP_MIB`, 64 by default).
 
 use std::path::PathBuf;
 
@@ -46,10 +50,18 @@ fn pg_dump(version: &str, uri: &str, args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// A source and a target database of `version`, the source filled.
-async fn pair(c: &Client, version: &str) -> (String, String) {
-    let source = create(c, json!({ "name": "source", "version": version })).await;
-    let target = create(c, json!({ "name": "target", "version": version })).await;
+/// A source and a target database of `version` named after `tag`.
+async fn pair(c: &Client, version: &str, tag: &str) -> (String, String) {
+    let source = create(
+        c,
+        json!({ "name": format!("{tag}-source"), "version": version }),
+    )
+    .await;
+    let target = create(
+        c,
+        json!({ "name": format!("{tag}-target"), "version": version }),
+    )
+    .await;
     let src = connection(c, source["id"].as_str().unwrap()).await["writeUri"]
         .as_str()
         .unwrap()
@@ -57,24 +69,42 @@ async fn pair(c: &Client, version: &str) -> (String, String) {
     (src, target["id"].as_str().unwrap().to_owned())
 }
 
-async fn custom_dump_restores(version: &str, compress: bool) {
-    let server = start(Backend::Sqlite).await;
-    let _processes = Processes::of(&server);
-    let token = create_org(&server, &format!("dumps{version}"), "pro").await;
-    let c = Client::new(&server.url).with_token(&token);
-    let (src, target) = pair(&c, version).await;
+/// The dump of pg_dump 14, made by `fixtures/make-pg14-dump.sh`.
+const PG_DUMP_14: &[u8] = include_bytes!("fixtures/pg_dump14.dump");
+
+/// A dump of [`SOURCE`] by `version`'s own pg_dump (gzip-compressed with
+/// `compress`) restored into a database of that version.
+async fn own_dump_restores(c: &Client, version: &str, compress: bool) {
+    let (src, target) = pair(c, version, &format!("own{version}")).await;
     psql_ok(&src, SOURCE);
     let mut dump = pg_dump(version, &src, &["-Fc"]);
     assert!(dump.starts_with(b"PGDMP"));
     if compress {
         dump = gzip(&dump);
     }
-    let key = upload(&c, &target, dump).await;
-    let job = restored(&c, &target, &key, &["citext"]).await;
-    assert_eq!(job["status"], "completed", "{job}");
+    restores(c, &target, version, dump).await;
+}
+
+/// The dump of pg_dump 14 restored into a new database of `version`.
+async fn dump_of_14_restores(c: &Client, version: &str) {
+    let target = create(
+        c,
+        json!({ "name": format!("from14to{version}"), "version": version }),
+    )
+    .await;
+    let target = target["id"].as_str().unwrap().to_owned();
+    restores(c, &target, version, PG_DUMP_14.to_vec()).await;
+}
+
+/// Uploads `dump` (of [`SOURCE`]) into `target` and restores it: every
+/// row there, the owner role owning every relation, writes go on.
+async fn restores(c: &Client, target: &str, version: &str, dump: Vec<u8>) {
+    let key = upload(c, target, dump).await;
+    let job = restored(c, target, &key, &["citext"]).await;
+    assert_eq!(job["status"], "completed", "{version}: {job}");
     assert_eq!(job["tableCounts"]["public.people"], 500, "{job}");
     assert_eq!(job["tableCounts"]["public.orders"], 1200, "{job}");
-    let uri = connection(&c, &target).await["writeUri"]
+    let uri = connection(c, target).await["writeUri"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -106,13 +136,38 @@ async fn custom_dump_restores(version: &str, compress: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_custom_dump_of_pg_dump_16_restores_into_16() {
-    custom_dump_restores("16", false).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gzipped_custom_dump_of_pg_dump_17_restores_into_17() {
-    custom_dump_restores("17", true).await;
+async fn dumps_of_pg_dump_14_16_and_17_restore_and_a_large_one_streams() {
+    // The committed dump is pg_dump 14's, as its header says.
+    let listed = std::process::Command::new("pg_restore")
+        .arg("-l")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/it/databases/fixtures/pg_dump14.dump"
+        ))
+        .output()
+        .expect("pg_restore runs");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("Dumped by pg_dump version: 14."),
+        "{listed}"
+    );
+    let server = start(Backend::Sqlite).await;
+    let _processes = Processes::of(&server);
+    // Six databases here, two for the large dump: the scale plan's ten.
+    let token = create_org(&server, "dumps", "scale").await;
+    let c = Client::new(&server.url).with_token(&token);
+    let started = std::time::Instant::now();
+    tokio::join!(
+        own_dump_restores(&c, "16", false),
+        own_dump_restores(&c, "17", true),
+        dump_of_14_restores(&c, "15"),
+        dump_of_14_restores(&c, "17"),
+    );
+    eprintln!(
+        "dumps of pg_dump 14 (into 15 and 17), 16 and 17 restored in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    large_dump_streams(&server, &c).await;
 }
 
 /// `field` of `/proc/<pid>/status`, in KiB.
@@ -144,17 +199,14 @@ fn agent_pid(s: &Server) -> u32 {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_large_dump_streams_from_upload_to_restore() {
+/// A larger dump (`PLATEAU_TEST_DUMP_MIB`) streamed from the upload to
+/// the restore, the peak memory of both processes printed.
+async fn large_dump_streams(server: &Server, c: &Client) {
     let mib: u64 = std::env::var("PLATEAU_TEST_DUMP_MIB")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(64);
-    let server = start(Backend::Sqlite).await;
-    let _processes = Processes::of(&server);
-    let token = create_org(&server, "bigdump", "pro").await;
-    let c = Client::new(&server.url).with_token(&token);
-    let (src, target) = pair(&c, "17").await;
+    let (src, target) = pair(c, "17", "large").await;
     // Rows of about 256 bytes; an uncompressed custom dump of `mib` MiB.
     let rows = mib * 1024 * 1024 / 256;
     psql_ok(
@@ -168,7 +220,7 @@ async fn a_large_dump_streams_from_upload_to_restore() {
     let size = dump.len() as u64;
     eprintln!("dump: {:.1} MiB", size as f64 / 1048576.0);
 
-    let (serve, agent) = (server.pid().unwrap(), agent_pid(&server));
+    let (serve, agent) = (server.pid().unwrap(), agent_pid(server));
     let (serve_before, agent_before) = (reset_peak(serve), reset_peak(agent));
     let r = c
         .post(
@@ -186,7 +238,7 @@ async fn a_large_dump_streams_from_upload_to_restore() {
         .unwrap();
     assert_eq!(put.status().as_u16(), 200);
     let key = ticket["key"].as_str().unwrap();
-    let job = restored(&c, &target, key, &[]).await;
+    let job = restored(c, &target, key, &[]).await;
     assert_eq!(job["status"], "completed", "{job}");
     assert_eq!(job["tableCounts"]["public.big"], rows, "{job}");
 
