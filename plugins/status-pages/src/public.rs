@@ -192,6 +192,13 @@ pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
         return Ok(html(400, body));
     }
     let base = config::public_base_url(req);
+    // A page saved through the console (no Host) learns its public base
+    // here, for the links of the emails and webhooks its jobs send.
+    if ctx.page.base_url != base && req.header("host").is_some() {
+        let mut page = ctx.page.clone();
+        page.base_url = base.clone();
+        ctx.bucket.set(record::PAGE, &page)?;
+    }
     let added = subscribers::add_email(&ctx.bucket, &ctx.org, &ctx.page, &email, &base)?;
     let full = match added {
         Ok(_) => None,
