@@ -85,16 +85,17 @@ async fn null_receiver() -> anyhow::Result<String> {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| async move {
-                    use http_body_util::BodyExt;
-                    let _ = req.into_body().collect().await;
-                    let mut res = Response::new(Full::new(Bytes::new()));
-                    res.headers_mut().insert(
-                        "content-type",
-                        hyper::header::HeaderValue::from_static("application/x-protobuf"),
-                    );
-                    Ok::<_, Infallible>(res)
-                });
+                let service =
+                    hyper::service::service_fn(|req: Request<hyper::body::Incoming>| async move {
+                        use http_body_util::BodyExt;
+                        let _ = req.into_body().collect().await;
+                        let mut res = Response::new(Full::new(Bytes::new()));
+                        res.headers_mut().insert(
+                            "content-type",
+                            hyper::header::HeaderValue::from_static("application/x-protobuf"),
+                        );
+                        Ok::<_, Infallible>(res)
+                    });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -105,7 +106,12 @@ async fn null_receiver() -> anyhow::Result<String> {
 }
 
 /// Runs the export script against `endpoint`; (spans, seconds).
-async fn export(python: &std::path::Path, endpoint: &str, token: &str, n: u64) -> anyhow::Result<(u64, f64)> {
+async fn export(
+    python: &std::path::Path,
+    endpoint: &str,
+    token: &str,
+    n: u64,
+) -> anyhow::Result<(u64, f64)> {
     let dir = tempfile::tempdir()?;
     let script = dir.path().join("export.py");
     std::fs::write(&script, EXPORT)?;
@@ -113,7 +119,10 @@ async fn export(python: &std::path::Path, endpoint: &str, token: &str, n: u64) -
         .arg(&script)
         .arg(n.to_string())
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-        .env("OTEL_EXPORTER_OTLP_HEADERS", format!("plateau-otel-token={token}"))
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            format!("plateau-otel-token={token}"),
+        )
         .stdin(Stdio::null())
         .output()
         .await
@@ -134,7 +143,8 @@ async fn export(python: &std::path::Path, endpoint: &str, token: &str, n: u64) -
 }
 
 pub async fn run(opts: Options) -> anyhow::Result<()> {
-    let python = crate::setup::ensure_python_packages(crate::setup::OTEL_PYTHON_PACKAGES)?.join("python3");
+    let python =
+        crate::setup::ensure_python_packages(crate::setup::OTEL_PYTHON_PACKAGES)?.join("python3");
     let server = Server::start_release().await?;
     let api = Api::new(&server);
     let (status, token) = api.post("/otel/tokens", &json!({"name": "bench"})).await?;

@@ -92,7 +92,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             ("authorization", &format!("Bearer {}", api.token)),
             ("content-type", "application/json"),
         ],
-        Some(json!({"name": "Bench", "slug": "bench", "description": "The bench's page"}).to_string()),
+        Some(
+            json!({"name": "Bench", "slug": "bench", "description": "The bench's page"})
+                .to_string(),
+        ),
     )
     .await?;
     if put.0.as_u16() != 201 {
@@ -101,7 +104,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut ids = Vec::new();
     for i in 0..8 {
         let (status, c) = api
-            .post("/status-pages/components", &json!({"name": format!("Service {i}"), "position": i}))
+            .post(
+                "/status-pages/components",
+                &json!({"name": format!("Service {i}"), "position": i}),
+            )
             .await?;
         if status != 201 {
             bail!("creating a component answered {status}: {c}");
@@ -136,7 +142,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let json_samples = hammer(&api, &summary, None, &opts).await;
     // The page's ETag, for the conditional row.
     let etag = {
-        let req = hyper::Request::get(&page).body(http_body_util::Full::new(bytes::Bytes::new()))?;
+        let req =
+            hyper::Request::get(&page).body(http_body_util::Full::new(bytes::Bytes::new()))?;
         let res = api.client.request(req).await?;
         res.headers()
             .get("etag")
@@ -163,7 +170,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let html_rate = rate(&html_samples);
     println!(
         "\nthe HTML page at {html_rate:.0} requests/s: the 2,000/s target is {}",
-        if html_rate >= 2000.0 { "met" } else { "NOT met" }
+        if html_rate >= 2000.0 {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
     Ok(())
 }

@@ -66,30 +66,35 @@ impl Sink {
             while let Ok((stream, _)) = listener.accept().await {
                 let (h, d) = (h.clone(), d.clone());
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let (h, d) = (h.clone(), d.clone());
-                        async move {
-                            use http_body_util::BodyExt;
-                            let signed = req.headers().contains_key("webhook-signature");
-                            let path = req.uri().path().to_owned();
-                            let _ = req.into_body().collect().await;
-                            if signed && path == "/hook" {
-                                h.fetch_add(1, Ordering::Relaxed);
-                            } else if path == "/direct" {
-                                d.fetch_add(1, Ordering::Relaxed);
+                    let service =
+                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let (h, d) = (h.clone(), d.clone());
+                            async move {
+                                use http_body_util::BodyExt;
+                                let signed = req.headers().contains_key("webhook-signature");
+                                let path = req.uri().path().to_owned();
+                                let _ = req.into_body().collect().await;
+                                if signed && path == "/hook" {
+                                    h.fetch_add(1, Ordering::Relaxed);
+                                } else if path == "/direct" {
+                                    d.fetch_add(1, Ordering::Relaxed);
+                                }
+                                let mut res = Response::new(Full::new(Bytes::new()));
+                                *res.status_mut() = hyper::StatusCode::NO_CONTENT;
+                                Ok::<_, Infallible>(res)
                             }
-                            let mut res = Response::new(Full::new(Bytes::new()));
-                            *res.status_mut() = hyper::StatusCode::NO_CONTENT;
-                            Ok::<_, Infallible>(res)
-                        }
-                    });
+                        });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
                 });
             }
         });
-        Ok(Sink { addr, hooks, direct })
+        Ok(Sink {
+            addr,
+            hooks,
+            direct,
+        })
     }
 }
 
@@ -100,7 +105,12 @@ async fn direct(api: &Api, url: &str, body: &str, n: u64, connections: usize) ->
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {
-        let (client, next, url, body) = (api.client.clone(), next.clone(), url.to_owned(), body.to_owned());
+        let (client, next, url, body) = (
+            api.client.clone(),
+            next.clone(),
+            url.to_owned(),
+            body.to_owned(),
+        );
         tasks.push(tokio::spawn(async move {
             while next.fetch_add(1, Ordering::Relaxed) < n {
                 let id = format!("msg_{}", next.load(Ordering::Relaxed));
@@ -112,7 +122,10 @@ async fn direct(api: &Api, url: &str, body: &str, n: u64, connections: usize) ->
                         ("content-type", "application/json"),
                         ("webhook-id", &id),
                         ("webhook-timestamp", "1700000000"),
-                        ("webhook-signature", "v1,c2lnbmF0dXJlc2lnbmF0dXJlc2lnbmF0dXJlc2lnbmF0dXI="),
+                        (
+                            "webhook-signature",
+                            "v1,c2lnbmF0dXJlc2lnbmF0dXJlc2lnbmF0dXJlc2lnbmF0dXI=",
+                        ),
                     ],
                     Some(body.clone()),
                 )
@@ -181,7 +194,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
                 if n >= total {
                     break;
                 }
-                if let Ok((201, _)) = api.post("/projects", &json!({"name": format!("bench-{n}")})).await {
+                if let Ok((201, _)) = api
+                    .post("/projects", &json!({"name": format!("bench-{n}")}))
+                    .await
+                {
                     made.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -210,7 +226,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let delivered = sink.hooks.load(Ordering::Relaxed);
     let direct_rate = direct_got as f64 / direct_secs;
     let e2e_rate = delivered as f64 / e2e_secs;
-    println!("{:<44} {:>9} {:>9} {:>10}", "path", "requests", "seconds", "per second");
+    println!(
+        "{:<44} {:>9} {:>9} {:>10}",
+        "path", "requests", "seconds", "per second"
+    );
     println!(
         "{:<44} {:>9} {:>9.2} {:>10.0}",
         "direct send from tokio to the sink", direct_got, direct_secs, direct_rate
@@ -229,7 +248,11 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     println!(
         "\nend to end at {:.0}% of the direct send (target 70%): {}; {} of {made} events delivered",
         100.0 * e2e_rate / direct_rate,
-        if e2e_rate >= 0.7 * direct_rate { "met" } else { "NOT met" },
+        if e2e_rate >= 0.7 * direct_rate {
+            "met"
+        } else {
+            "NOT met"
+        },
         delivered
     );
     Ok(())

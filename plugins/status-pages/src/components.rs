@@ -102,9 +102,9 @@ pub fn update(req: &Request, params: &Params) -> Result<Response, ApiError> {
     check_input(&input, false)?;
     let bucket = Bucket::caller()?;
     let key = record::component_key(&params["id"]);
-    let raw = bucket
-        .get_raw(&key)?
-        .ok_or_else(|| ApiError::not_found(format!("component {} does not exist", &params["id"])))?;
+    let raw = bucket.get_raw(&key)?.ok_or_else(|| {
+        ApiError::not_found(format!("component {} does not exist", &params["id"]))
+    })?;
     let mut component: Component = plateau_sdk::serde_json::from_slice(&raw)
         .map_err(|e| ApiError::internal(format!("a stored component is unreadable: {e}")))?;
     let now = clock::now_millis();
@@ -206,10 +206,11 @@ fn feed(org: &str, kind: SourceKind, id: &str, status: ComponentStatus) -> Resul
         };
         let mut component: Component = plateau_sdk::serde_json::from_slice(&raw)
             .map_err(|e| ApiError::internal(format!("a stored component is unreadable: {e}")))?;
-        let linked = component.source.as_ref() == Some(&Source {
-            kind,
-            id: id.to_owned(),
-        });
+        let linked = component.source.as_ref()
+            == Some(&Source {
+                kind,
+                id: id.to_owned(),
+            });
         if !linked || !store::set_status(&bucket, &mut component, status, now)? {
             continue;
         }

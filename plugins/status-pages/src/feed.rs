@@ -101,13 +101,23 @@ fn status_json(components: &[Component], open: &[Incident], now: u64) -> Value {
     let (indicator, description) = render::indicator(components, open, now);
     // Statuspage's indicator has no `maintenance`: it says `maintenance`
     // only in the description's words.
-    let indicator = if indicator == "maintenance" { "none" } else { indicator };
+    let indicator = if indicator == "maintenance" {
+        "none"
+    } else {
+        indicator
+    };
     json!({ "indicator": indicator, "description": description })
 }
 
 /// `summary.json`: the page, its components, its unresolved incidents,
 /// its upcoming and ongoing maintenance, and the overall status.
-pub fn summary(page: &Page, url: &str, components: &[Component], open: &[Incident], now: u64) -> Value {
+pub fn summary(
+    page: &Page,
+    url: &str,
+    components: &[Component],
+    open: &[Incident],
+    now: u64,
+) -> Value {
     let updated = components
         .iter()
         .map(|c| c.updated_at)
@@ -135,7 +145,13 @@ pub fn summary(page: &Page, url: &str, components: &[Component], open: &[Inciden
 }
 
 /// `status.json`: the page and the overall status only.
-pub fn status(page: &Page, url: &str, components: &[Component], open: &[Incident], now: u64) -> Value {
+pub fn status(
+    page: &Page,
+    url: &str,
+    components: &[Component],
+    open: &[Incident],
+    now: u64,
+) -> Value {
     json!({
         "page": page_json(page, url, page.updated_at),
         "status": status_json(components, open, now),

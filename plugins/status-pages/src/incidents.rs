@@ -9,12 +9,9 @@ use plateau_sdk::serde_json::json;
 use plateau_sdk::{ApiError, Bucket, NewEvent, Params, Request, Response, clock};
 
 use crate::input::{
-    Check, IMPACTS, INCIDENT_STATUSES, IncidentInput, MAINTENANCE_STATUSES, UpdateInput,
-    parse_time,
+    Check, IMPACTS, INCIDENT_STATUSES, IncidentInput, MAINTENANCE_STATUSES, UpdateInput, parse_time,
 };
-use crate::record::{
-    self, Affected, ComponentStatus, Incident, IncidentKind, MAX_UPDATES, Update,
-};
+use crate::record::{self, Affected, ComponentStatus, Incident, IncidentKind, MAX_UPDATES, Update};
 use crate::views::IncidentView;
 use crate::{notify, store};
 
@@ -25,10 +22,17 @@ fn statuses(kind: IncidentKind) -> &'static [&'static str] {
     }
 }
 
-fn check_components(check: &mut Check, bucket: &Bucket, affected: &[Affected]) -> Result<(), ApiError> {
+fn check_components(
+    check: &mut Check,
+    bucket: &Bucket,
+    affected: &[Affected],
+) -> Result<(), ApiError> {
     for (i, a) in affected.iter().enumerate() {
         if bucket.get_raw(&record::component_key(&a.id))?.is_none() {
-            check.fail(&format!("components[{i}].id"), "is not a component of the page");
+            check.fail(
+                &format!("components[{i}].id"),
+                "is not a component of the page",
+            );
         }
     }
     Ok(())
@@ -107,9 +111,22 @@ pub fn create(req: &Request, _: &Params) -> Result<Response, ApiError> {
         resolved_at: None,
         updates: Vec::new(),
     };
-    let update = apply(&bucket, &mut incident, &status, &input.body, input.components, now)?;
+    let update = apply(
+        &bucket,
+        &mut incident,
+        &status,
+        &input.body,
+        input.components,
+        now,
+    )?;
     bucket.set(&record::history_key(now, &incident.id), "")?;
-    finish(&bucket, &incident, &update, input.notify.unwrap_or(true), "created")?;
+    finish(
+        &bucket,
+        &incident,
+        &update,
+        input.notify.unwrap_or(true),
+        "created",
+    )?;
     Ok(Response::created(&IncidentView::from(&incident)))
 }
 
@@ -120,17 +137,40 @@ pub fn add_update(req: &Request, params: &Params) -> Result<Response, ApiError> 
     let mut incident = store::incident(&bucket, &params["id"])?;
     let mut check = Check::default();
     check.text("body", &input.body, 5000);
-    let status = input.status.clone().unwrap_or_else(|| incident.status.clone());
+    let status = input
+        .status
+        .clone()
+        .unwrap_or_else(|| incident.status.clone());
     check.one_of("status", &status, statuses(incident.kind));
     check_components(&mut check, &bucket, &input.components)?;
     if incident.updates.len() >= MAX_UPDATES {
-        check.fail("body", format!("an incident keeps at most {MAX_UPDATES} updates"));
+        check.fail(
+            "body",
+            format!("an incident keeps at most {MAX_UPDATES} updates"),
+        );
     }
     check.done()?;
     let now = clock::now_millis();
-    let update = apply(&bucket, &mut incident, &status, &input.body, input.components, now)?;
-    let verb = if incident.is_open() { "updated" } else { "resolved" };
-    finish(&bucket, &incident, &update, input.notify.unwrap_or(true), verb)?;
+    let update = apply(
+        &bucket,
+        &mut incident,
+        &status,
+        &input.body,
+        input.components,
+        now,
+    )?;
+    let verb = if incident.is_open() {
+        "updated"
+    } else {
+        "resolved"
+    };
+    finish(
+        &bucket,
+        &incident,
+        &update,
+        input.notify.unwrap_or(true),
+        verb,
+    )?;
     Ok(Response::created(&IncidentView::from(&incident)))
 }
 
@@ -173,7 +213,10 @@ fn apply(
                     .get::<record::Component>(&record::component_key(id))?
                     .is_some_and(|c| c.source.is_none() || to == ComponentStatus::UnderMaintenance);
                 if hand_set {
-                    affected.push(Affected { id: id.clone(), status: to });
+                    affected.push(Affected {
+                        id: id.clone(),
+                        status: to,
+                    });
                 }
             }
         }

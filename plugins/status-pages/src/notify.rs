@@ -173,7 +173,13 @@ fn deliver(org: &str, job: &Job) -> Result<(), ApiError> {
         return Ok(());
     };
     let secret = subscribers::open_secret(org, sealed)?;
-    match webhooks::send(url, &secret, &task.message_id, &task.body, WEBHOOK_TIMEOUT_MS) {
+    match webhooks::send(
+        url,
+        &secret,
+        &task.message_id,
+        &task.body,
+        WEBHOOK_TIMEOUT_MS,
+    ) {
         Ok(r) if r.is_success() => Ok(()),
         Ok(r) => Err(ApiError::unavailable(format!(
             "webhook answered {} on attempt {}",

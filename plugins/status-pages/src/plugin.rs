@@ -179,11 +179,17 @@ fn public_routes(r: Router) -> Router {
         .public()
         .summary("Confirm an email subscription")
         .response_bytes(200, "text/html")
-        .get(&format!("{base}/unsubscribe/{{token}}"), public::unsubscribe_form)
+        .get(
+            &format!("{base}/unsubscribe/{{token}}"),
+            public::unsubscribe_form,
+        )
         .public()
         .summary("The unsubscribe link: a button that unsubscribes")
         .response_bytes(200, "text/html")
-        .post(&format!("{base}/unsubscribe/{{token}}"), public::unsubscribe)
+        .post(
+            &format!("{base}/unsubscribe/{{token}}"),
+            public::unsubscribe,
+        )
         .public()
         .summary("End an email subscription")
         .response_bytes(200, "text/html")

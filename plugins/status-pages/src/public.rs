@@ -102,24 +102,30 @@ fn cached(
 
 /// `GET /status-pages/public/{slug}`.
 pub fn page(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    cached(req, params, "html", "text/html; charset=utf-8", |ctx, now| {
-        let components = store::components(&ctx.bucket)?;
-        let mut with_bars = Vec::with_capacity(components.len());
-        for c in components {
-            let bars = store::bars(&ctx.bucket, &c, now)?;
-            with_bars.push((c, bars));
-        }
-        let open = store::open_incidents(&ctx.bucket)?;
-        let recent = store::recent_incidents(&ctx.bucket, 10)?;
-        Ok(render::page(&View {
-            page: &ctx.page,
-            url: &ctx.url,
-            components: &with_bars,
-            open: &open,
-            recent: &recent,
-            now,
-        }))
-    })
+    cached(
+        req,
+        params,
+        "html",
+        "text/html; charset=utf-8",
+        |ctx, now| {
+            let components = store::components(&ctx.bucket)?;
+            let mut with_bars = Vec::with_capacity(components.len());
+            for c in components {
+                let bars = store::bars(&ctx.bucket, &c, now)?;
+                with_bars.push((c, bars));
+            }
+            let open = store::open_incidents(&ctx.bucket)?;
+            let recent = store::recent_incidents(&ctx.bucket, 10)?;
+            Ok(render::page(&View {
+                page: &ctx.page,
+                url: &ctx.url,
+                components: &with_bars,
+                open: &open,
+                recent: &recent,
+                now,
+            }))
+        },
+    )
 }
 
 /// `GET /status-pages/public/{slug}/api/v2/summary.json`.
@@ -142,10 +148,16 @@ pub fn status(req: &Request, params: &Params) -> Result<Response, ApiError> {
 
 /// `GET /status-pages/public/{slug}/history.atom`.
 pub fn atom(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    cached(req, params, "atom", "application/atom+xml; charset=utf-8", |ctx, _| {
-        let recent = store::recent_incidents(&ctx.bucket, 25)?;
-        Ok(feed::atom(&ctx.page, &ctx.url, &recent))
-    })
+    cached(
+        req,
+        params,
+        "atom",
+        "application/atom+xml; charset=utf-8",
+        |ctx, _| {
+            let recent = store::recent_incidents(&ctx.bucket, 25)?;
+            Ok(feed::atom(&ctx.page, &ctx.url, &recent))
+        },
+    )
 }
 
 fn html(status: u16, body: String) -> Response {
@@ -206,7 +218,10 @@ pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
     };
     if as_json {
         return Ok(full.unwrap_or_else(|| {
-            Response::json(202, &serde_json::json!({ "email": email.trim(), "confirmationSent": true }))
+            Response::json(
+                202,
+                &serde_json::json!({ "email": email.trim(), "confirmationSent": true }),
+            )
         }));
     }
     let body = match full {
@@ -228,12 +243,26 @@ pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
 
 /// `GET .../confirm/{token}`: a button that confirms (a link only shows it).
 pub fn confirm_form(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    token_form(req, params, "Confirm your subscription", "Press the button to get email about incidents and maintenance.", "Confirm", "confirm")
+    token_form(
+        req,
+        params,
+        "Confirm your subscription",
+        "Press the button to get email about incidents and maintenance.",
+        "Confirm",
+        "confirm",
+    )
 }
 
 /// `GET .../unsubscribe/{token}`.
 pub fn unsubscribe_form(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    token_form(req, params, "Unsubscribe", "Press the button to stop getting email from this page.", "Unsubscribe", "unsubscribe")
+    token_form(
+        req,
+        params,
+        "Unsubscribe",
+        "Press the button to stop getting email from this page.",
+        "Unsubscribe",
+        "unsubscribe",
+    )
 }
 
 fn token_form(
@@ -247,17 +276,36 @@ fn token_form(
     let ctx = open(req, params)?;
     let token = &params["token"];
     if subscribers::by_token(&ctx.bucket, token)?.is_none() {
-        return Ok(html(404, render::message(&ctx.page.name, "This link is no longer valid", "The subscription it was for does not exist any more.", &ctx.url)));
+        return Ok(html(
+            404,
+            render::message(
+                &ctx.page.name,
+                "This link is no longer valid",
+                "The subscription it was for does not exist any more.",
+                &ctx.url,
+            ),
+        ));
     }
     let action = format!("{}/{what}/{token}", ctx.url);
-    Ok(html(200, render::confirm_form(&ctx.page.name, heading, text, &action, button)))
+    Ok(html(
+        200,
+        render::confirm_form(&ctx.page.name, heading, text, &action, button),
+    ))
 }
 
 /// `POST .../confirm/{token}`.
 pub fn confirm(req: &Request, params: &Params) -> Result<Response, ApiError> {
     let ctx = open(req, params)?;
     let Some(mut sub) = subscribers::by_token(&ctx.bucket, &params["token"])? else {
-        return Ok(html(404, render::message(&ctx.page.name, "This link is no longer valid", "The subscription it was for does not exist any more.", &ctx.url)));
+        return Ok(html(
+            404,
+            render::message(
+                &ctx.page.name,
+                "This link is no longer valid",
+                "The subscription it was for does not exist any more.",
+                &ctx.url,
+            ),
+        ));
     };
     if !sub.confirmed {
         let now = clock::now_millis();
@@ -269,7 +317,15 @@ pub fn confirm(req: &Request, params: &Params) -> Result<Response, ApiError> {
             .resource("status_subscriber", &sub.id)
             .emit()?;
     }
-    Ok(html(200, render::message(&ctx.page.name, "You are subscribed", "You will get an email when an incident or maintenance is posted or updated. Every email has a link to unsubscribe.", &ctx.url)))
+    Ok(html(
+        200,
+        render::message(
+            &ctx.page.name,
+            "You are subscribed",
+            "You will get an email when an incident or maintenance is posted or updated. Every email has a link to unsubscribe.",
+            &ctx.url,
+        ),
+    ))
 }
 
 /// `POST .../unsubscribe/{token}`.
@@ -282,5 +338,13 @@ pub fn unsubscribe(req: &Request, params: &Params) -> Result<Response, ApiError>
             .resource("status_subscriber", &sub.id)
             .emit()?;
     }
-    Ok(html(200, render::message(&ctx.page.name, "You are unsubscribed", "No more email will be sent to you from this page.", &ctx.url)))
+    Ok(html(
+        200,
+        render::message(
+            &ctx.page.name,
+            "You are unsubscribed",
+            "No more email will be sent to you from this page.",
+            &ctx.url,
+        ),
+    ))
 }

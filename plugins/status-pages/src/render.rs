@@ -77,7 +77,13 @@ pub fn message(page_name: &str, heading: &str, text: &str, back: &str) -> String
 /// A page with one button that posts to `action` (confirm, unsubscribe):
 /// a link in an email only shows it, so a mail scanner that follows links
 /// changes nothing.
-pub fn confirm_form(page_name: &str, heading: &str, text: &str, action: &str, button: &str) -> String {
+pub fn confirm_form(
+    page_name: &str,
+    heading: &str,
+    text: &str,
+    action: &str,
+    button: &str,
+) -> String {
     layout(
         &format!("{heading} - {page_name}"),
         "",
@@ -94,7 +100,11 @@ pub fn confirm_form(page_name: &str, heading: &str, text: &str, action: &str, bu
 }
 
 /// The overall status: Statuspage's indicator and its words.
-pub fn indicator(components: &[Component], open: &[Incident], now: u64) -> (&'static str, &'static str) {
+pub fn indicator(
+    components: &[Component],
+    open: &[Incident],
+    now: u64,
+) -> (&'static str, &'static str) {
     let active: Vec<&Incident> = open.iter().filter(|i| is_active(i, now)).collect();
     let worst_impact = active
         .iter()
@@ -174,7 +184,9 @@ pub fn page(v: &View<'_>) -> String {
         }
         b.push_str("</section>");
     }
-    b.push_str("<section aria-labelledby=\"comps\"><h2 id=\"comps\">Components</h2><ul class=\"plain\">");
+    b.push_str(
+        "<section aria-labelledby=\"comps\"><h2 id=\"comps\">Components</h2><ul class=\"plain\">",
+    );
     for (c, bars) in v.components {
         component(&mut b, c, bars);
     }
@@ -183,7 +195,9 @@ pub fn page(v: &View<'_>) -> String {
     }
     b.push_str("</ul></section>");
     if !upcoming.is_empty() {
-        b.push_str("<section aria-labelledby=\"sched\"><h2 id=\"sched\">Scheduled maintenance</h2>");
+        b.push_str(
+            "<section aria-labelledby=\"sched\"><h2 id=\"sched\">Scheduled maintenance</h2>",
+        );
         for i in upcoming {
             incident(&mut b, i, true);
         }
@@ -207,11 +221,15 @@ pub fn page(v: &View<'_>) -> String {
          <a href=\"{url}/api/v2/summary.json\">summary.json</a>.</p></section></main>\
          <footer>{home}Updated {now}</footer>",
         url = esc(v.url),
-        home = v.page.homepage_url.as_deref().map_or_else(String::new, |h| format!(
-            "<a href=\"{}\">{}</a> · ",
-            esc(h),
-            esc(&v.page.name)
-        )),
+        home = v
+            .page
+            .homepage_url
+            .as_deref()
+            .map_or_else(String::new, |h| format!(
+                "<a href=\"{}\">{}</a> · ",
+                esc(h),
+                esc(&v.page.name)
+            )),
         now = rfc3339(v.now),
     );
     let head = format!(
@@ -223,8 +241,10 @@ pub fn page(v: &View<'_>) -> String {
 }
 
 fn component(b: &mut String, c: &Component, bars: &[(Bar, u64)]) {
-    let uptime = uptime::overall(bars)
-        .map_or_else(|| "no data".to_owned(), |u| format!("{:.2}% uptime", u * 100.0));
+    let uptime = uptime::overall(bars).map_or_else(
+        || "no data".to_owned(),
+        |u| format!("{:.2}% uptime", u * 100.0),
+    );
     let _ = write!(
         b,
         "<li class=\"comp\"><div class=\"row\"><h3>{name}</h3><span class=\"st {st}\">{label}</span></div>{desc}\
@@ -243,7 +263,11 @@ fn component(b: &mut String, c: &Component, bars: &[(Bar, u64)]) {
             None => ("none".to_owned(), "no data".to_owned()),
             Some(u) => (
                 bar.worst.as_str().to_owned(),
-                format!("{:.2}% uptime, worst: {}", u * 100.0, bar.worst.label().to_lowercase()),
+                format!(
+                    "{:.2}% uptime, worst: {}",
+                    u * 100.0,
+                    bar.worst.label().to_lowercase()
+                ),
             ),
         };
         let _ = write!(

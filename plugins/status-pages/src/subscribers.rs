@@ -117,7 +117,11 @@ pub fn add_email(
 pub fn list(req: &Request, _: &Params) -> Result<Response, ApiError> {
     let query = req.page_query()?;
     let bucket = Bucket::caller()?;
-    let page = bucket.list(record::SUBSCRIBERS, query.cursor.as_deref(), query.page_size())?;
+    let page = bucket.list(
+        record::SUBSCRIBERS,
+        query.cursor.as_deref(),
+        query.page_size(),
+    )?;
     let items: Vec<SubscriberView> = page
         .entries
         .iter()
@@ -196,7 +200,9 @@ pub fn delete(_req: &Request, params: &Params) -> Result<Response, ApiError> {
     let bucket = Bucket::caller()?;
     let sub: Subscriber = bucket
         .get(&record::subscriber_key(&params["id"]))?
-        .ok_or_else(|| ApiError::not_found(format!("subscriber {} does not exist", &params["id"])))?;
+        .ok_or_else(|| {
+            ApiError::not_found(format!("subscriber {} does not exist", &params["id"]))
+        })?;
     remove(&bucket, &sub)?;
     NewEvent::new("status-pages.subscriber.deleted", "delete")
         .resource("status_subscriber", &sub.id)

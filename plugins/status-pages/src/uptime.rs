@@ -96,10 +96,7 @@ mod tests {
     #[test]
     fn an_interval_is_cut_at_midnight() {
         let start = 10 * DAY_MS + DAY_MS - 1000;
-        assert_eq!(
-            split(start, 11 * DAY_MS + 500),
-            vec![(10, 1000), (11, 500)]
-        );
+        assert_eq!(split(start, 11 * DAY_MS + 500), vec![(10, 1000), (11, 500)]);
         assert!(split(5, 5).is_empty());
         // Only the last 90 days are kept.
         let parts = split(0, 200 * DAY_MS);
@@ -117,7 +114,10 @@ mod tests {
         assert!((bar.uptime.unwrap() - 0.87).abs() < 1e-9);
         assert_eq!(bar.worst, ComponentStatus::MajorOutage);
         assert_eq!(Bar::of(3, &DayTotals::default(), 0).uptime, None);
-        let all = overall(&[(bar, DAY_MS), (Bar::of(4, &DayTotals::default(), DAY_MS), DAY_MS)]);
+        let all = overall(&[
+            (bar, DAY_MS),
+            (Bar::of(4, &DayTotals::default(), DAY_MS), DAY_MS),
+        ]);
         assert!((all.unwrap() - 0.935).abs() < 1e-9);
     }
 }

@@ -140,7 +140,12 @@ impl From<&Subscriber> for SubscriberView {
     fn from(s: &Subscriber) -> SubscriberView {
         SubscriberView {
             id: s.id.clone(),
-            kind: if s.email.is_some() { "email" } else { "webhook" }.to_owned(),
+            kind: if s.email.is_some() {
+                "email"
+            } else {
+                "webhook"
+            }
+            .to_owned(),
             email: s.email.clone(),
             url: s.url.clone(),
             confirmed: s.confirmed,

@@ -143,18 +143,20 @@ async fn put_page(ctx: Ctx, fields: Fields) -> Response {
 async fn add_component(ctx: Ctx, fields: Fields) -> Response {
     let mut body = json!({ "name": field(&fields, "componentName") });
     if !field(&fields, "sourceKind").is_empty() {
-        body["source"] = json!({ "kind": field(&fields, "sourceKind"), "id": optional(&fields, "sourceId") });
+        body["source"] =
+            json!({ "kind": field(&fields, "sourceKind"), "id": optional(&fields, "sourceId") });
     }
     let result = ctx.post("/status-pages/components", body).await;
     after(&ctx, result, HERE)
 }
 
 async fn set_status(ctx: Ctx, fields: Fields) -> Response {
-    let path = format!("/status-pages/components/{}", seg(field(&fields, "component")));
+    let path = format!(
+        "/status-pages/components/{}",
+        seg(field(&fields, "component"))
+    );
     let body = json!({ "status": field(&fields, "status") });
-    let result = ctx
-        .call(axum::http::Method::PATCH, &path, Some(body))
-        .await;
+    let result = ctx.call(axum::http::Method::PATCH, &path, Some(body)).await;
     after(&ctx, result, HERE)
 }
 
@@ -169,7 +171,10 @@ async fn open_incident(ctx: Ctx, fields: Fields) -> Response {
 }
 
 async fn add_update(ctx: Ctx, fields: Fields) -> Response {
-    let path = format!("/status-pages/incidents/{}/updates", seg(field(&fields, "incident")));
+    let path = format!(
+        "/status-pages/incidents/{}/updates",
+        seg(field(&fields, "incident"))
+    );
     let body = json!({ "status": field(&fields, "status"), "body": field(&fields, "update") });
     let result = ctx.post(&path, body).await;
     after(&ctx, result, HERE)

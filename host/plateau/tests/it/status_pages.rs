@@ -66,22 +66,44 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
 
     // The page, and its slug, which another organisation cannot take.
     let r = c
-        .put("/status-pages/page", json!({"name": "Acme", "slug": "acme", "description": "Acme's services"}))
+        .put(
+            "/status-pages/page",
+            json!({"name": "Acme", "slug": "acme", "description": "Acme's services"}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let page = r.json();
     let public = page["publicUrl"].as_str().unwrap().to_owned();
-    assert!(public.ends_with("/api/v1/status-pages/public/acme"), "{public}");
-    let other = s.client().with_token(&create_org(&s, "other", "free").await);
+    assert!(
+        public.ends_with("/api/v1/status-pages/public/acme"),
+        "{public}"
+    );
+    let other = s
+        .client()
+        .with_token(&create_org(&s, "other", "free").await);
     let r = other
-        .put("/status-pages/page", json!({"name": "Not Acme", "slug": "acme"}))
+        .put(
+            "/status-pages/page",
+            json!({"name": "Not Acme", "slug": "acme"}),
+        )
         .await;
-    assert_eq!((r.status, r.code().as_str()), (409, "conflict"), "{}", r.text());
-    assert_eq!(other.get("/status-pages/components").await.json()["total"], 0);
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "conflict"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        other.get("/status-pages/components").await.json()["total"],
+        0
+    );
 
     // Every bad field is named.
     let r = c
-        .post("/status-pages/components", json!({"name": "", "source": {"kind": "check", "id": "no such id!"}}))
+        .post(
+            "/status-pages/components",
+            json!({"name": "", "source": {"kind": "check", "id": "no such id!"}}),
+        )
         .await;
     assert_eq!(r.status, 400, "{}", r.text());
     let problem = r.json();
@@ -93,48 +115,83 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
         .collect();
     assert_eq!(fields, ["name", "source.id"]);
     let r = c
-        .post("/status-pages/incidents", json!({"name": "x", "body": "y", "scheduledFor": "soon"}))
+        .post(
+            "/status-pages/incidents",
+            json!({"name": "x", "body": "y", "scheduledFor": "soon"}),
+        )
         .await;
-    assert_eq!(r.json()["errors"][0]["field"], "scheduledFor", "{}", r.text());
+    assert_eq!(
+        r.json()["errors"][0]["field"],
+        "scheduledFor",
+        "{}",
+        r.text()
+    );
 
     // A read-only token reads and cannot write.
-    let reader = s.client().with_token(&mint(&s, json!({"scopes": ["status-pages:read"]})).await);
+    let reader = s
+        .client()
+        .with_token(&mint(&s, json!({"scopes": ["status-pages:read"]})).await);
     assert_eq!(reader.get("/status-pages/page").await.status, 200);
-    let r = reader.post("/status-pages/components", json!({"name": "x"})).await;
+    let r = reader
+        .post("/status-pages/components", json!({"name": "x"}))
+        .await;
     assert_eq!(r.status, 403, "{}", r.text());
 
     // A component fed by a heartbeat, which goes down: the timeline feeds it.
     let r = c
-        .post("/heartbeats", json!({"name": "nightly", "periodSeconds": 60, "graceSeconds": 60}))
+        .post(
+            "/heartbeats",
+            json!({"name": "nightly", "periodSeconds": 60, "graceSeconds": 60}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let hb = r.json();
     let hb_id = hb["id"].as_str().unwrap().to_owned();
     let r = c
-        .post("/status-pages/components", json!({"name": "Nightly jobs", "source": {"kind": "heartbeat", "id": hb_id}}))
+        .post(
+            "/status-pages/components",
+            json!({"name": "Nightly jobs", "source": {"kind": "heartbeat", "id": hb_id}}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let jobs = r.json()["id"].as_str().unwrap().to_owned();
-    let r = c.post("/status-pages/components", json!({"name": "Website", "position": 1})).await;
+    let r = c
+        .post(
+            "/status-pages/components",
+            json!({"name": "Website", "position": 1}),
+        )
+        .await;
     let website = r.json()["id"].as_str().unwrap().to_owned();
-    let ping = hb["pingUrl"].as_str().unwrap().replace(&format!("{}/api/v1", s.url), "");
+    let ping = hb["pingUrl"]
+        .as_str()
+        .unwrap()
+        .replace(&format!("{}/api/v1", s.url), "");
     assert_eq!(visitor.get(&ping).await.status, 200);
     advance(&admin, 200_000).await;
-    until(&c, &format!("/status-pages/components/{jobs}"), "the heartbeat's down", |v| {
-        v["status"] == "major_outage"
-    })
+    until(
+        &c,
+        &format!("/status-pages/components/{jobs}"),
+        "the heartbeat's down",
+        |v| v["status"] == "major_outage",
+    )
     .await;
 
     // Subscribers: a webhook, and an email address through the public form.
     let (addr, hooks) = sink().await;
     let r = c
-        .post("/status-pages/subscribers", json!({"url": format!("http://{addr}/hook")}))
+        .post(
+            "/status-pages/subscribers",
+            json!({"url": format!("http://{addr}/hook")}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let secret = r.json()["secret"].as_str().unwrap().to_owned();
     let form = visitor
         .request(reqwest::Method::POST, "/status-pages/public/acme/subscribe")
-        .body("application/x-www-form-urlencoded", b"email=ann%40example.com".to_vec())
+        .body(
+            "application/x-www-form-urlencoded",
+            b"email=ann%40example.com".to_vec(),
+        )
         .send()
         .await;
     assert_eq!(form.status, 202, "{}", form.text());
@@ -157,7 +214,10 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
         waited += 1;
     }
     let (id, ts, sig, body) = hooks.lock().unwrap()[0].clone();
-    assert!(webhooks::verify(&secret, &id, ts, &body, &sig), "the signature verifies");
+    assert!(
+        webhooks::verify(&secret, &id, ts, &body, &sig),
+        "the signature verifies"
+    );
     let hook: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(hook["type"], "status-pages.incident.updated");
     assert_eq!(hook["data"]["incident"]["name"], "Website is slow");
@@ -165,33 +225,79 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
     // What a visitor sees.
     let html = visitor.get("/status-pages/public/acme").await;
     assert_eq!(html.status, 200);
-    assert!(html.header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        html.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
     let text = html.text();
-    for want in ["Acme", "Major System Outage", "Nightly jobs", "Major outage", "Website is slow", "Degraded performance", "We are looking into it."] {
+    for want in [
+        "Acme",
+        "Major System Outage",
+        "Nightly jobs",
+        "Major outage",
+        "Website is slow",
+        "Degraded performance",
+        "We are looking into it.",
+    ] {
         assert!(text.contains(want), "the page shows {want}: {text}");
     }
-    let summary = visitor.get("/status-pages/public/acme/api/v2/summary.json").await.json();
+    let summary = visitor
+        .get("/status-pages/public/acme/api/v2/summary.json")
+        .await
+        .json();
     assert_eq!(summary["page"]["name"], "Acme");
     assert_eq!(summary["status"]["indicator"], "critical");
-    let statuses: Vec<&str> = summary["components"].as_array().unwrap().iter().map(|c| c["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = summary["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses, ["major_outage", "degraded_performance"]);
-    assert_eq!(summary["incidents"][0]["incident_updates"][0]["status"], "investigating");
+    assert_eq!(
+        summary["incidents"][0]["incident_updates"][0]["status"],
+        "investigating"
+    );
     let r = c
-        .post(&format!("/status-pages/incidents/{incident}/updates"), json!({"status": "resolved", "body": "Fixed."}))
+        .post(
+            &format!("/status-pages/incidents/{incident}/updates"),
+            json!({"status": "resolved", "body": "Fixed."}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
-    let summary = visitor.get("/status-pages/public/acme/api/v2/summary.json").await.json();
-    assert!(summary["incidents"].as_array().unwrap().is_empty(), "{summary}");
+    let summary = visitor
+        .get("/status-pages/public/acme/api/v2/summary.json")
+        .await
+        .json();
+    assert!(
+        summary["incidents"].as_array().unwrap().is_empty(),
+        "{summary}"
+    );
     assert_eq!(summary["components"][1]["status"], "operational");
     let atom = visitor.get("/status-pages/public/acme/history.atom").await;
-    assert!(atom.header("content-type").unwrap().starts_with("application/atom+xml"));
-    assert!(atom.text().contains("<title>Website is slow</title>"), "{}", atom.text());
+    assert!(
+        atom.header("content-type")
+            .unwrap()
+            .starts_with("application/atom+xml")
+    );
+    assert!(
+        atom.text().contains("<title>Website is slow</title>"),
+        "{}",
+        atom.text()
+    );
     assert_eq!(visitor.get("/status-pages/public/nobody").await.status, 404);
 
     // The timeline has it all, and the relay was asked for the confirmation.
     let events = c.get("/events?limit=200").await.json();
     let types = event_types(&events);
-    for want in ["status-pages.page.created", "status-pages.component.updated", "status-pages.incident.created", "status-pages.incident.resolved", "status-pages.email.requested"] {
+    for want in [
+        "status-pages.page.created",
+        "status-pages.component.updated",
+        "status-pages.incident.created",
+        "status-pages.incident.resolved",
+        "status-pages.email.requested",
+    ] {
         assert!(types.contains(&want), "{want} in {types:?}");
     }
     let doc = s.anonymous().get("/openapi.json").await.json();

@@ -412,14 +412,24 @@ async fn a_person_in_chromium() {
     let title = b.client.title().await.unwrap();
     assert_eq!(title, "Console status status");
     let seen = b.text().await;
-    for want in ["Minor Service Outage", "Public API", "Operational", "Slow uploads", "We are looking into slow uploads.", "Get updates"] {
+    for want in [
+        "Minor Service Outage",
+        "Public API",
+        "Operational",
+        "Slow uploads",
+        "We are looking into slow uploads.",
+        "Get updates",
+    ] {
         assert!(seen.contains(want), "a visitor sees {want}: {seen}");
     }
     b.client.set_window_size(390, 844).await.unwrap();
     b.visit(&public, "status-page-public-phone").await;
     let overflow = b
         .client
-        .execute("return document.documentElement.scrollWidth <= window.innerWidth;", vec![])
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth;",
+            vec![],
+        )
         .await
         .unwrap();
     assert_eq!(overflow, json!(true), "the page fits a phone's width");
