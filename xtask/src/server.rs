@@ -173,7 +173,13 @@ pub fn debug_profile() -> bool {
 
 /// Builds the release binaries of `packages` (each package's binary has
 /// its name) in one cargo run (the debug ones under `BENCH_PROFILE=debug`).
+/// `BENCH_BUILD=skip` runs the binaries already built (for example the
+/// test suite's debug `plateau` under `BENCH_PROFILE=debug`).
 async fn build_release(packages: &[&str]) -> anyhow::Result<()> {
+    if std::env::var("BENCH_BUILD").is_ok_and(|b| b == "skip") {
+        eprintln!("BENCH_BUILD=skip: running the binaries already built");
+        return Ok(());
+    }
     let mut args = vec!["build", "--quiet"];
     if !debug_profile() {
         args.push("--release");
