@@ -212,10 +212,7 @@ pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
         ctx.bucket.set(record::PAGE, &page)?;
     }
     let added = subscribers::add_email(&ctx.bucket, &ctx.org, &ctx.page, &email, &base)?;
-    let full = match added {
-        Ok(_) => None,
-        Err(full) => Some(full),
-    };
+    let full = added.err();
     if as_json {
         return Ok(full.unwrap_or_else(|| {
             Response::json(

@@ -88,7 +88,7 @@ pub fn open_incidents(bucket: &Bucket) -> Result<Vec<Incident>, ApiError> {
             open.push(incident);
         }
     }
-    open.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    open.sort_by_key(|i| std::cmp::Reverse(i.created_at));
     Ok(open)
 }
 
