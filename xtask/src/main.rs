@@ -51,6 +51,15 @@
 //! - `cargo xtask bench errors [--events N] [--connections N]`: Sentry
 //!   events per second through the error tracking plugin's envelope
 //!   endpoint, with p50/p99, checked against the issues' counts (issue 36).
+//! - `cargo xtask bench webhooks [--events N] [--connections N]`: webhook
+//!   deliveries per second to a local sink, end to end from `POST
+//!   /projects`, against a direct send from tokio in the same run (issue 36).
+//! - `cargo xtask bench otel [--spans N] [--rounds N]`: OTLP spans per
+//!   second from the Python exporter, against the same exporter sending to
+//!   a null receiver in the same run (issue 36).
+//! - `cargo xtask bench status-pages [--seconds N] [--connections N]`: a
+//!   public status page's requests per second (HTML, summary.json, 304s),
+//!   with p50/p99 (issue 36).
 //! - `cargo xtask bench workflows [--runs N] [--steps N] [--workers N]`:
 //!   completed steps per second through the workflows plugin with 32
 //!   workers, with p50/p99 and 409 counts of claim and complete (issue 19).
@@ -82,12 +91,15 @@ mod manifest_bench;
 #[cfg(feature = "store-benches")]
 mod metrics_bench;
 mod old_pooler;
+mod otel_bench;
 mod postgres_bins;
 mod queues_bench;
 mod server;
 mod setup;
+mod status_pages_bench;
 mod tls_load;
 mod volumes_bench;
+mod webhooks_bench;
 mod workflows_bench;
 
 use anyhow::{Context, bail};
@@ -131,6 +143,30 @@ fn main() -> anyhow::Result<()> {
                 .build()
                 .context("starting tokio")?
                 .block_on(cron_bench::run(opts))
+        }
+        ["bench", "webhooks", rest @ ..] => {
+            let opts = webhooks_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(webhooks_bench::run(opts))
+        }
+        ["bench", "otel", rest @ ..] => {
+            let opts = otel_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(otel_bench::run(opts))
+        }
+        ["bench", "status-pages", rest @ ..] => {
+            let opts = status_pages_bench::Options::parse(rest)?;
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?
+                .block_on(status_pages_bench::run(opts))
         }
         ["bench", "errors", rest @ ..] => {
             let opts = errors_bench::Options::parse(rest)?;
@@ -244,7 +280,7 @@ fn main() -> anyhow::Result<()> {
         ["test", rest @ ..] => setup::test(rest),
         ["install", "postgres"] => postgres_bins::ensure(false),
         _ => bail!(
-            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench volumes | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench database-backups [--size-mib N] [--small-mib N] [--wal-mib N] [--rounds N] [--branches N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
+            "usage: cargo xtask run [serve flags] | test [cargo test flags] | install postgres | bench core|flags [--seconds N] [--connections N] [--rounds N] | bench checks [--checks N] [--seconds N] | bench email [--messages N] [--connections N] | bench apps [--seconds N] [--connections N] [--rounds N] [--deploys N] | bench volumes | bench edge [--seconds N] [--connections N] [--rounds N] | bench cache [--requests N] [--clients N] [--creations N] [--failovers N] | bench cron [--jobs N] | bench queues [--messages N] [--connections N] | bench errors [--events N] [--connections N] | bench webhooks [--events N] [--connections N] | bench otel [--spans N] [--rounds N] | bench status-pages [--seconds N] [--connections N] | bench workflows [--runs N] [--steps N] [--workers N] | bench databases [--creations N] [--seconds N] [--rounds N] [--clients N] [--failovers N] | bench database-backups [--size-mib N] [--small-mib N] [--wal-mib N] [--rounds N] [--branches N] | bench manifest [--rounds N] | bench metrics [--resources N] [--days N] [--requests N] | bench ingest [--resources N] [--minutes N] [--interval-ms N]"
         ),
     }
 }

@@ -103,6 +103,16 @@ const TEST_PYTHON_PACKAGES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The Python OpenTelemetry SDK and its OTLP/HTTP exporter, which
+/// `bench otel` exports with.
+pub const OTEL_PYTHON_PACKAGES: &[(&str, &str)] = &[
+    ("opentelemetry.sdk", "opentelemetry-sdk"),
+    (
+        "opentelemetry.exporter.otlp.proto.http",
+        "opentelemetry-exporter-otlp-proto-http",
+    ),
+];
+
 /// npm packages the test suite uses, installed under `target/npm-clients`
 /// (the tests set `NODE_PATH` to its `node_modules`): node-postgres, and
 /// axe-core, which the console's browser tests inject into every page
@@ -213,7 +223,7 @@ fn ensure_packages(packages: &[&str]) -> anyhow::Result<()> {
 /// `module` does not import there; the venv's `bin` directory. The venv
 /// sees the system's packages (`--system-site-packages`), so a machine
 /// that has them installs nothing.
-fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<std::path::PathBuf> {
+pub fn ensure_python_packages(packages: &[(&str, &str)]) -> anyhow::Result<std::path::PathBuf> {
     let venv = workspace_root().join("target/python");
     let bin = venv.join("bin");
     let python = bin.join("python3");

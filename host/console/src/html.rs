@@ -34,6 +34,7 @@ const AREAS: &[(&str, &str)] = &[
     ("/console/areas/alarms", "Alarms"),
     ("/console/areas/anomaly-monitors", "Anomalies"),
     ("/console/areas/waf-rules", "Firewall"),
+    ("/console/status-pages", "Status page"),
     ("/console/events", "Events"),
     ("/console/audit", "Audit log"),
 ];

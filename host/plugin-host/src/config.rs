@@ -96,6 +96,11 @@ pub const BUILTIN_GRANTS: &[(&str, &[Capability], &[&str])] = &[
     ),
     ("otel", &[Capability::Scheduler], &[]),
     (
+        "status-pages",
+        &[Capability::Http, Capability::Scheduler, Capability::Secrets],
+        &["*"],
+    ),
+    (
         "config",
         &[
             Capability::Secrets,

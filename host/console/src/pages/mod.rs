@@ -13,6 +13,7 @@ pub mod databases;
 pub mod members;
 pub mod objects;
 pub mod sign;
+pub mod status_pages;
 pub mod storage;
 
 use std::collections::HashMap;
@@ -41,6 +42,7 @@ pub fn routes() -> Router<Console> {
         .merge(objects::routes())
         .merge(members::routes())
         .merge(areas::routes())
+        .merge(status_pages::routes())
         .merge(admin::routes())
         .merge(admin_org::routes())
 }

@@ -56,6 +56,7 @@ mod slow_clients;
 mod spend;
 mod spend_lift;
 mod standard_webhooks;
+mod status_pages;
 mod storage;
 mod storage_objects;
 mod webhooks;

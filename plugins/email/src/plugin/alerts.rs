@@ -1,8 +1,8 @@
 //! Alert emails asked for by other plugins and the host: an event
 //! `alarms.email.requested`, `anomalies.email.requested`,
 //! `spend.email.requested`, `checks.email.requested`,
-//! `heartbeats.email.requested`, `webhooks.email.requested` or
-//! `errors.email.requested` whose data is
+//! `heartbeats.email.requested`, `webhooks.email.requested`,
+//! `errors.email.requested` or `status-pages.email.requested` whose data is
 //! `{"to": ["a@example.com"], "subject": "...", "text": "...", "html": "..."}`
 //! (`html` optional) is queued like `POST /email/send` from the
 //! organisation's alert sender (`alertsFrom`, else its first allowed sender

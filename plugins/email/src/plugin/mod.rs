@@ -17,8 +17,8 @@
 //! ask for with `alarms.email.requested`, `anomalies.email.requested` and
 //! `spend.email.requested` (the host's alarms, anomaly monitors and spend
 //! budgets), `checks.email.requested`, `heartbeats.email.requested`,
-//! `webhooks.email.requested` and `errors.email.requested` (see
-//! [`alerts`]).
+//! `webhooks.email.requested`, `errors.email.requested` and
+//! `status-pages.email.requested` (see [`alerts`]).
 
 pub mod alerts;
 pub mod config;
@@ -41,7 +41,7 @@ use suppressions::Suppression;
 pub struct EmailPlugin;
 
 /// The event types whose data asks for an alert email.
-pub const ALERT_EVENTS: [&str; 7] = [
+pub const ALERT_EVENTS: [&str; 8] = [
     "alarms.email.requested",
     "anomalies.email.requested",
     "checks.email.requested",
@@ -49,6 +49,7 @@ pub const ALERT_EVENTS: [&str; 7] = [
     "spend.email.requested",
     "webhooks.email.requested",
     "errors.email.requested",
+    "status-pages.email.requested",
 ];
 
 impl Plugin for EmailPlugin {

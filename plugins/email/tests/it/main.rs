@@ -183,7 +183,8 @@ fn description_declares_scopes_capabilities_subscriptions_and_routes() {
             "heartbeats.email.requested",
             "spend.email.requested",
             "webhooks.email.requested",
-            "errors.email.requested"
+            "errors.email.requested",
+            "status-pages.email.requested"
         ]
     );
     let routes: Vec<String> = description

@@ -396,6 +396,66 @@ async fn a_person_in_chromium() {
             b.text().await
         );
     }
+
+    // The status page: named in the console, then what a visitor sees.
+    b.visit(&format!("{base}/console/status-pages"), "status-pages")
+        .await;
+    b.fill("#f-name", "Console status").await;
+    b.fill("#f-slug", "console-status").await;
+    b.click("form[action='/console/status-pages/page'] button")
+        .await;
+    b.fill("#f-componentName", "Public API").await;
+    b.click("form[action='/console/status-pages/components'] button")
+        .await;
+    b.fill("#f-incidentName", "Slow uploads").await;
+    b.fill("#f-body", "We are looking into slow uploads.").await;
+    b.click("form[action='/console/status-pages/incidents'] button")
+        .await;
+    let text = b.until_text("Slow uploads").await;
+    assert!(text.contains("Public API"), "{text}");
+    b.check("status-pages-filled").await;
+    let public = b
+        .client
+        .find(Locator::Css("main a[href*='/status-pages/public/']"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .expect("the public URL");
+    let public = format!("{base}{public}");
+    b.visit(&public, "status-page-public").await;
+    let title = b.client.title().await.unwrap();
+    assert_eq!(title, "Console status status");
+    let seen = b.text().await;
+    for want in [
+        "Minor Service Outage",
+        "Public API",
+        "Operational",
+        "Slow uploads",
+        "We are looking into slow uploads.",
+        "Get updates",
+    ] {
+        assert!(seen.contains(want), "a visitor sees {want}: {seen}");
+    }
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.visit(&public, "status-page-public-phone").await;
+    let overflow = b
+        .client
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(overflow, json!(true), "the page fits a phone's width");
+    b.client.set_window_size(1280, 900).await.unwrap();
+    // Subscribing through the page's own form.
+    b.fill("#email", "visitor@example.com").await;
+    b.click("main form button").await;
+    let answer = b.until_text("Check your inbox").await;
+    assert!(answer.contains("Check your inbox"), "{answer}");
+    b.check("status-page-subscribed").await;
     // A phone's width.
     b.client.set_window_size(390, 844).await.unwrap();
     b.visit(&format!("{base}/console/apps"), "apps-phone").await;
