@@ -43,7 +43,9 @@ pub fn event(req: &Request, _: &plateau_sdk::Params) -> Result<Response, ApiErro
     };
     let ip = req.header(CLIENT_IP).unwrap_or_default();
     let at = clock::now_millis();
-    let salt = visitor::salt(day::of_millis(at))?;
+    let Some(salt) = visitor::salt(day::of_millis(at))? else {
+        return Ok(accepted("ignored"));
+    };
     let view = PageView {
         visitor: visitor::hash(&salt, &entry.site_id, ip, user_agent),
         site: entry.site_id,

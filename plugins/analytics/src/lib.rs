@@ -8,9 +8,12 @@
 //!   browser, OS and device, bots refused), [`event`] (an ingest body to a
 //!   page view: path, referrer source, UTM parameters), [`visitor`] (the
 //!   daily salt and the visitor hash);
-//! - [`rollup`] (the counters a page view adds at ingest) and [`ingest`];
+//! - [`rollup`] (the counters a page view adds at ingest), [`ingest`] (the
+//!   script's page views) and [`edge`] (the app edge's, in durable jobs);
 //! - [`sites`], [`stats`] (rollups read over a period), [`scan`] (the page
-//!   view log read when filters apply), wired in [`plugin`].
+//!   view log read when filters apply), wired in [`plugin`];
+//! - speed insights: [`speed`] (Core Web Vitals per route and device,
+//!   p75 from per-day histograms) and [`speed_script`] (web-vitals).
 //!
 //! **Architecture Invariants:** no IP address is stored: a visitor is the
 //! SHA-256 of the day's salt, the site, the address and the user agent,
@@ -23,6 +26,7 @@
 
 pub mod agent;
 pub mod day;
+pub mod edge;
 pub mod event;
 pub mod ingest;
 pub mod plugin;
@@ -30,6 +34,8 @@ pub mod rollup;
 pub mod scan;
 pub mod script;
 pub mod sites;
+pub mod speed;
+pub mod speed_script;
 pub mod stats;
 pub mod visitor;
 

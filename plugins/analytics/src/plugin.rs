@@ -2,16 +2,21 @@
 //!
 //! | Route | Access |
 //! |---|---|
-//! | `GET /analytics/script.js`, `POST /analytics/api/event` | public: the site's registered domain is the key |
+//! | `GET /analytics/script.js`, `POST /analytics/api/event`, `GET /speed-insights/script.js`, `POST /speed-insights/api/vitals` | public: the site's registered domain is the key |
+//! | `GET /speed-insights/sites/{id}` | `analytics:read` |
 //! | `GET /analytics/sites`, `GET /analytics/sites/{id}`, `GET /analytics/sites/{id}/stats`, `GET /analytics/sites/{id}/breakdown` | `analytics:read` |
 //! | `POST /analytics/sites`, `DELETE /analytics/sites/{id}` | `analytics:write` |
+//!
+//! Jobs: `edge:<id>`, page views the app edge reported ([`crate::edge`]).
 
-use plateau_sdk::{Capability, Description, Plugin, Router};
+use plateau_sdk::jobs::Job;
+use plateau_sdk::{Capability, Description, Plugin, Router, log};
 
 use crate::event::EventInput;
 use crate::sites::{Site, SiteInput};
+use crate::speed::{SpeedView, VitalsInput};
 use crate::stats::{BreakdownView, StatsView};
-use crate::{ingest, script, sites, stats};
+use crate::{edge, ingest, script, sites, speed, speed_script, stats};
 
 const PERIOD: &str = "The period is `from` to `to` (`YYYY-MM-DD`, UTC, inclusive; the last 30 \
      days by default, at most 366). `filter.{dimension}={value}` filters (page, entry, exit, \
@@ -26,7 +31,11 @@ impl Plugin for AnalyticsPlugin {
     fn describe() -> Description {
         Description::new("analytics", env!("CARGO_PKG_VERSION"))
             .prefix("/analytics")
-            .scope("analytics:read", "List sites and read their stats")
+            .prefix("/speed-insights")
+            .scope(
+                "analytics:read",
+                "List sites and read their stats and speed insights",
+            )
             .scope("analytics:write", "Add and delete analytics sites")
             .capabilities(&[
                 Capability::Kv,
@@ -84,6 +93,34 @@ impl Plugin for AnalyticsPlugin {
             .summary("A period's top values of a dimension (property) with their metrics")
             .description(PERIOD)
             .response::<BreakdownView>(200)
+            .get("/speed-insights/script.js", speed_script::serve)
+            .public()
+            .summary("The speed insights script: web-vitals 4.2.4 and the lines that post its measurements")
+            .response_bytes(200, "application/javascript")
+            .post("/speed-insights/api/vitals", speed::ingest)
+            .public()
+            .summary("Record Core Web Vitals of a page view; 202 even for a bot, which is not counted")
+            .description("JSON whatever the content type, for a site of /analytics/sites.")
+            .request::<VitalsInput>()
+            .response_bytes(202, "text/plain")
+            .get("/speed-insights/sites/{id}", speed::report)
+            .scope("analytics:read")
+            .summary("The 75th percentile of a metric per route and device, worst first, and per day")
+            .description(
+                "`metric` (LCP, INP, CLS, FCP or TTFB; LCP by default), `device` (desktop, mobile, \
+                 appliance, unknown), `from` and `to` as for stats. Milliseconds, CLS as its score; \
+                 exact to within 10%.",
+            )
+            .response::<SpeedView>(200)
+    }
+
+    fn on_job(job: &Job) -> Result<(), String> {
+        if job.key.starts_with(edge::JOB) {
+            edge::run(job).map(drop).map_err(|e| e.detail().to_owned())
+        } else {
+            log::warn(&format!("unknown job {} dropped", job.key));
+            Ok(())
+        }
     }
 }
 

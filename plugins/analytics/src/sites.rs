@@ -47,6 +47,11 @@ pub fn site_key(id: &str) -> String {
     format!("site/{id}")
 }
 
+/// In the organisation's bucket: the site tied to an app.
+pub fn app_key(app_id: &str) -> String {
+    format!("app/{app_id}")
+}
+
 pub fn domain_key(domain: &str) -> String {
     format!("dom/{domain}")
 }
@@ -116,7 +121,15 @@ pub fn create(req: &Request, _: &Params) -> Result<Response, ApiError> {
             "domain {domain} is already a site: each domain is counted by one site"
         )));
     }
-    Bucket::caller()?.set(&site_key(&site.id), &site)?;
+    let bucket = Bucket::caller()?;
+    if let Some(app) = &site.app_id
+        && !bucket.insert_new(&app_key(app), &site.id)?
+    {
+        return Err(ApiError::conflict(format!(
+            "app {app} is already tied to a site: appId names one site's app"
+        )));
+    }
+    bucket.set(&site_key(&site.id), &site)?;
     NewEvent::new("analytics.site.created", "create")
         .resource("analytics_site", &site.id)
         .data(&json!({ "domain": domain }))
@@ -128,7 +141,11 @@ pub fn create(req: &Request, _: &Params) -> Result<Response, ApiError> {
 pub fn delete(_: &Request, params: &Params) -> Result<Response, ApiError> {
     let site = find(&params["id"])?;
     Bucket::global()?.delete(&domain_key(&site.domain))?;
-    Bucket::caller()?.delete(&site_key(&site.id))?;
+    let bucket = Bucket::caller()?;
+    if let Some(app) = &site.app_id {
+        bucket.delete(&app_key(app))?;
+    }
+    bucket.delete(&site_key(&site.id))?;
     NewEvent::new("analytics.site.deleted", "delete")
         .resource("analytics_site", &site.id)
         .data(&json!({ "domain": site.domain }))

@@ -14,24 +14,24 @@ use crate::day;
 const PREFIX: &str = "salt/";
 
 /// The salt of `day`, made (and older ones deleted) if it is the first
-/// page view of the day.
-pub fn salt(day: i64) -> Result<String, ApiError> {
+/// page view of the day; `None` once a later day's salt exists (the day
+/// is over and its salt gone: a page view that late is not counted).
+pub fn salt(day: i64) -> Result<Option<String>, ApiError> {
     let global = Bucket::global()?;
     let key = format!("{PREFIX}{}", day::key(day));
     for _ in 0..4 {
         if let Some(salt) = global.get_raw(&key)? {
-            return Ok(String::from_utf8_lossy(&salt).into_owned());
+            return Ok(Some(String::from_utf8_lossy(&salt).into_owned()));
         }
+        let kept = global.list(PREFIX, None, 50)?.entries;
+        if kept.iter().any(|e| e.key > key) {
+            return Ok(None);
+        }
+        let stale: Vec<(String, Option<Vec<u8>>)> =
+            kept.into_iter().map(|e| (e.key, None)).collect();
         let fresh = format!("{}{}", ids::token(), ids::token());
-        let stale: Vec<(String, Option<Vec<u8>>)> = global
-            .list(PREFIX, None, 50)?
-            .entries
-            .into_iter()
-            .filter(|e| e.key < key)
-            .map(|e| (e.key, None))
-            .collect();
         if global.claim(&key, None, Some(fresh.as_bytes()), &stale)? {
-            return Ok(fresh);
+            return Ok(Some(fresh));
         }
     }
     Err(ApiError::unavailable(
@@ -60,10 +60,11 @@ mod tests {
     #[test]
     fn a_new_days_salt_deletes_the_old_ones() {
         testing::reset();
-        let monday = salt(20_000).unwrap();
-        assert_eq!(salt(20_000).unwrap(), monday);
-        let tuesday = salt(20_001).unwrap();
+        let monday = salt(20_000).unwrap().unwrap();
+        assert_eq!(salt(20_000).unwrap().unwrap(), monday);
+        let tuesday = salt(20_001).unwrap().unwrap();
         assert_ne!(tuesday, monday);
+        assert_eq!(salt(20_000).unwrap(), None, "monday is over");
         let keys: Vec<String> = Bucket::global()
             .unwrap()
             .list_all(PREFIX)

@@ -290,3 +290,124 @@ fn bad_queries_and_other_organisations_sites() {
     assert_eq!(res.status, 400);
     assert!(String::from_utf8_lossy(&res.body).contains("url"));
 }
+
+#[test]
+fn the_edges_page_views_count_for_the_site_of_their_host_or_app() {
+    testing::reset();
+    testing::set_now(T0 - MIN);
+    let body = json!({"domain": "example.com", "appId": "app_1"});
+    let res = send_as(ORG, Method::Post, "/analytics/sites", Some(&body));
+    assert_eq!(res.status, 201, "{}", String::from_utf8_lossy(&res.body));
+    let id = testing::json_body(&res)["id"].as_str().unwrap().to_owned();
+    let twice = send_as(
+        ORG,
+        Method::Post,
+        "/analytics/sites",
+        Some(&json!({"domain": "b.example", "appId": "app_1"})),
+    );
+    assert_eq!(twice.status, 409);
+    let view = |host: &str, path: &str, ua: &str, status: u16, at: u64| {
+        json!({"app": "app_1", "host": host, "path": path, "query": "utm_source=ad", "referrer": "",
+               "ua": ua, "client": "c1", "status": status, "at": at})
+    };
+    let views = json!({"views": [
+        view("example.com", "/", FIREFOX, 200, T0),
+        view("app-1.apps.test", "/about", FIREFOX, 200, T0 + MIN),
+        view("example.com", "/missing", FIREFOX, 404, T0 + 2 * MIN),
+        view("example.com", "/", "curl/8.5.0", 200, T0 + 3 * MIN),
+    ]});
+    let job = |org: &str| plateau_sdk::jobs::Job {
+        key: "edge:pvb_1".into(),
+        organization_id: Some(org.into()),
+        payload: views.to_string(),
+        due: 0,
+        attempt: 1,
+    };
+    testing::set_now(T0 + 5 * MIN);
+    assert_eq!(testing::run_job::<AnalyticsPlugin>(&job(ORG)), Ok(()));
+    assert_eq!(testing::run_job::<AnalyticsPlugin>(&job("org_2")), Ok(()));
+    let day = get(&format!(
+        "/analytics/sites/{id}/stats?from=2026-11-27&to=2026-11-27"
+    ));
+    assert_eq!(
+        (
+            &day["visitors"],
+            &day["pageviews"],
+            &day["visits"],
+            &day["visitDuration"]
+        ),
+        (&json!(1), &json!(2), &json!(1), &json!(60))
+    );
+    let sources = get(&format!(
+        "/analytics/sites/{id}/breakdown?property=utm_source&from=2026-11-27&to=2026-11-27"
+    ));
+    assert_eq!(sources["rows"][0]["value"], "ad");
+}
+
+#[test]
+fn speed_insights_give_the_p75_per_route_and_device_worst_first() {
+    site();
+    testing::set_now(T0);
+    let post = |ua: &str, body: Value| {
+        let req = Request::new(Method::Post, "/speed-insights/api/vitals")
+            .with_caller(Caller::anonymous())
+            .with_header("user-agent", ua)
+            .with_body(serde_json::to_vec(&body).unwrap());
+        testing::handle::<AnalyticsPlugin>(&req)
+    };
+    for (ua, path, lcp) in [
+        (FIREFOX, "/orders/1", 900.0),
+        (FIREFOX, "/orders/2", 1100.0),
+        (FIREFOX, "/orders/3", 4000.0),
+        (FIREFOX, "/", 300.0),
+        (CHROME_ANDROID, "/", 2600.0),
+    ] {
+        let body = json!({"d": "example.com", "u": format!("https://example.com{path}"), "m": [{"n": "LCP", "v": lcp}, {"n": "CLS", "v": 0.05}]});
+        let res = post(ua, body);
+        assert_eq!(res.status, 202, "{}", String::from_utf8_lossy(&res.body));
+    }
+    let bad = post(
+        FIREFOX,
+        json!({"d": "example.com", "u": "https://example.com/", "m": [{"n": "FID", "v": 1}]}),
+    );
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        testing::json_body(&bad)["errors"][0]["field"],
+        "metrics[0].name"
+    );
+    let id = get("/analytics/sites").get("items").unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let report = get(&format!(
+        "/speed-insights/sites/{id}?from=2026-11-27&to=2026-11-27"
+    ));
+    let routes: Vec<(&str, &str, i64)> = report["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["route"].as_str().unwrap(),
+                r["device"].as_str().unwrap(),
+                r["samples"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("/orders/[id]", "desktop", 3),
+            ("/", "mobile", 1),
+            ("/", "desktop", 1)
+        ]
+    );
+    let worst = report["routes"][0]["p75"].as_f64().unwrap();
+    assert!((4000.0..=4400.0).contains(&worst), "{worst}");
+    assert_eq!(report["timeseries"][0]["samples"], 5);
+    let mobile = get(&format!(
+        "/speed-insights/sites/{id}?from=2026-11-27&to=2026-11-27&device=mobile&metric=CLS"
+    ));
+    let cls = mobile["routes"][0]["p75"].as_f64().unwrap();
+    assert!((0.05..=0.055).contains(&cls), "{cls}");
+}
