@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 12] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 13] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -26,5 +26,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 12] {
         ("errors", builtin::PLATEAU_PLUGIN_ERRORS),
         ("otel", builtin::PLATEAU_PLUGIN_OTEL),
         ("config", builtin::PLATEAU_PLUGIN_CONFIG),
+        ("analytics", builtin::PLATEAU_PLUGIN_ANALYTICS),
     ]
 }
