@@ -25,6 +25,7 @@ const AREAS: &[(&str, &str)] = &[
     ("/console/areas/checks", "Checks"),
     ("/console/areas/heartbeats", "Heartbeats"),
     ("/console/areas/flags", "Flags"),
+    ("/console/analytics", "Web analytics"),
     ("/console/events", "Events"),
     ("/console/audit", "Audit log"),
 ];

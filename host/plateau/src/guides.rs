@@ -33,6 +33,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("errors", include_str!("../../../docs/errors.md")),
     ("otel", include_str!("../../../docs/otel.md")),
     ("config", include_str!("../../../docs/config.md")),
+    ("analytics", include_str!("../../../docs/analytics.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
     ("waf", include_str!("../../../docs/waf.md")),

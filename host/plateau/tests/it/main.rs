@@ -7,6 +7,7 @@ mod admin;
 mod agent;
 mod alarms;
 mod anomalies;
+mod analytics;
 mod apps;
 mod audit_export;
 mod auth;

@@ -375,6 +375,7 @@ async fn a_person_in_chromium() {
         ("/console/areas/checks", "checks"),
         ("/console/areas/heartbeats", "heartbeats"),
         ("/console/areas/flags", "flags"),
+        ("/console/analytics", "analytics"),
         ("/console/events", "events"),
         ("/console/audit", "audit"),
     ] {
