@@ -23,10 +23,10 @@ use std::time::Duration;
 use plateau_core::id::new_id;
 use plateau_edge::Edge;
 use plateau_edge::page_views::{Counted, PageView, PageViewSink};
+use plateau_store::Db;
 use plateau_store::apps::App;
 use plateau_store::apps::analytics;
 use plateau_store::jobs::{self, JobKey};
-use plateau_store::Db;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
@@ -84,7 +84,10 @@ impl PageViewSink for PageViewQueue {
         if self.tx.try_send(view).is_err() {
             let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
-                tracing::warn!(dropped = n, "analytics: the page view queue is full; page views dropped");
+                tracing::warn!(
+                    dropped = n,
+                    "analytics: the page view queue is full; page views dropped"
+                );
             }
         }
     }
@@ -131,7 +134,10 @@ pub fn payloads(views: &[PageView]) -> Vec<(String, String)> {
             if !chunk.is_empty()
                 && (size + item.len() + 16 > MAX_PAYLOAD || chunk.len() == MAX_VIEWS)
             {
-                out.push((org.to_owned(), format!("{{\"views\":[{}]}}", chunk.join(","))));
+                out.push((
+                    org.to_owned(),
+                    format!("{{\"views\":[{}]}}", chunk.join(",")),
+                ));
                 chunk.clear();
                 size = 0;
             }
@@ -139,7 +145,10 @@ pub fn payloads(views: &[PageView]) -> Vec<(String, String)> {
             chunk.push(item);
         }
         if !chunk.is_empty() {
-            out.push((org.to_owned(), format!("{{\"views\":[{}]}}", chunk.join(","))));
+            out.push((
+                org.to_owned(),
+                format!("{{\"views\":[{}]}}", chunk.join(",")),
+            ));
         }
     }
     out

@@ -129,7 +129,10 @@ mod tests {
         assert_eq!(candidate(&counted, &post, "a", ip), None);
         let mut headers = http::HeaderMap::new();
         assert!(!is_page(&headers));
-        headers.insert(header::CONTENT_TYPE, "text/html; charset=utf-8".parse().unwrap());
+        headers.insert(
+            header::CONTENT_TYPE,
+            "text/html; charset=utf-8".parse().unwrap(),
+        );
         assert!(is_page(&headers));
         headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
         assert!(!is_page(&headers));

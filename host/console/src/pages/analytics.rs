@@ -99,7 +99,10 @@ async fn site(
         breakdowns.push((*property, *heading, ctx.get(&path).await));
     }
     let speed = ctx
-        .get(&format!("/speed-insights/sites/{}?metric=LCP{period}", seg(&id)))
+        .get(&format!(
+            "/speed-insights/sites/{}?metric=LCP{period}",
+            seg(&id)
+        ))
         .await;
     let title = site
         .as_ref()
