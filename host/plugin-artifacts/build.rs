@@ -116,6 +116,12 @@ const DEFAULT: &[Package] = &[
         module: "builtin",
         targets: Targets::Lib,
     },
+    Package {
+        name: "plateau-plugin-analytics",
+        dir: "plugins/analytics",
+        module: "builtin",
+        targets: Targets::Lib,
+    },
 ];
 
 /// The runtime's test components and the template plugin, behind the

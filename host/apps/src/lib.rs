@@ -24,6 +24,7 @@
 //! it is launched, so rollbacks, resumes, restores and restarts never
 //! reach a registry.
 
+pub mod analytics;
 pub mod api;
 pub mod autoscale;
 pub mod bots;

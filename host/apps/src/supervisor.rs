@@ -309,7 +309,8 @@ impl Plane {
         Ok(())
     }
 
-    /// Brings the edge's rules, CDN and filters of `app` in step.
+    /// Brings the edge's rules, CDN, analytics switch and filters of `app`
+    /// in step.
     async fn sync_edge(&self, app: &App) -> plateau_store::Result<()> {
         let rules = crate::rules::effective(self.db(), &app.id).await?;
         self.inner.edge.set_rules(&app.slug, rules);
@@ -317,6 +318,7 @@ impl Plane {
             .cdn
             .follow(self.db(), &self.inner.edge, app)
             .await?;
+        crate::analytics::sync(self.db(), &self.inner.edge, app).await?;
         if let Some(filters) = &self.inner.filters {
             filters.sync(app, &self.inner.edge).await?;
         }

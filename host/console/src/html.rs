@@ -35,6 +35,7 @@ const AREAS: &[(&str, &str)] = &[
     ("/console/areas/anomaly-monitors", "Anomalies"),
     ("/console/areas/waf-rules", "Firewall"),
     ("/console/status-pages", "Status page"),
+    ("/console/analytics", "Web analytics"),
     ("/console/events", "Events"),
     ("/console/audit", "Audit log"),
 ];

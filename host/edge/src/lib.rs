@@ -39,6 +39,7 @@ mod forwarded;
 mod hop;
 #[cfg(test)]
 mod keepalive_tests;
+pub mod page_views;
 mod rules;
 mod serve;
 pub mod tls;
@@ -115,6 +116,10 @@ pub struct Edge {
     /// What the hosts' edges prove their forwarding with
     /// ([`forwarded`]); none on one host.
     forwarding_token: Option<Arc<str>>,
+    /// The apps whose page views are reported, by slug.
+    analytics: ArcSwap<HashMap<String, page_views::Counted>>,
+    /// Where page views go; none: nothing is reported.
+    page_views: Option<Arc<dyn page_views::PageViewSink>>,
 }
 
 /// The memory of an edge's CDN unless it is given one ([`Edge::with_cdn`]).
@@ -138,7 +143,42 @@ impl Edge {
                 .expect("a CDN without a directory opens nothing"),
             demand: demand::Demand::default(),
             forwarding_token: None,
+            analytics: ArcSwap::from_pointee(HashMap::new()),
+            page_views: None,
         }
+    }
+
+    /// This edge reporting the page views of the apps whose analytics are
+    /// on to `sink` ([`page_views`]).
+    pub fn with_page_views(mut self, sink: Arc<dyn page_views::PageViewSink>) -> Edge {
+        self.page_views = Some(sink);
+        self
+    }
+
+    /// Reports `slug`'s page views as those of `counted` from now on, or
+    /// stops.
+    pub fn set_analytics(&self, slug: &str, counted: Option<page_views::Counted>) {
+        let slug = slug.to_ascii_lowercase();
+        if self.analytics.load().get(&slug) == counted.as_ref() {
+            return;
+        }
+        self.analytics.rcu(|apps| {
+            let mut next = HashMap::clone(apps);
+            match &counted {
+                Some(c) => next.insert(slug.clone(), c.clone()),
+                None => next.remove(&slug),
+            };
+            next
+        });
+    }
+
+    /// The app `slug`'s page views are reported as, and where, when on.
+    pub(crate) fn analytics(
+        &self,
+        slug: &str,
+    ) -> Option<(page_views::Counted, Arc<dyn page_views::PageViewSink>)> {
+        let sink = self.page_views.clone()?;
+        Some((self.analytics.load().get(slug)?.clone(), sink))
     }
 
     /// This edge trusting the client a request names when it carries

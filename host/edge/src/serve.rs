@@ -51,7 +51,11 @@ pub(crate) async fn route(
     peer: SocketAddr,
     secure: bool,
 ) -> Response<Body> {
-    // Forwarded by another host's edge: the client it names.
+    // Forwarded by another host's edge: the client it names, and a page
+    // view that edge reported.
+    let relayed = req
+        .headers()
+        .contains_key(plateau_runner::remote::EDGE_TOKEN);
     let (peer, secure) = crate::forwarded::client(edge, req.headers_mut(), peer, secure);
     let host = req
         .headers()
@@ -125,6 +129,12 @@ pub(crate) async fn route(
         }
     };
     let (mut parts, body) = req.into_parts();
+    let page_view = edge
+        .analytics(slug)
+        .filter(|_| !relayed)
+        .and_then(|(counted, sink)| {
+            crate::page_views::candidate(&counted, &parts, &host, peer.ip()).map(|v| (v, sink))
+        });
     // The app's edge filters first (a block answers before anything),
     // then its rules (redirect, rewrite, response headers).
     let filtered = match edge.filters(&slug.to_ascii_lowercase()) {
@@ -187,6 +197,15 @@ pub(crate) async fn route(
             // whether the client's connection stays open.
             let upgrade = response.status() == StatusCode::SWITCHING_PROTOCOLS;
             crate::hop::strip(response.headers_mut(), upgrade);
+            if let Some((mut view, sink)) = page_view
+                && crate::page_views::is_page(response.headers())
+            {
+                view.status = response.status().as_u16();
+                view.at = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                sink.push(view);
+            }
             response
         }
         Err(Error::Stopped) => retry_later(problem(

@@ -474,7 +474,8 @@ pub async fn plane(
     let edge = Arc::new(
         Edge::new(&args.apps_domain)
             .with_cdn(cdn)
-            .with_forwarding_token(forwarding_token(&secret_key)),
+            .with_forwarding_token(forwarding_token(&secret_key))
+            .with_page_views(plateau_apps::analytics::PageViewQueue::start(db.clone())),
     );
     let wasm = Arc::new(WasmRunner::new().context("starting the apps runtime")?);
     let containers = containers(data_dir, egress, fetch);

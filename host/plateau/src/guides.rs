@@ -34,6 +34,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("otel", include_str!("../../../docs/otel.md")),
     ("config", include_str!("../../../docs/config.md")),
     ("status-pages", include_str!("../../../docs/status-pages.md")),
+    ("analytics", include_str!("../../../docs/analytics.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
     ("waf", include_str!("../../../docs/waf.md")),

@@ -12,7 +12,7 @@
 include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
 
 /// The built-in plugins, as `(name, component bytes)`.
-pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 13] {
+pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 14] {
     [
         ("flags", builtin::PLATEAU_PLUGIN_FLAGS),
         ("heartbeats", builtin::PLATEAU_PLUGIN_HEARTBEATS),
@@ -27,5 +27,6 @@ pub fn builtin_plugins() -> [(&'static str, &'static [u8]); 13] {
         ("otel", builtin::PLATEAU_PLUGIN_OTEL),
         ("config", builtin::PLATEAU_PLUGIN_CONFIG),
         ("status-pages", builtin::PLATEAU_PLUGIN_STATUS_PAGES),
+        ("analytics", builtin::PLATEAU_PLUGIN_ANALYTICS),
     ]
 }

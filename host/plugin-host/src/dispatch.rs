@@ -24,6 +24,11 @@ use crate::host::PluginHost;
 use crate::meter::Meter;
 use crate::routes::{self, Matched};
 
+/// The header a plugin reads the client's address from: set by the host
+/// from the connection, and dropped when a client sends it, so a plugin
+/// can trust it (the analytics plugin hashes it into a visitor).
+pub const CLIENT_IP_HEADER: &str = "plateau-client-ip";
+
 /// What [`authorize`] found, for [`handle`].
 #[derive(Clone)]
 struct Routed {
@@ -110,14 +115,21 @@ async fn run(d: &Dispatcher, req: Request) -> Result<Response, ApiError> {
     let path = api_path(&req);
     let query = req.uri().query().unwrap_or_default().to_owned();
     let method = req.method().as_str().to_owned();
-    let headers: Vec<(String, String)> = req
+    let mut headers: Vec<(String, String)> = req
         .headers()
         .iter()
-        .filter(|(name, _)| *name != header::AUTHORIZATION && *name != header::COOKIE)
+        .filter(|(name, _)| {
+            *name != header::AUTHORIZATION
+                && *name != header::COOKIE
+                && name.as_str() != CLIENT_IP_HEADER
+        })
         .filter_map(|(name, value)| {
             Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
         })
         .collect();
+    if let Some(ip) = auth::client_ip(&req) {
+        headers.push((CLIENT_IP_HEADER.to_owned(), ip));
+    }
     let body =
         plateau_api::json::read_body(req.into_body(), d.host.app().config().max_body_bytes).await?;
     let plugin_caller = match &caller {

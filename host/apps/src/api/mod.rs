@@ -2,6 +2,7 @@
 //! extension; handlers reach the service through `Extension<Apps>`.
 //! Another organisation's app answers 404, as a missing one does.
 
+pub mod analytics;
 pub mod apps;
 pub mod autoscale;
 pub mod bots;
@@ -65,6 +66,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rules::get_scale_out, rules::put_scale_out))
         .routes(routes!(cdn::get, cdn::put))
         .routes(routes!(cdn::purge))
+        .routes(routes!(analytics::get, analytics::put))
         .routes(routes!(filters::list, filters::upload))
         .routes(routes!(filters::admin_upload))
         .routes(routes!(filters::get, filters::put))

@@ -4,6 +4,7 @@
 pub mod account;
 pub mod admin;
 pub mod admin_org;
+pub mod analytics;
 pub mod app_logs;
 pub mod apps;
 pub mod areas;
@@ -43,6 +44,7 @@ pub fn routes() -> Router<Console> {
         .merge(members::routes())
         .merge(areas::routes())
         .merge(status_pages::routes())
+        .merge(analytics::routes())
         .merge(admin::routes())
         .merge(admin_org::routes())
 }

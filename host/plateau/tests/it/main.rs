@@ -6,6 +6,7 @@ mod account;
 mod admin;
 mod agent;
 mod alarms;
+mod analytics;
 mod anomalies;
 mod apps;
 mod audit_export;

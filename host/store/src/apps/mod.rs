@@ -2,6 +2,7 @@
 //! deployments, components, environment and logs in submodules.
 //! Trashed apps keep their row with `deleted_at` set until restored.
 
+pub mod analytics;
 pub mod autoscale;
 pub mod cdn;
 pub mod components;

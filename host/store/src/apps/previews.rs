@@ -165,6 +165,7 @@ pub async fn purge(tx: &mut Tx, p: &Preview, repository: &str) -> Result<Vec<Str
         "app_git_links",
         "app_rules",
         "app_edge_settings",
+        "app_analytics",
         "app_deployments",
     ] {
         sqlx::query(&format!("DELETE FROM {table} WHERE app_id = $1"))

@@ -384,6 +384,7 @@ async fn a_person_in_chromium() {
         ("/console/areas/alarms", "alarms"),
         ("/console/areas/anomaly-monitors", "anomaly-monitors"),
         ("/console/areas/waf-rules", "waf-rules"),
+        ("/console/analytics", "analytics"),
         ("/console/events", "events"),
         ("/console/audit", "audit"),
     ] {
