@@ -14,6 +14,8 @@
 //!    blocking; no request matches) against no filter. Target: 70%; and
 //!    the firewall's CPU per request as the edge counts it
 //!    (`GET /apps/{id}/filters`).
+//! 5. Certificate issuance against pebble, from verify to the first HTTPS
+//!    answer, p50 (`edge_acme.rs`).
 //!
 //! The "server us/req" column is the CPU time of `plateau agent` (the
 //! edge and the replicas) per request. The machine's load average is
@@ -30,6 +32,7 @@ use plateau_testkit::oci::{ImagePusher, busybox_layer};
 use serde_json::json;
 
 use crate::apps_bench::{deploy_app, replica_addresses};
+use crate::edge_acme::Acme;
 use crate::edge_peer::{Nginx, certificate};
 use crate::load::{self, Scenario};
 use crate::server::Server;
@@ -38,13 +41,16 @@ use crate::tls_load::TlsLoad;
 pub async fn run(opts: load::Options) -> anyhow::Result<()> {
     let scratch = tempfile::tempdir()?;
     let (ca, cert, key) = certificate(scratch.path())?;
-    let tls_port = plateau_testkit::free_port();
-    let server = Server::start_release_with(&[
-        ("PLATEAU_EDGE_TLS_LISTEN", &format!("127.0.0.1:{tls_port}")),
-        ("PLATEAU_EDGE_TLS_CERT", &cert),
-        ("PLATEAU_EDGE_TLS_KEY", &key),
-    ])
-    .await?;
+    let (http_port, tls_port) = (plateau_testkit::free_port(), plateau_testkit::free_port());
+    let acme = Acme::start(http_port, tls_port).await;
+    let mut env = vec![
+        ("PLATEAU_EDGE_TLS_LISTEN", format!("127.0.0.1:{tls_port}")),
+        ("PLATEAU_EDGE_TLS_CERT", cert.clone()),
+        ("PLATEAU_EDGE_TLS_KEY", key.clone()),
+    ];
+    env.extend(acme.env());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = Server::start_release_with(&env).await?;
     let token = server.create_org("edge-bench", "pro").await?;
     let api = Client::new(&server.base).with_token(&token);
     let org = api.get("/me").await.json()["organization"]["id"]
@@ -199,6 +205,9 @@ pub async fn run(opts: load::Options) -> anyhow::Result<()> {
         100.0 * walled[1].rps / walled[0].rps
     );
     println!("load average (1, 5, 15 min) at the end: {}", load_average());
+
+    // 5. Certificate issuance, after the load so that it weighs on none.
+    acme.issue(&api, &plain.id, scratch.path()).await?;
     Ok(())
 }
 

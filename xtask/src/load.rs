@@ -324,12 +324,16 @@ async fn run_rounds_against(
     let warmup = Duration::from_millis(500);
     let mut samples: Vec<Sample> = scenarios.iter().map(|_| Sample::default()).collect();
     let mut cpu: Vec<Option<Duration>> = vec![Some(Duration::ZERO); scenarios.len()];
+    let mut per_round: Vec<Vec<f64>> = vec![Vec::new(); scenarios.len()];
     for _ in 0..opts.rounds {
-        for ((_, scenario, pid), (sample, cpu)) in
-            scenarios.iter().zip(samples.iter_mut().zip(&mut cpu))
+        for ((_, scenario, pid), ((sample, cpu), rounds)) in scenarios
+            .iter()
+            .zip(samples.iter_mut().zip(&mut cpu).zip(&mut per_round))
         {
             let before = pid.and_then(cpu_time);
-            sample.add(measure(scenario, opts.connections, warmup, window).await?);
+            let round = measure(scenario, opts.connections, warmup, window).await?;
+            rounds.push(round.latencies.len() as f64 / window.as_secs_f64());
+            sample.add(round);
             let used = pid
                 .and_then(cpu_time)
                 .zip(before)
@@ -371,7 +375,52 @@ async fn run_rounds_against(
             cpu
         );
     }
+    let rows: Vec<(&str, Vec<f64>, Option<usize>)> = results
+        .iter()
+        .zip(per_round)
+        .enumerate()
+        .map(|(i, ((name, _, _), rounds))| (*name, rounds, (i > 0).then_some(0)))
+        .collect();
+    print_rounds(&rows);
     Ok(results.into_iter().map(|(_, r, _)| r).collect())
+}
+
+/// Each scenario's req/s in each round, and for a scenario measured
+/// against a peer (the row it names) its ratio in each round and their
+/// median: a round spoilt by a busy spell of a shared machine shows.
+pub fn print_rounds(rows: &[(&str, Vec<f64>, Option<usize>)]) {
+    println!("  req/s in each round (against the peer in the same round; median):");
+    for (name, rounds, peer) in rows {
+        let list: Vec<String> = rounds.iter().map(|r| format!("{r:.0}")).collect();
+        print!("    {:<38} {}", name, list.join(" "));
+        if let Some(peer) = peer {
+            let mut ratios: Vec<f64> = rounds
+                .iter()
+                .zip(&rows[*peer].1)
+                .map(|(r, p)| r / p)
+                .collect();
+            let shown: Vec<String> = ratios
+                .iter()
+                .map(|r| format!("{:.0}%", 100.0 * r))
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            print!(
+                "  | {}; median {:.0}%",
+                shown.join(" "),
+                100.0 * median(&ratios)
+            );
+        }
+        println!();
+    }
+}
+
+/// The median of `sorted` (the mean of the middle two when even).
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
 }
 
 /// A process's CPU time so far (user and system), where `/proc` tells it.

@@ -61,11 +61,13 @@ impl TlsLoad {
         let window = Duration::from_secs(opts.seconds) / opts.rounds;
         let mut latencies: Vec<Vec<u32>> = vec![Vec::new(); scenarios.len()];
         let mut tallies: Vec<Tally> = vec![Tally::default(); scenarios.len()];
+        let mut per_round: Vec<Vec<f64>> = vec![Vec::new(); scenarios.len()];
         for _ in 0..opts.rounds {
             for (i, (_, addr, alive)) in scenarios.iter().enumerate() {
                 let (l, e) = self
                     .measure(*addr, host, *alive, opts.connections, window)
                     .await?;
+                per_round[i].push(l.len() as f64 / window.as_secs_f64());
                 latencies[i].extend(l);
                 tallies[i].add(e);
             }
@@ -112,6 +114,16 @@ impl TlsLoad {
             }
             println!();
         }
+        let rows: Vec<(&str, Vec<f64>, Option<usize>)> = scenarios
+            .iter()
+            .zip(per_round)
+            .enumerate()
+            .map(|(i, ((name, _, _), rounds))| {
+                let peer = i.checked_sub(1).filter(|_| !name.ends_with("(peer)"));
+                (*name, rounds, peer)
+            })
+            .collect();
+        load::print_rounds(&rows);
         Ok(rps)
     }
 
