@@ -13,6 +13,7 @@ pub mod members;
 pub mod metrics;
 pub mod notifications;
 pub mod projects;
+pub mod rewards;
 pub mod spend;
 pub mod tokens;
 pub mod watch;
