@@ -35,6 +35,7 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("config", include_str!("../../../docs/config.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
+    ("rewards", include_str!("../../../docs/rewards.md")),
     ("waf", include_str!("../../../docs/waf.md")),
     ("bots", include_str!("../../../docs/bots.md")),
 ];

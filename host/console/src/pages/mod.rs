@@ -12,6 +12,7 @@ pub mod caches;
 pub mod databases;
 pub mod members;
 pub mod objects;
+pub mod rewards;
 pub mod sign;
 pub mod storage;
 
@@ -40,6 +41,7 @@ pub fn routes() -> Router<Console> {
         .merge(storage::routes())
         .merge(objects::routes())
         .merge(members::routes())
+        .merge(rewards::routes())
         .merge(areas::routes())
         .merge(admin::routes())
         .merge(admin_org::routes())
