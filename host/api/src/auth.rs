@@ -6,7 +6,8 @@
 //! declarations back, so the OpenAPI document and the enforcement can never
 //! disagree. The middleware then:
 //! - lets public routes through;
-//! - checks the admin session cookie on admin routes;
+//! - checks the admin session cookie on admin routes (a valid token there
+//!   is refused with 403: it never stands in for the operator);
 //! - checks a connect-grant secret on `POST /connect/token`;
 //! - otherwise checks the bearer token (401 when missing, malformed,
 //!   unknown, expired or revoked) and the route's scope (403 naming it),
@@ -204,6 +205,22 @@ impl<S: Send + Sync> FromRequestParts<S> for AdminSession {
     }
 }
 
+/// The refusal of a request without the operator's session: 403 when it
+/// carries a valid API token (an authenticated caller without the right:
+/// no token opens the operator's routes, whatever its scopes), 401
+/// otherwise.
+async fn not_admin(app: &AppState, bearer: Option<String>) -> ApiError {
+    if let Some(secret) = bearer
+        && authenticate_token(app, &secret, None).await.is_ok()
+    {
+        return ApiError::forbidden(
+            "admin_session_required",
+            "this operation takes the platform operator's session (POST /api/v1/admin/login); an API token is not accepted, whatever its scopes",
+        );
+    }
+    admin_required()
+}
+
 fn admin_required() -> ApiError {
     ApiError::unauthenticated(
         "admin_session_required",
@@ -269,7 +286,9 @@ pub async fn check(
     match requirement {
         Requirement::Public => Ok(()),
         Requirement::Admin => {
-            let session = admin_cookie(req).ok_or_else(admin_required)?;
+            let Some(session) = admin_cookie(req) else {
+                return Err(not_admin(app, bearer(req).ok()).await);
+            };
             let id_hash = secret::hash(&session);
             if !sessions::is_valid(app.db(), &id_hash, time::now_ms()).await? {
                 return Err(admin_required());

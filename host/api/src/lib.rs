@@ -15,6 +15,7 @@ pub mod json;
 pub mod notify;
 pub mod openapi;
 pub mod pagination;
+pub mod rewards;
 pub mod routes;
 pub mod spend;
 pub mod state;
@@ -37,7 +38,7 @@ use crate::auth::{Requirement, RouteTable};
 use crate::routes::{
     account, admin, admin_plans, alarms as alarm_routes, anomalies as anomaly_routes, changelog,
     connect, events, invites, members, metrics, notifications, projects, registry,
-    spend as spend_routes, tokens,
+    rewards as reward_routes, spend as spend_routes, tokens,
 };
 
 /// Where the API is served.
@@ -114,6 +115,20 @@ pub fn core_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(connect::token))
         .routes(routes!(projects::list, projects::create))
         .routes(routes!(projects::get, projects::delete))
+        .routes(routes!(reward_routes::overview, reward_routes::claim))
+        .routes(routes!(reward_routes::lines))
+        .routes(routes!(reward_routes::referral))
+        .routes(routes!(reward_routes::redeem))
+        .routes(routes!(reward_routes::review))
+        .routes(routes!(reward_routes::visit))
+        .routes(routes!(
+            reward_routes::admin_lines,
+            reward_routes::create_line
+        ))
+        .routes(routes!(reward_routes::update_line))
+        .routes(routes!(reward_routes::admin_submissions))
+        .routes(routes!(reward_routes::admin_giftcards))
+        .routes(routes!(reward_routes::settle_giftcard))
         .routes(routes!(events::timeline))
         .routes(routes!(events::audit))
         .routes(routes!(events::export))

@@ -24,6 +24,8 @@ pub struct ApiConfig {
     pub admin_session_ttl_secs: i64,
     /// How long a verified token is trusted without reading the database.
     pub auth_cache_ttl: std::time::Duration,
+    /// Where a referral link's visit is sent on to, with `ref=<code>`.
+    pub referral_landing: String,
 }
 
 impl Default for ApiConfig {
@@ -34,6 +36,7 @@ impl Default for ApiConfig {
             default_token_ttl_secs: DEFAULT_TOKEN_TTL_SECS,
             admin_session_ttl_secs: 12 * 60 * 60,
             auth_cache_ttl: std::time::Duration::from_secs(2),
+            referral_landing: "/console/".to_owned(),
         }
     }
 }

@@ -13,6 +13,7 @@ const AREAS: &[(&str, &str)] = &[
     ("/console/", "Overview"),
     ("/console/account", "Account"),
     ("/console/members", "Members"),
+    ("/console/rewards", "Rewards"),
     ("/console/projects", "Projects"),
     ("/console/apps", "Apps"),
     ("/console/databases", "Databases"),

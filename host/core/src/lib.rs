@@ -1,5 +1,5 @@
 //! Plateau's domain vocabulary, shared by the store, the HTTP API, the plugin
-//! runtime and the registry: scopes, plans, roles, ids, secrets and time.
+//! runtime and the registry: scopes, plans, roles, ids, secrets, time and the rules of rewards.
 //!
 //! Nothing here does I/O.
 
@@ -7,6 +7,7 @@ pub mod anomaly;
 pub mod id;
 pub mod plan;
 pub mod prices;
+pub mod rewards;
 pub mod role;
 pub mod scope;
 pub mod secret;

@@ -17,6 +17,10 @@ pub enum AdminCommand {
         /// free, starter, pro or scale.
         #[arg(long, default_value = "free")]
         plan: String,
+        /// The referral code it came through (`ref=` of a referral
+        /// link): credits the organisation the code belongs to.
+        #[arg(long)]
+        referral: Option<String>,
     },
     /// Add a member to an organisation and print their token once.
     AddMember {
@@ -56,14 +60,33 @@ pub async fn run(store: StoreArgs, command: AdminCommand) -> anyhow::Result<()> 
         ..Actor::default()
     };
     match command {
-        AdminCommand::CreateOrg { name, plan } => {
+        AdminCommand::CreateOrg {
+            name,
+            plan,
+            referral,
+        } => {
             let plan: Plan = plan.parse()?;
             anyhow::ensure!(
                 !name.trim().is_empty(),
                 "the organisation name must not be empty"
             );
+            let mut tx = db.begin().await?;
             let created =
-                provision::create_organization(&db, name.trim(), plan, None, &actor).await?;
+                provision::create_organization_in(&mut tx, name.trim(), plan, None, &actor).await?;
+            if let Some(code) = &referral {
+                let now = plateau_core::time::now_ms();
+                plateau_api::routes::rewards::credit_signup(
+                    &mut tx,
+                    code,
+                    &created.org.id,
+                    &actor,
+                    now,
+                )
+                .await
+                .map_err(|e| anyhow::anyhow!("--referral {code}: {}", e.problem().detail))?;
+                println!("referred by: {code}");
+            }
+            tx.commit().await?;
             println!(
                 "organization: {} ({}, plan {})",
                 created.org.id, created.org.name, created.org.plan

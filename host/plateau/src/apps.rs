@@ -666,10 +666,20 @@ mod tests {
 
     #[test]
     fn the_bearer_goes_to_loopback_registries_only() {
-        for own in ["127.0.0.1:8080", "localhost:5000", "[::1]:8080", "127.0.0.2"] {
+        for own in [
+            "127.0.0.1:8080",
+            "localhost:5000",
+            "[::1]:8080",
+            "127.0.0.2",
+        ] {
             assert!(is_loopback_host(own), "{own}");
         }
-        for other in ["docker.io", "ghcr.io:443", "10.0.0.1:5000", "127.0.0.1.example.com"] {
+        for other in [
+            "docker.io",
+            "ghcr.io:443",
+            "10.0.0.1:5000",
+            "127.0.0.1.example.com",
+        ] {
             assert!(!is_loopback_host(other), "{other}");
         }
     }

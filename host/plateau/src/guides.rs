@@ -33,10 +33,14 @@ pub const GUIDES: &[(&str, &str)] = &[
     ("errors", include_str!("../../../docs/errors.md")),
     ("otel", include_str!("../../../docs/otel.md")),
     ("config", include_str!("../../../docs/config.md")),
-    ("status-pages", include_str!("../../../docs/status-pages.md")),
+    (
+        "status-pages",
+        include_str!("../../../docs/status-pages.md"),
+    ),
     ("analytics", include_str!("../../../docs/analytics.md")),
     ("plugins", include_str!("../../../docs/plugins.md")),
     ("members", include_str!("../../../docs/members.md")),
+    ("rewards", include_str!("../../../docs/rewards.md")),
     ("waf", include_str!("../../../docs/waf.md")),
     ("bots", include_str!("../../../docs/bots.md")),
 ];

@@ -45,6 +45,14 @@ pub struct ServeArgs {
     /// token within this time; the host that revoked it does at once.
     #[arg(long, env = "PLATEAU_AUTH_CACHE_MS", default_value_t = 2000)]
     auth_cache_ms: u64,
+    /// Where a referral link's visit is sent on to, with `ref=<code>`
+    /// added: the operator's sign-up or landing page.
+    #[arg(
+        long,
+        env = "PLATEAU_REFERRAL_LANDING_URL",
+        default_value = "/console/"
+    )]
+    referral_landing_url: String,
     /// CIDRs exempt from the plugin egress guard's refusal of loopback,
     /// private, link-local and metadata addresses (`127.0.0.0/8,::1/128`).
     #[arg(long, env = "PLATEAU_EGRESS_ALLOW", default_value = "")]
@@ -184,6 +192,7 @@ pub async fn run_with(args: ServeArgs, routes: OpenApiRouter<AppState>) -> anyho
         admin_password: args.admin_password.clone(),
         max_body_bytes: args.max_body_bytes,
         auth_cache_ttl: Duration::from_millis(args.auth_cache_ms),
+        referral_landing: args.referral_landing_url.clone(),
         ..ApiConfig::default()
     };
     let state = AppState::new(db.clone(), config, cursor_key.into_bytes());

@@ -34,6 +34,7 @@ pub mod projects;
 pub mod provision;
 pub mod query;
 pub mod registry;
+pub mod rewards;
 pub mod runners;
 pub mod series;
 pub mod sessions;

@@ -80,7 +80,9 @@ async fn orgs_empty(tx: &mut Tx) -> Result<bool> {
     Ok(row.is_none())
 }
 
-async fn create_organization_in(
+/// [`create_organization`] in the caller's transaction (with what else
+/// the creation entails, such as a referral's credit).
+pub async fn create_organization_in(
     tx: &mut Tx,
     name: &str,
     plan: Plan,

@@ -86,6 +86,24 @@ pub async fn totals(db: &Db, org_id: &str, from: &str, to: &str) -> Result<Vec<(
     .await?)
 }
 
+/// An organisation's usage totals per month and metric from the month
+/// `from` (`YYYY-MM`) on: what each month's invoice costs
+/// (redeemed credit lowers them).
+pub async fn monthly_totals(
+    db: &Db,
+    org_id: &str,
+    from: &str,
+) -> Result<Vec<(String, String, f64)>> {
+    Ok(sqlx::query_as(
+        "SELECT substr(day, 1, 7), metric, SUM(quantity) FROM usage_points \
+         WHERE org_id = $1 AND day >= $2 GROUP BY substr(day, 1, 7), metric ORDER BY 1, 2",
+    )
+    .bind(org_id)
+    .bind(format!("{from}-01"))
+    .fetch_all(db.pool())
+    .await?)
+}
+
 /// A cache or database this host runs, as the usage sampler reads it.
 #[derive(Clone, Debug, FromRow)]
 pub struct Running {

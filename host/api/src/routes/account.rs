@@ -156,6 +156,11 @@ pub struct Cost {
     /// of `metrics[].costCents`, rounded to the nearest whole cent (what
     /// an invoice would charge).
     pub metered_cents: i64,
+    /// Reward credit this period's invoice takes (`POST /rewards/redeem`
+    /// with `type` credit), at most the plan price plus the overage.
+    pub credit_cents: i64,
+    /// What the period's invoice comes to: plan, plus overage, less
+    /// credit.
     pub total_cents: i64,
     pub currency: String,
 }
@@ -201,7 +206,8 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
             }
         })
         .collect();
-    let metered = metrics.iter().map(|m| m.cost_cents).sum::<f64>().round() as i64;
+    let metered = crate::rewards::metered_cents(plan, &totals);
+    let credit = crate::rewards::credit(db, &caller.org_id, plan, limits.price_cents, now).await?;
     let plugins = plugins::usage_since(db, &caller.org_id, &time::to_date(start))
         .await?
         .into_iter()
@@ -236,7 +242,8 @@ pub async fn usage(State(app): State<AppState>, caller: Caller) -> Result<Json<U
         cost: Cost {
             plan_cents: limits.price_cents,
             metered_cents: metered,
-            total_cents: limits.price_cents + metered,
+            credit_cents: credit.this_period_cents,
+            total_cents: limits.price_cents + metered - credit.this_period_cents,
             currency: "USD".to_owned(),
         },
         limits,

@@ -124,11 +124,16 @@ impl From<orgs::Organization> for OrganizationView {
 }
 
 #[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateOrganization {
     pub name: String,
     /// free, starter, pro or scale; default free.
     pub plan: Option<String>,
+    /// The referral code the new organisation came through (`ref` on the
+    /// landing page a referral link leads to): credits the organisation
+    /// it belongs to (see `GET /rewards/referral`).
+    #[schema(pattern = "^[a-z0-9]{12}$")]
+    pub referral_code: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -198,6 +203,8 @@ pub async fn list_orgs(
 }
 
 /// Create an organisation with its owner; returns the owner token once.
+/// With `referralCode`, the sign-up is credited to the organisation the
+/// code belongs to, in the same transaction.
 #[utoipa::path(post, path = "/admin/organizations", tag = "admin",
     security(("adminSession" = [])),
     request_body = CreateOrganization,
@@ -214,14 +221,15 @@ pub async fn create_org(
             .parse::<Plan>()
             .map_err(|e| ApiError::invalid("plan", e.to_string()))?,
     };
-    let created = provision::create_organization(
-        app.db(),
-        input.name.trim(),
-        plan,
-        None,
-        &admin_actor(&session),
-    )
-    .await?;
+    let actor = admin_actor(&session);
+    let mut tx = app.db().begin().await?;
+    let created =
+        provision::create_organization_in(&mut tx, input.name.trim(), plan, None, &actor).await?;
+    if let Some(code) = &input.referral_code {
+        super::rewards::credit_signup(&mut tx, code, &created.org.id, &actor, time::now_ms())
+            .await?;
+    }
+    tx.commit_last().await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedOrganization {

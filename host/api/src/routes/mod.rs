@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod notifications;
 pub mod projects;
 pub mod registry;
+pub mod rewards;
 pub mod spend;
 pub mod tokens;
 pub mod watch;

@@ -13,6 +13,7 @@ pub mod caches;
 pub mod databases;
 pub mod members;
 pub mod objects;
+pub mod rewards;
 pub mod sign;
 pub mod status_pages;
 pub mod storage;
@@ -42,6 +43,7 @@ pub fn routes() -> Router<Console> {
         .merge(storage::routes())
         .merge(objects::routes())
         .merge(members::routes())
+        .merge(rewards::routes())
         .merge(areas::routes())
         .merge(status_pages::routes())
         .merge(analytics::routes())

@@ -26,8 +26,14 @@ async fn operator_sessions_manage_organizations(backend: Backend) {
         .post("/admin/login", json!({ "password": "wrong" }))
         .await;
     assert_eq!((r.status, r.code().as_str()), (401, "invalid_credentials"));
-    // Tokens do not open the admin API, whatever their scopes.
+    // Tokens do not open the admin API, whatever their scopes: a valid
+    // one is refused with 403, none with 401.
     let r = s.client().get("/admin/organizations").await;
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (403, "admin_session_required")
+    );
+    let r = s.anonymous().get("/admin/organizations").await;
     assert_eq!(
         (r.status, r.code().as_str()),
         (401, "admin_session_required")

@@ -50,6 +50,7 @@ mod plugins;
 mod projects;
 mod queues;
 mod registry;
+mod rewards;
 mod runner_volumes;
 mod runners;
 mod server;

@@ -47,6 +47,12 @@ const MAX_EXAMPLES: &str = "10";
 ///   expression must parse in the firewall's language, which no schema can
 ///   say; the server refuses one that does not with 400 naming the line and
 ///   column.
+/// - `POST /rewards` and `POST /rewards/redeem` skip it: a claim's
+///   `reason` must name a line the operator configured, whose action the
+///   platform's records show, and a gift card is at least 500 cents while
+///   credit has no minimum, which no schema can say; the server refuses
+///   each with a 4xx naming the field (or 409 `not_verified`,
+///   `insufficient_balance`).
 /// - `GET /flags/evaluators` skips `allow_header_conformance`: the plugin
 ///   dispatcher sends `PUT` and `DELETE /flags/evaluators` to the routes of
 ///   `/flags/{key}` (a literal beats a parameter only among routes of the
@@ -107,6 +113,16 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-path = "/waf/rules/{id}"
 include-method = "PATCH"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/rewards"
+include-method = "POST"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-path = "/rewards/redeem"
+include-method = "POST"
 checks.positive_data_acceptance.enabled = false
 
 [[operations]]

@@ -366,6 +366,7 @@ async fn a_person_in_chromium() {
     // Every other page of the organisation.
     for (path, name) in [
         ("/console/account", "account"),
+        ("/console/rewards", "rewards"),
         ("/console/projects", "projects"),
         ("/console/caches", "caches"),
         ("/console/areas/queues", "queues"),
