@@ -1,4 +1,4 @@
-//! `/rewards` on one SQLite server: the operator configures lines; a
+//! `/rewards` on each backend (its SQL differs): the operator configures lines; a
 //! claim is accepted only when the platform's records show the action (a
 //! `project.created` event, a month's usage in the series store) and a
 //! line asking for review waits for the operator's session (a token, even
@@ -33,9 +33,10 @@ async fn line(admin: &Client, body: Value) -> Value {
     r.json()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rewards_are_verified_reviewed_redeemed_and_isolated() {
-    let s = start(Backend::Sqlite).await;
+crate::on_both_backends!(rewards_are_verified_reviewed_redeemed_and_isolated);
+
+async fn rewards_are_verified_reviewed_redeemed_and_isolated(backend: Backend) {
+    let s = start(backend).await;
     let admin = s.anonymous().with_cookie(&login(&s).await);
     let c = s
         .client()

@@ -15,7 +15,7 @@ use crate::{create_org, eventually, start_with};
 
 /// Adds, for each `(days_ago, quantity)`, `quantity` of `metric` for
 /// `resource` (of `project`) on the day `days_ago` days before today
-/// (UTC), on a SQLite server.
+/// (UTC), in the server's database (SQLite or PostgreSQL).
 pub async fn inject(
     s: &Server,
     org: &str,
@@ -25,22 +25,26 @@ pub async fn inject(
     points: &[(i64, f64)],
 ) {
     sqlx::any::install_default_drivers();
-    let url = format!(
-        "sqlite://{}",
-        s.data_dir.path().join("plateau.db").display()
-    );
+    let url = s.database_url.clone().unwrap_or_else(|| {
+        format!(
+            "sqlite://{}",
+            s.data_dir.path().join("plateau.db").display()
+        )
+    });
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let now = plateau_core::time::now_ms();
     for (days_ago, quantity) in points {
+        let day = plateau_core::time::to_date(now - days_ago * 86_400_000);
         sqlx::query(
         "INSERT INTO usage_points (org_id, resource_id, metric, day, resource_type, project_id, quantity) \
-         VALUES ($1, $2, $3, date('now', $4), 'cache', $5, $6) \
+         VALUES ($1, $2, $3, $4, 'cache', $5, $6) \
          ON CONFLICT (org_id, resource_id, metric, day) DO UPDATE SET \
          quantity = usage_points.quantity + excluded.quantity",
     )
     .bind(org)
     .bind(resource)
     .bind(metric)
-    .bind(format!("-{days_ago} days"))
+    .bind(day)
     .bind(project)
     .bind(quantity)
     .execute(&pool)
