@@ -24,9 +24,11 @@ async fn operator_changes_a_plan_and_refuses_a_downgrade_past_its_limits() {
         .to_owned();
     let path = format!("/admin/organizations/{org}");
 
-    // Tokens never change plans; bad input names its field.
+    // Tokens never change plans (a valid one is 403: authenticated, not
+    // the operator); bad input names its field.
     let r = owner.patch(&path, json!({ "plan": "pro" })).await;
-    assert_eq!(r.status, 401, "{}", r.text());
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["code"], "admin_session_required");
     let r = admin.patch(&path, json!({ "plan": "platinum" })).await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["errors"][0]["field"], "plan");
