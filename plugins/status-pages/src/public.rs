@@ -9,7 +9,7 @@
 //! uptime of the day keeps moving); a visit in between is two reads, and
 //! `If-None-Match` with the answer's ETag is a 304.
 
-use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock, config, serde_json};
+use plateau_sdk::{ApiError, Bucket, Params, Request, Response, clock, serde_json};
 use serde::{Deserialize, Serialize};
 
 use crate::input::is_email;
@@ -32,26 +32,34 @@ struct Ctx {
     org: String,
     bucket: Bucket,
     page: Page,
+    /// The page's address as a path on this origin (`/api/v1/...`), for
+    /// HTML: never built from the request's Host, because answers are
+    /// cached for every visitor and a forged Host would poison them.
     url: String,
+    /// The absolute address the feeds name, from the base the page's
+    /// owner saved (or the operator's `publicBaseUrl`).
+    absolute: String,
 }
 
 fn unknown(slug: &str) -> ApiError {
     ApiError::not_found(format!("there is no status page {slug}"))
 }
 
-fn open(req: &Request, params: &Params) -> Result<Ctx, ApiError> {
+fn open(params: &Params) -> Result<Ctx, ApiError> {
     let slug = &params["slug"];
     let org = store::organization_of(slug)?.ok_or_else(|| unknown(slug))?;
     let bucket = store::org_bucket(&org)?;
     let page = store::page(&bucket)?
         .filter(|p| p.slug == *slug)
         .ok_or_else(|| unknown(slug))?;
-    let url = public_url(&config::public_base_url(req), slug);
+    let url = public_url("/api/v1", slug);
+    let absolute = public_url(&page.base_url, slug);
     Ok(Ctx {
         org,
         bucket,
         page,
         url,
+        absolute,
     })
 }
 
@@ -63,7 +71,7 @@ fn cached(
     content_type: &str,
     render: fn(&Ctx, u64) -> Result<String, ApiError>,
 ) -> Result<Response, ApiError> {
-    let ctx = open(req, params)?;
+    let ctx = open(params)?;
     let now = clock::now_millis();
     let key = format!("{}{what}", record::CACHE);
     let ver = store::version(&ctx.bucket)?;
@@ -133,7 +141,7 @@ pub fn summary(req: &Request, params: &Params) -> Result<Response, ApiError> {
     cached(req, params, "summary", "application/json", |ctx, now| {
         let components = store::components(&ctx.bucket)?;
         let open = store::open_incidents(&ctx.bucket)?;
-        Ok(feed::summary(&ctx.page, &ctx.url, &components, &open, now).to_string())
+        Ok(feed::summary(&ctx.page, &ctx.absolute, &components, &open, now).to_string())
     })
 }
 
@@ -142,7 +150,7 @@ pub fn status(req: &Request, params: &Params) -> Result<Response, ApiError> {
     cached(req, params, "status", "application/json", |ctx, now| {
         let components = store::components(&ctx.bucket)?;
         let open = store::open_incidents(&ctx.bucket)?;
-        Ok(feed::status(&ctx.page, &ctx.url, &components, &open, now).to_string())
+        Ok(feed::status(&ctx.page, &ctx.absolute, &components, &open, now).to_string())
     })
 }
 
@@ -155,7 +163,7 @@ pub fn atom(req: &Request, params: &Params) -> Result<Response, ApiError> {
         "application/atom+xml; charset=utf-8",
         |ctx, _| {
             let recent = store::recent_incidents(&ctx.bucket, 25)?;
-            Ok(feed::atom(&ctx.page, &ctx.url, &recent))
+            Ok(feed::atom(&ctx.page, &ctx.absolute, &recent))
         },
     )
 }
@@ -180,7 +188,7 @@ struct SubscribeBody {
 /// (`application/x-www-form-urlencoded`, answered in HTML) or JSON
 /// `{"email": ...}` (answered 202 in JSON).
 pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    let ctx = open(req, params)?;
+    let ctx = open(params)?;
     let as_json = req
         .header("content-type")
         .is_some_and(plateau_sdk::is_json_content_type);
@@ -203,15 +211,12 @@ pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
         );
         return Ok(html(400, body));
     }
-    let base = config::public_base_url(req);
-    // A page saved through the console (no Host) learns its public base
-    // here, for the links of the emails and webhooks its jobs send.
-    if ctx.page.base_url != base && req.header("host").is_some() {
-        let mut page = ctx.page.clone();
-        page.base_url = base.clone();
-        ctx.bucket.set(record::PAGE, &page)?;
-    }
-    let added = subscribers::add_email(&ctx.bucket, &ctx.org, &ctx.page, &email, &base)?;
+    // The links of the confirmation email use the base saved with the page
+    // by its owner (or the operator's `publicBaseUrl`), never this
+    // unauthenticated request's Host: a forged Host would otherwise send
+    // a victim a platform email linking to the forger's site.
+    let added =
+        subscribers::add_email(&ctx.bucket, &ctx.org, &ctx.page, &email, &ctx.page.base_url)?;
     let full = added.err();
     if as_json {
         return Ok(full.unwrap_or_else(|| {
@@ -239,9 +244,8 @@ pub fn subscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
 }
 
 /// `GET .../confirm/{token}`: a button that confirms (a link only shows it).
-pub fn confirm_form(req: &Request, params: &Params) -> Result<Response, ApiError> {
+pub fn confirm_form(_req: &Request, params: &Params) -> Result<Response, ApiError> {
     token_form(
-        req,
         params,
         "Confirm your subscription",
         "Press the button to get email about incidents and maintenance.",
@@ -251,9 +255,8 @@ pub fn confirm_form(req: &Request, params: &Params) -> Result<Response, ApiError
 }
 
 /// `GET .../unsubscribe/{token}`.
-pub fn unsubscribe_form(req: &Request, params: &Params) -> Result<Response, ApiError> {
+pub fn unsubscribe_form(_req: &Request, params: &Params) -> Result<Response, ApiError> {
     token_form(
-        req,
         params,
         "Unsubscribe",
         "Press the button to stop getting email from this page.",
@@ -263,14 +266,13 @@ pub fn unsubscribe_form(req: &Request, params: &Params) -> Result<Response, ApiE
 }
 
 fn token_form(
-    req: &Request,
     params: &Params,
     heading: &str,
     text: &str,
     button: &str,
     what: &str,
 ) -> Result<Response, ApiError> {
-    let ctx = open(req, params)?;
+    let ctx = open(params)?;
     let token = &params["token"];
     if subscribers::by_token(&ctx.bucket, token)?.is_none() {
         return Ok(html(
@@ -291,8 +293,8 @@ fn token_form(
 }
 
 /// `POST .../confirm/{token}`.
-pub fn confirm(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    let ctx = open(req, params)?;
+pub fn confirm(_req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let ctx = open(params)?;
     let Some(mut sub) = subscribers::by_token(&ctx.bucket, &params["token"])? else {
         return Ok(html(
             404,
@@ -326,8 +328,8 @@ pub fn confirm(req: &Request, params: &Params) -> Result<Response, ApiError> {
 }
 
 /// `POST .../unsubscribe/{token}`.
-pub fn unsubscribe(req: &Request, params: &Params) -> Result<Response, ApiError> {
-    let ctx = open(req, params)?;
+pub fn unsubscribe(_req: &Request, params: &Params) -> Result<Response, ApiError> {
+    let ctx = open(params)?;
     if let Some(sub) = subscribers::by_token(&ctx.bucket, &params["token"])? {
         subscribers::remove(&ctx.bucket, &sub)?;
         plateau_sdk::NewEvent::new("status-pages.subscriber.deleted", "delete")

@@ -196,6 +196,18 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
         .await;
     assert_eq!(form.status, 202, "{}", form.text());
     assert!(form.text().contains("Check your inbox"), "{}", form.text());
+    // The attack: a subscribe naming another site in its forwarded host,
+    // so the platform would mail a victim a link to the forger's site.
+    let forged = visitor
+        .request(reqwest::Method::POST, "/status-pages/public/acme/subscribe")
+        .header("x-forwarded-host", "evil.example")
+        .body(
+            "application/x-www-form-urlencoded",
+            b"email=victim%40example.com".to_vec(),
+        )
+        .send()
+        .await;
+    assert_eq!(forged.status, 202, "{}", forged.text());
 
     // An incident: the subscribers hear of it, signed.
     let r = c
@@ -207,6 +219,28 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let incident = r.json()["id"].as_str().unwrap().to_owned();
+    // The attack on the shared cache: the first visit after a change names
+    // another site; neither it nor the next visitor sees that site.
+    for path in [
+        "/status-pages/public/acme",
+        "/status-pages/public/acme/api/v2/summary.json",
+        "/status-pages/public/acme/history.atom",
+    ] {
+        let forged = visitor
+            .request(reqwest::Method::GET, path)
+            .header("x-forwarded-host", "evil.example")
+            .send()
+            .await;
+        let plain = visitor.get(path).await;
+        for r in [&forged, &plain] {
+            assert_eq!(r.status, 200, "{path}: {}", r.text());
+            assert!(
+                !r.text().contains("evil.example"),
+                "{path} was poisoned: {}",
+                r.text()
+            );
+        }
+    }
     let mut waited = 0;
     while hooks.lock().unwrap().is_empty() {
         assert!(waited < 400, "the webhook subscriber was never called");
@@ -291,6 +325,17 @@ async fn a_status_page_follows_heartbeats_and_tells_subscribers() {
     // The timeline has it all, and the relay was asked for the confirmation.
     let events = c.get("/events?limit=200").await.json();
     let types = event_types(&events);
+    let mailed = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "status-pages.email.requested");
+    for e in mailed {
+        assert!(
+            !e.to_string().contains("evil.example"),
+            "a forged host reached an email: {e}"
+        );
+    }
     for want in [
         "status-pages.page.created",
         "status-pages.component.updated",
