@@ -107,3 +107,103 @@ pub async fn fetch(
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    struct Pull {
+        own: bool,
+    }
+
+    impl HostPull for Pull {
+        fn bearer(&self, _org_id: &str) -> String {
+            "host-bearer-secret".into()
+        }
+        fn https(&self, _registry: &str) -> bool {
+            false
+        }
+        fn is_own(&self, _registry: &str) -> bool {
+            self.own
+        }
+    }
+
+    /// A registry that answers 404 to everything and keeps each request's
+    /// head.
+    async fn recording_registry() -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = conn.read(&mut buf).await.unwrap_or(0);
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase());
+                let _ = conn
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            }
+        });
+        (addr, seen)
+    }
+
+    fn deployment(image: &str) -> Deployment {
+        Deployment {
+            id: "dep_1".into(),
+            app_id: "app_1".into(),
+            org_id: "org_1".into(),
+            status: "live".into(),
+            cause: "deploy".into(),
+            source_type: "image".into(),
+            image: Some(image.into()),
+            digest: Some(format!("sha256:{}", "0".repeat(64))),
+            component: None,
+            reason: None,
+            created_at: 0,
+            live_at: None,
+            finished_at: None,
+            repo: None,
+            branch: None,
+            upload_id: None,
+            build_log: None,
+        }
+    }
+
+    /// Fetches from a recording registry; answers what it was sent.
+    async fn sent(own: bool) -> Vec<String> {
+        let (addr, seen) = recording_registry().await;
+        let images = tempfile::tempdir().unwrap();
+        let d = deployment(&format!("{addr}/org_1/web:1"));
+        let fetched = fetch(&Pull { own }, images.path(), "org_1", &d, "sha256:x").await;
+        assert!(fetched.is_err(), "the registry has nothing");
+        let seen = seen.lock().unwrap().clone();
+        assert!(!seen.is_empty(), "the registry was asked");
+        seen
+    }
+
+    #[tokio::test]
+    async fn the_host_bearer_never_reaches_a_registry_not_its_own() {
+        // The attack: an image from a registry the operator allows, fetched
+        // by a runner that lacks it. Nothing of the host's credential goes.
+        let foreign = sent(false).await;
+        assert!(
+            foreign.iter().all(|r| !r.contains("host-bearer-secret")),
+            "{foreign:?}"
+        );
+        // This platform's registry gets it: the test can see a bearer.
+        let own = sent(true).await;
+        assert!(
+            own.iter().any(|r| r.contains("host-bearer-secret")),
+            "{own:?}"
+        );
+    }
+}

@@ -283,6 +283,23 @@ async fn page_views_from_the_edge_and_the_script_become_cookieless_stats() {
         .map(|p| p["visitors"].as_i64().unwrap())
         .collect();
     assert_eq!(series, [1, 1]);
+    // The attack: a client naming another address in the header the host
+    // sets for plugins. The host drops it, so it is still today's visitor.
+    let forged = s
+        .anonymous()
+        .request(reqwest::Method::POST, "/analytics/api/event")
+        .header("user-agent", FIREFOX)
+        .header("plateau-client-ip", "203.0.113.7")
+        .body("text/plain", page("/pricing").to_string())
+        .send()
+        .await;
+    assert_eq!(forged.status, 202, "{}", forged.text());
+    let after = get(&c, &format!("/analytics/sites/{blog}/stats?from={day1}")).await;
+    assert_eq!(
+        (&after["visitors"], &after["pageviews"]),
+        (&json!(2), &json!(4)),
+        "a forged plateau-client-ip made a new visitor"
+    );
     let stored = stored_rows(s).await;
     let salts: Vec<&String> = stored.iter().filter(|r| r.starts_with(" salt/")).collect();
     assert_eq!(salts.len(), 1, "{salts:?}");
